@@ -1,0 +1,41 @@
+// WorkerReport: what a worker's shim sends to the controller every few iterations.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/status.h"
+
+namespace star::api {
+
+// Timings cover `iterations` consecutive iterations ending at `iteration`; the
+// per-iteration values are the means over them. Times are in seconds.
+struct WorkerReport {
+  std::string job;               // "<namespace>/<name>" or a local job name; may be empty
+  int worker = 0;                // rank, >= 0
+  int64_t iteration = 0;         // last iteration covered, >= 0
+  int iterations = 1;            // how many iterations the means cover, >= 1
+  double time_seconds = 0;       // when the report was made (job-relative clock), >= 0
+  double compute_seconds = 0;    // per iteration: forward + backward (+ optimizer), >= 0
+  double communication_seconds = 0;  // per iteration: own share of communication, >= 0
+  double wait_seconds = 0;       // per iteration: blocked on slower peers, >= 0
+  int local_batch = 0;           // samples per iteration on this worker, >= 1
+  bool amp = false;              // mixed precision was on
+  // Squared L2 norms of this worker's local gradient and of the aggregated gradient
+  // (for the online noise scale); absent when not measured.
+  std::optional<double> local_grad_sq_norm;
+  std::optional<double> global_grad_sq_norm;
+  std::optional<double> loss;
+
+  // compute + communication: the iteration time excluding waiting on others (t_i).
+  double iteration_seconds() const { return compute_seconds + communication_seconds; }
+};
+
+nlohmann::json ToJson(const WorkerReport& r);
+// Validates every field; errors name the field ("worker: must be >= 0, got -1").
+StatusOr<WorkerReport> WorkerReportFromJson(const nlohmann::json& j, const std::string& path = "");
+
+}  // namespace star::api

@@ -1,0 +1,106 @@
+#include "star/core/api/json_reader.h"
+
+#include <gtest/gtest.h>
+
+#include "star/core/api/worker_report.h"
+
+namespace star::api {
+namespace {
+
+using nlohmann::json;
+
+TEST(ObjectReader, NamesFieldPathAndReasonOnRangeError) {
+  json j = {{"replicas", 0}};
+  int replicas = 1;
+  ObjectReader rd(j, "spec.workers");
+  rd.Int("replicas", &replicas).AtLeast("replicas", replicas, 1);
+  EXPECT_EQ(rd.status().message(), "spec.workers.replicas: must be >= 1, got 0");
+}
+
+TEST(ObjectReader, MissingRequiredAndWrongType) {
+  json j = {{"a", "text"}};
+  int64_t a = 0, b = 0;
+  EXPECT_EQ(ObjectReader(j, "").Int("b", &b).status().message(), "b: required field is missing");
+  EXPECT_EQ(ObjectReader(j, "x").Int("a", &a).status().message(),
+            "x.a: must be an integer, got string");
+  EXPECT_EQ(ObjectReader(json::array(), "spec").status().message(),
+            "spec: must be an object, got array");
+}
+
+TEST(ObjectReader, OptionalKeepsDefaultAndFirstErrorWins) {
+  json j = {{"x", 1.5}, {"y", true}};
+  int64_t x = 0;
+  double z = 7;
+  bool y = false;
+  ObjectReader rd(j, "");
+  rd.Number("z", &z, Need::kOptional).Bool("y", &y).Int("x", &x).Fail("y", "second error");
+  EXPECT_EQ(z, 7);
+  EXPECT_TRUE(y);
+  EXPECT_EQ(rd.status().message(), "x: must be an integer, got 1.5");
+}
+
+TEST(ObjectReader, EnumListsAllowedValues) {
+  json j = {{"policy", "Fast"}};
+  std::string p;
+  ObjectReader rd(j, "spec.synchronization");
+  rd.Enum("policy", &p, {"Auto", "SSGD"});
+  EXPECT_EQ(rd.status().message(),
+            "spec.synchronization.policy: must be one of Auto, SSGD, got \"Fast\"");
+}
+
+TEST(ObjectReader, ArraysReportTheBadElement) {
+  json j = {{"t", {1.0, 2.0, "x"}}};
+  std::vector<double> t;
+  ObjectReader rd(j, "");
+  rd.NumberArray("t", &t);
+  EXPECT_EQ(rd.status().message(), "t[2]: must be a number, got string");
+}
+
+TEST(ObjectReader, RejectUnknownNamesTheField) {
+  json j = {{"a", 1}, {"typo", 2}};
+  ObjectReader rd(j, "spec");
+  rd.RejectUnknown({"a"});
+  EXPECT_EQ(rd.status().message(), "spec.typo: unknown field");
+}
+
+TEST(WorkerReportCodec, RoundTrips) {
+  WorkerReport r;
+  r.job = "default/mnist";
+  r.worker = 3;
+  r.iteration = 120;
+  r.iterations = 5;
+  r.time_seconds = 12.5;
+  r.compute_seconds = 0.25;
+  r.communication_seconds = 0.05;
+  r.wait_seconds = 0.1;
+  r.local_batch = 64;
+  r.amp = true;
+  r.local_grad_sq_norm = 4.0;
+  r.global_grad_sq_norm = 1.5;
+  auto back = WorkerReportFromJson(ToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToJson(*back), ToJson(r));
+  EXPECT_FALSE(back->loss.has_value());
+}
+
+TEST(WorkerReportCodec, RejectsMalformed) {
+  WorkerReport valid;
+  valid.local_batch = 8;
+  json base = ToJson(valid);
+  auto with = [&](const char* k, json v) {
+    json j = base;
+    j[k] = std::move(v);
+    return WorkerReportFromJson(j).status().message();
+  };
+  EXPECT_EQ(with("worker", -1), "worker: must be >= 0, got -1");
+  EXPECT_EQ(with("compute_seconds", "fast"), "compute_seconds: must be a number, got string");
+  EXPECT_EQ(with("local_batch", 0), "local_batch: must be >= 1, got 0");
+  EXPECT_EQ(with("global_grad_sq_norm", -2.0), "global_grad_sq_norm: must be >= 0, got -2");
+  EXPECT_EQ(with("extra", 1), "extra: unknown field");
+  json missing = base;
+  missing.erase("iteration");
+  EXPECT_EQ(WorkerReportFromJson(missing).status().message(), "iteration: required field is missing");
+}
+
+}  // namespace
+}  // namespace star::api

@@ -1,0 +1,65 @@
+#include "star/core/api/worker_report.h"
+
+#include "star/core/api/json_reader.h"
+
+namespace star::api {
+
+using nlohmann::json;
+
+json ToJson(const WorkerReport& r) {
+  json j = {
+      {"job", r.job},
+      {"worker", r.worker},
+      {"iteration", r.iteration},
+      {"iterations", r.iterations},
+      {"time_seconds", r.time_seconds},
+      {"compute_seconds", r.compute_seconds},
+      {"communication_seconds", r.communication_seconds},
+      {"wait_seconds", r.wait_seconds},
+      {"local_batch", r.local_batch},
+      {"amp", r.amp},
+  };
+  if (r.local_grad_sq_norm) j["local_grad_sq_norm"] = *r.local_grad_sq_norm;
+  if (r.global_grad_sq_norm) j["global_grad_sq_norm"] = *r.global_grad_sq_norm;
+  if (r.loss) j["loss"] = *r.loss;
+  return j;
+}
+
+StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& path) {
+  WorkerReport r;
+  ObjectReader rd(j, path);
+  rd.String("job", &r.job, Need::kOptional)
+      .Int("worker", &r.worker)
+      .AtLeast("worker", r.worker, 0)
+      .Int("iteration", &r.iteration)
+      .AtLeast("iteration", static_cast<double>(r.iteration), 0)
+      .Int("iterations", &r.iterations, Need::kOptional)
+      .AtLeast("iterations", r.iterations, 1)
+      .Number("time_seconds", &r.time_seconds, Need::kOptional)
+      .AtLeast("time_seconds", r.time_seconds, 0)
+      .Number("compute_seconds", &r.compute_seconds)
+      .AtLeast("compute_seconds", r.compute_seconds, 0)
+      .Number("communication_seconds", &r.communication_seconds)
+      .AtLeast("communication_seconds", r.communication_seconds, 0)
+      .Number("wait_seconds", &r.wait_seconds, Need::kOptional)
+      .AtLeast("wait_seconds", r.wait_seconds, 0)
+      .Int("local_batch", &r.local_batch)
+      .AtLeast("local_batch", r.local_batch, 1)
+      .Bool("amp", &r.amp, Need::kOptional);
+  for (auto [key, field] : {std::pair{"local_grad_sq_norm", &r.local_grad_sq_norm},
+                            std::pair{"global_grad_sq_norm", &r.global_grad_sq_norm},
+                            std::pair{"loss", &r.loss}}) {
+    if (!rd.Has(key)) continue;
+    double v = 0;
+    rd.Number(key, &v);
+    if (key != std::string_view("loss")) rd.AtLeast(key, v, 0);
+    if (rd.ok()) *field = v;
+  }
+  rd.RejectUnknown({"job", "worker", "iteration", "iterations", "time_seconds", "compute_seconds",
+                    "communication_seconds", "wait_seconds", "local_batch", "amp",
+                    "local_grad_sq_norm", "global_grad_sq_norm", "loss"});
+  if (!rd.ok()) return rd.status();
+  return r;
+}
+
+}  // namespace star::api
