@@ -1,0 +1,57 @@
+// Decision: what the controller tells every worker of a job to do from a given
+// iteration on (sync mode, k or groups, per-worker AMP and batch). It travels back on
+// the report response; all workers switch at apply_at_iteration.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/api/types.h"
+#include "star/core/status.h"
+
+namespace star::api {
+
+struct WorkerSetting {
+  int worker = 0;     // rank, >= 0
+  bool amp = false;   // run this worker in mixed precision
+  int64_t batch = 1;  // local batch size (samples per iteration), >= 1
+
+  friend bool operator==(const WorkerSetting&, const WorkerSetting&) = default;
+};
+
+struct Decision {
+  int64_t epoch = 0;               // decision sequence number, >= 0; newer wins
+  int64_t apply_at_iteration = 0;  // first iteration run under this decision, >= 0
+  SyncMode mode = SyncMode::kSsgd;
+  // Gradients per update: n for ssgd, the k of fixed_k, 1 for asgd; >= 1, and <= the
+  // number of workers when `workers` is given.
+  int k = 1;
+  // For mode groups: a partition of the worker ranks (each group synchronous inside).
+  // Empty for the other modes.
+  std::vector<std::vector<int>> groups;
+  // One entry per worker (ranks unique); empty = no per-worker change.
+  std::vector<WorkerSetting> workers;
+
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
+
+// Checks a decision built in code or decoded. Rules: epoch >= 0; apply_at_iteration
+// >= 0; k >= 1; worker ranks >= 0 and unique; batch >= 1; when workers are given,
+// k <= workers.size(); mode groups needs non-empty groups; groups, when given, hold no
+// empty group, no rank twice, only ranks >= 0, and (when workers are given) exactly
+// the workers' ranks. Errors name the field under `path` ("groups[1][0]: duplicate of
+// groups[0][2]"). O(n log n) in the number of workers.
+[[nodiscard]] Status Validate(const Decision& d, const std::string& path = "");
+
+// snake_case wire form: {"epoch","apply_at_iteration","mode":"ssgd|fixed_k|groups|asgd",
+// "k","groups":[[...]],"workers":[{"worker","amp","batch"}]}; every field is written.
+nlohmann::json ToJson(const Decision& d);
+// Required: epoch, apply_at_iteration, mode, k. Optional: groups (default []),
+// workers (default []); in workers[], worker and batch are required, amp defaults to
+// false. Unknown fields are rejected. Then Validate(d, path).
+StatusOr<Decision> DecisionFromJson(const nlohmann::json& j, const std::string& path = "");
+
+}  // namespace star::api

@@ -1,0 +1,247 @@
+// TrainingJob (group star.dev, version v1alpha1, namespaced, short name tj): a
+// data-parallel training job whose stragglers STAR mitigates. Spec is the desired
+// state written by the user; status is what the operator observed and decided.
+//
+// Wire form: the Kubernetes object, camelCase, e.g.
+//   {"apiVersion":"star.dev/v1alpha1","kind":"TrainingJob",
+//    "metadata":{"name":"fmnist","namespace":"default"},
+//    "spec":{"architecture":"AllReduce",
+//            "workers":{"replicas":4,"template":{...PodTemplateSpec...}},
+//            "training":{"globalBatchSize":256,"targetAccuracy":0.88},
+//            "synchronization":{"policy":"Auto"}, "mitigation":{...}},
+//    "status":{...}}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/api/meta.h"
+#include "star/core/api/types.h"
+#include "star/core/status.h"
+
+namespace star::api {
+
+inline constexpr std::string_view kTrainingJobKind = "TrainingJob";
+
+// spec.synchronization.policy. Wire: "Auto", "SSGD", "ASGD", "FixedK", "Groups".
+enum class SyncPolicy { kAuto, kSsgd, kAsgd, kFixedK, kGroups };
+std::string_view ToString(SyncPolicy p);
+std::optional<SyncPolicy> ParseSyncPolicy(std::string_view s);
+
+// spec.synchronization.selector. Wire: "Heuristic", "ML".
+enum class ModeSelector { kHeuristic, kMl };
+std::string_view ToString(ModeSelector s);
+std::optional<ModeSelector> ParseModeSelector(std::string_view s);
+
+// spec.mitigation.detection.rule (ALGORITHMS.md section 1).
+// Wire: "MAD", "RelativeScore", "STAR", "ChangePoint".
+enum class DetectionRule { kMad, kRelativeScore, kStar, kChangePoint };
+std::string_view ToString(DetectionRule r);
+std::optional<DetectionRule> ParseDetectionRule(std::string_view s);
+
+// spec.mitigation.amp.dtype. Wire: "bfloat16", "float16".
+enum class AmpDtype { kBfloat16, kFloat16 };
+std::string_view ToString(AmpDtype d);
+std::optional<AmpDtype> ParseAmpDtype(std::string_view s);
+
+// status.phase. Wire: "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed".
+enum class JobPhase { kPending, kCreated, kRunning, kRestarting, kSucceeded, kFailed };
+std::string_view ToString(JobPhase p);
+std::optional<JobPhase> ParseJobPhase(std::string_view s);
+
+// ---- spec ----
+
+// A role's pods: how many and from which PodTemplateSpec.
+struct ReplicaSpec {
+  int replicas = 1;  // required on the wire
+  // The PodTemplateSpec, kept verbatim (unknown fields allowed). Absent = nullopt.
+  // When present it is an object, and template.spec.containers, when present, is a
+  // non-empty array of container objects each with a string "name" (see FirstContainer).
+  std::optional<nlohmann::json> pod_template;  // wire: "template"
+
+  friend bool operator==(const ReplicaSpec&, const ReplicaSpec&) = default;
+};
+
+struct TrainingSpec {
+  int64_t global_batch_size = 0;          // required; >= 1 and >= workers.replicas
+  double target_accuracy = 0;             // required; in (0, 1]
+  std::optional<int64_t> max_iterations;  // >= 1 when set; unset = no limit
+
+  friend bool operator==(const TrainingSpec&, const TrainingSpec&) = default;
+};
+
+struct SynchronizationSpec {
+  SyncPolicy policy = SyncPolicy::kAuto;             // default Auto
+  ModeSelector selector = ModeSelector::kHeuristic;  // default Heuristic
+  std::optional<int> min_k;  // lower bound on k; in [1, workers.replicas] when set
+
+  friend bool operator==(const SynchronizationSpec&, const SynchronizationSpec&) = default;
+};
+
+struct DetectionSpec {
+  DetectionRule rule = DetectionRule::kMad;  // default MAD
+  int window = 20;                           // iterations in the sliding window; >= 3
+  std::optional<double> threshold;           // > 0 when set; unset = the rule's default
+
+  friend bool operator==(const DetectionSpec&, const DetectionSpec&) = default;
+};
+
+struct AmpSpec {
+  bool enabled = true;                   // default true
+  AmpDtype dtype = AmpDtype::kBfloat16;  // default bfloat16
+
+  friend bool operator==(const AmpSpec&, const AmpSpec&) = default;
+};
+
+struct BatchAdaptationSpec {
+  bool enabled = true;          // default true
+  int64_t min_local_batch = 1;  // >= 1 and minLocalBatch * workers.replicas <= globalBatchSize
+
+  friend bool operator==(const BatchAdaptationSpec&, const BatchAdaptationSpec&) = default;
+};
+
+struct ResourceReallocationSpec {
+  bool enabled = true;  // default true
+
+  friend bool operator==(const ResourceReallocationSpec&,
+                         const ResourceReallocationSpec&) = default;
+};
+
+struct MitigationSpec {
+  DetectionSpec detection;
+  AmpSpec amp;
+  BatchAdaptationSpec batch_adaptation;            // wire: "batchAdaptation"
+  ResourceReallocationSpec resource_reallocation;  // wire: "resourceReallocation"
+
+  friend bool operator==(const MitigationSpec&, const MitigationSpec&) = default;
+};
+
+struct TrainingJobSpec {
+  Architecture architecture = Architecture::kAllReduce;  // default AllReduce
+  ReplicaSpec workers;                                   // required
+  // Required (replicas >= 1) for ParameterServer; absent or replicas 0 for AllReduce.
+  std::optional<ReplicaSpec> parameter_servers;  // wire: "parameterServers"
+  TrainingSpec training;                         // required
+  SynchronizationSpec synchronization;           // optional section: all defaults
+  MitigationSpec mitigation;                     // optional section: all defaults
+
+  friend bool operator==(const TrainingJobSpec&, const TrainingJobSpec&) = default;
+};
+
+// ---- status ----
+
+struct StragglerStatus {
+  int worker = 0;    // rank, >= 0
+  std::string node;  // node the worker runs on; may be empty (local mode)
+  StragglerCause cause = StragglerCause::kCompute;
+  StragglerKind kind = StragglerKind::kDynamic;
+  double slowdown = 1;  // t_i / typical t; >= 0
+  std::string since;    // RFC 3339 onset time; "" when unknown (omitted on the wire)
+
+  friend bool operator==(const StragglerStatus&, const StragglerStatus&) = default;
+};
+
+struct WorkerStatus {
+  int64_t batch = 1;  // current local batch, >= 1
+  bool amp = false;   // mixed precision on
+
+  friend bool operator==(const WorkerStatus&, const WorkerStatus&) = default;
+};
+
+struct TrainingJobStatus {
+  JobPhase phase = JobPhase::kPending;  // default Pending
+  std::vector<Condition> conditions;
+  int64_t observed_generation = 0;  // >= 0
+  // wire "syncMode": ssgd|fixed_k|groups|asgd; unset before the first decision.
+  std::optional<SyncMode> sync_mode;
+  std::optional<int> k;  // >= 1 when set
+  std::vector<std::vector<int>> groups;
+  std::vector<StragglerStatus> stragglers;
+  std::vector<WorkerStatus> workers;            // indexed by rank
+  int64_t iteration = 0;                        // >= 0
+  std::optional<double> accuracy;               // in [0, 1] when set
+  std::optional<double> estimated_tta_seconds;  // wire "estimatedTTASeconds"; >= 0 when set
+
+  friend bool operator==(const TrainingJobStatus&, const TrainingJobStatus&) = default;
+};
+
+struct TrainingJob {
+  ObjectMeta metadata;
+  TrainingJobSpec spec;
+  std::optional<TrainingJobStatus> status;  // unset = no status yet (omitted on the wire)
+
+  friend bool operator==(const TrainingJob&, const TrainingJob&) = default;
+};
+
+// ---- codecs ----
+//
+// Decoding validates every field and names the first offending one by its path
+// ("spec.workers.replicas: must be >= 1, got 0"). Unknown fields are rejected
+// everywhere in spec and status ("spec.trainig: unknown field") except inside pod
+// templates. Defaults applied on decode when a field is absent:
+//   spec.architecture AllReduce; spec.synchronization {policy Auto, selector Heuristic};
+//   spec.mitigation.detection {rule MAD, window 20}; amp {enabled true, dtype bfloat16};
+//   batchAdaptation {enabled true, minLocalBatch 1}; resourceReallocation {enabled true};
+//   metadata.namespace "default"; status.phase Pending, counters 0, lists empty.
+// ToJson writes defaults explicitly, so ToJson(FromJson(x)) == x for any document that
+// spells out every defaulted field, and FromJson(ToJson(s)) == s for any valid struct.
+
+// The whole object. apiVersion and kind, when present, must be "star.dev/v1alpha1" and
+// "TrainingJob"; metadata (name required, a DNS-1123 label) and spec are required,
+// status is optional. Other metadata fields are ignored (see ObjectMeta).
+StatusOr<TrainingJob> TrainingJobFromJson(const nlohmann::json& j);
+// Always writes apiVersion and kind; status only when set.
+nlohmann::json ToJson(const TrainingJob& job);
+
+// Decodes a spec and then applies Validate(spec, path).
+StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const nlohmann::json& j,
+                                                  const std::string& path = "spec");
+nlohmann::json ToJson(const TrainingJobSpec& spec);
+
+// Checks every rule on a spec built in code or decoded: single-field ranges (as
+// documented on the fields) and the cross-field rules: globalBatchSize >=
+// workers.replicas; minK <= workers.replicas; minLocalBatch * workers.replicas <=
+// globalBatchSize; ParameterServer needs parameterServers.replicas >= 1; AllReduce
+// allows parameterServers only with replicas 0; policy ASGD needs ParameterServer;
+// pod templates well-formed. `path` prefixes the field paths in errors.
+[[nodiscard]] Status Validate(const TrainingJobSpec& spec, const std::string& path = "spec");
+
+StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const nlohmann::json& j,
+                                                      const std::string& path = "status");
+// Writes phase, conditions, observedGeneration, groups, stragglers, workers and
+// iteration always; syncMode, k, accuracy and estimatedTTASeconds only when set.
+nlohmann::json ToJson(const TrainingJobStatus& status);
+
+// ---- pod template helpers ----
+
+// The parts of a container STAR needs to run it (local mode) or reason about it.
+struct ContainerSummary {
+  std::string name;
+  std::string image;                              // "" when not set
+  std::vector<std::string> command;               // empty when not set
+  std::vector<std::string> args;                  // empty when not set
+  std::optional<int64_t> cpu_limit_millicores;    // resources.limits.cpu
+  std::optional<int64_t> cpu_request_millicores;  // resources.requests.cpu
+
+  friend bool operator==(const ContainerSummary&, const ContainerSummary&) = default;
+};
+
+// Parses a Kubernetes CPU quantity into millicores, rounding up like Kubernetes:
+// a JSON number (cores) or a string "<decimal>[n|u|m|k]" ("500m", "2", "0.25", "1k").
+// nullopt when malformed or negative.
+std::optional<int64_t> ParseCpuMillicores(const nlohmann::json& quantity);
+
+// Checks a PodTemplateSpec (as documented on ReplicaSpec::pod_template) and summarizes
+// its first container. Each container's image must be a string, command/args arrays of
+// strings and resources.{limits,requests}.cpu valid CPU quantities, when present.
+// nullopt when the template has no spec.containers. Errors name the path under `path`
+// ("spec.workers.template.spec.containers[0].name: required field is missing").
+StatusOr<std::optional<ContainerSummary>> FirstContainer(const nlohmann::json& pod_template,
+                                                         const std::string& path = "template");
+
+}  // namespace star::api

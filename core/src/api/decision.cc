@@ -1,0 +1,160 @@
+#include "star/core/api/decision.h"
+
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "star/core/api/json_reader.h"
+
+namespace star::api {
+
+using nlohmann::json;
+
+namespace {
+
+Status Invalid(const std::string& path, const std::string& reason) {
+  return Status::InvalidArgument(path + ": " + reason);
+}
+
+std::string AtLeastMsg(int64_t min, int64_t got) {
+  return "must be >= " + std::to_string(min) + ", got " + std::to_string(got);
+}
+
+Status CheckGroups(const Decision& d, const std::string& path) {
+  const std::string groups = JoinPath(path, "groups");
+  if (d.mode == SyncMode::kGroups && d.groups.empty()) {
+    return Invalid(groups, "must not be empty when mode is groups");
+  }
+  std::set<int> ranks;
+  for (const auto& w : d.workers) ranks.insert(w.worker);
+  std::map<int, std::string> seen;  // rank -> path of its first appearance
+  for (size_t g = 0; g < d.groups.size(); ++g) {
+    const std::string gp = IndexPath(groups, g);
+    if (d.groups[g].empty()) return Invalid(gp, "must not be empty");
+    for (size_t i = 0; i < d.groups[g].size(); ++i) {
+      const int r = d.groups[g][i];
+      const std::string at = IndexPath(gp, i);
+      if (r < 0) return Invalid(at, AtLeastMsg(0, r));
+      if (!d.workers.empty() && ranks.count(r) == 0) {
+        return Invalid(at, "worker " + std::to_string(r) + " is not in workers");
+      }
+      auto [it, inserted] = seen.emplace(r, at);
+      if (!inserted) return Invalid(at, "duplicate of " + it->second);
+    }
+  }
+  if (!d.groups.empty() && !d.workers.empty()) {
+    for (int r : ranks) {
+      if (seen.count(r) == 0) {
+        return Invalid(groups,
+                       "must cover every worker, worker " + std::to_string(r) + " is in no group");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// A JSON array of 32-bit integers at `path`.
+StatusOr<std::vector<int>> IntList(const json& j, const std::string& path) {
+  if (!j.is_array()) return Invalid(path, "must be an array, got " + JsonTypeName(j));
+  std::vector<int> out;
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json& e = j[i];
+    if (!e.is_number_integer()) {
+      return Invalid(IndexPath(path, i),
+                     "must be an integer, got " +
+                         (e.is_number() ? FormatNumber(e.get<double>()) : JsonTypeName(e)));
+    }
+    const bool fits =
+        e.is_number_unsigned()
+            ? e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max())
+            : (e.get<int64_t>() >= std::numeric_limits<int>::min() &&
+               e.get<int64_t>() <= std::numeric_limits<int>::max());
+    if (!fits) return Invalid(IndexPath(path, i), "must fit in a 32-bit integer, got " + e.dump());
+    out.push_back(e.get<int>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Validate(const Decision& d, const std::string& path) {
+  if (d.epoch < 0) return Invalid(JoinPath(path, "epoch"), AtLeastMsg(0, d.epoch));
+  if (d.apply_at_iteration < 0) {
+    return Invalid(JoinPath(path, "apply_at_iteration"), AtLeastMsg(0, d.apply_at_iteration));
+  }
+  if (d.k < 1) return Invalid(JoinPath(path, "k"), AtLeastMsg(1, d.k));
+  const std::string workers = JoinPath(path, "workers");
+  std::map<int, size_t> index_of;
+  for (size_t i = 0; i < d.workers.size(); ++i) {
+    const WorkerSetting& w = d.workers[i];
+    const std::string at = IndexPath(workers, i);
+    if (w.worker < 0) return Invalid(at + ".worker", AtLeastMsg(0, w.worker));
+    if (w.batch < 1) return Invalid(at + ".batch", AtLeastMsg(1, w.batch));
+    auto [it, inserted] = index_of.emplace(w.worker, i);
+    if (!inserted) return Invalid(at + ".worker", "duplicate of " + IndexPath(workers, it->second));
+  }
+  if (!d.workers.empty() && static_cast<size_t>(d.k) > d.workers.size()) {
+    return Invalid(JoinPath(path, "k"), "must be <= the number of workers (" +
+                                            std::to_string(d.workers.size()) + "), got " +
+                                            std::to_string(d.k));
+  }
+  return CheckGroups(d, path);
+}
+
+json ToJson(const Decision& d) {
+  json workers = json::array();
+  for (const auto& w : d.workers) {
+    workers.push_back({{"worker", w.worker}, {"amp", w.amp}, {"batch", w.batch}});
+  }
+  return {{"epoch", d.epoch},         {"apply_at_iteration", d.apply_at_iteration},
+          {"mode", ToString(d.mode)}, {"k", d.k},
+          {"groups", d.groups},       {"workers", std::move(workers)}};
+}
+
+StatusOr<Decision> DecisionFromJson(const json& j, const std::string& path) {
+  Decision d;
+  ObjectReader rd(j, path);
+  std::string mode;
+  rd.Int("epoch", &d.epoch)
+      .Int("apply_at_iteration", &d.apply_at_iteration)
+      .Enum("mode", &mode, {"ssgd", "fixed_k", "groups", "asgd"})
+      .Int("k", &d.k);
+  if (rd.ok()) d.mode = *ParseSyncMode(mode);
+
+  if (const json* g = rd.Get("groups"); rd.ok() && g != nullptr) {
+    if (!g->is_array()) {
+      rd.Fail("groups", "must be an array, got " + JsonTypeName(*g));
+    } else {
+      for (size_t i = 0; i < g->size() && rd.ok(); ++i) {
+        auto group = IntList((*g)[i], IndexPath(rd.FieldPath("groups"), i));
+        rd.Merge(group.status());
+        if (group.ok()) d.groups.push_back(*std::move(group));
+      }
+    }
+  }
+
+  if (const json* w = rd.Get("workers"); rd.ok() && w != nullptr) {
+    if (!w->is_array()) {
+      rd.Fail("workers", "must be an array, got " + JsonTypeName(*w));
+    } else {
+      for (size_t i = 0; i < w->size() && rd.ok(); ++i) {
+        WorkerSetting s;
+        ObjectReader wr((*w)[i], IndexPath(rd.FieldPath("workers"), i));
+        wr.Int("worker", &s.worker)
+            .Bool("amp", &s.amp, Need::kOptional)
+            .Int("batch", &s.batch)
+            .RejectUnknown({"worker", "amp", "batch"});
+        rd.Merge(wr.status());
+        d.workers.push_back(s);
+      }
+    }
+  }
+  rd.RejectUnknown({"epoch", "apply_at_iteration", "mode", "k", "groups", "workers"});
+  if (rd.ok()) rd.Merge(Validate(d, path));
+  if (!rd.ok()) return rd.status();
+  return d;
+}
+
+}  // namespace star::api

@@ -1,0 +1,635 @@
+#include "star/core/api/training_job.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "star/core/api/json_reader.h"
+
+namespace star::api {
+
+using nlohmann::json;
+
+// ---- enums ----
+
+namespace {
+
+template <typename E, size_t N>
+using Table = std::array<std::pair<E, std::string_view>, N>;
+
+template <typename E, size_t N>
+std::string_view Name(const Table<E, N>& table, E e) {
+  for (const auto& [v, s] : table) {
+    if (v == e) return s;
+  }
+  return "unknown";
+}
+
+template <typename E, size_t N>
+std::optional<E> Parse(const Table<E, N>& table, std::string_view s) {
+  for (const auto& [v, name] : table) {
+    if (name == s) return v;
+  }
+  return std::nullopt;
+}
+
+constexpr Table<Architecture, 2> kArch{
+    {{Architecture::kAllReduce, "AllReduce"}, {Architecture::kParameterServer, "ParameterServer"}}};
+constexpr Table<SyncPolicy, 5> kPolicy{{{SyncPolicy::kAuto, "Auto"},
+                                        {SyncPolicy::kSsgd, "SSGD"},
+                                        {SyncPolicy::kAsgd, "ASGD"},
+                                        {SyncPolicy::kFixedK, "FixedK"},
+                                        {SyncPolicy::kGroups, "Groups"}}};
+constexpr Table<ModeSelector, 2> kSelector{
+    {{ModeSelector::kHeuristic, "Heuristic"}, {ModeSelector::kMl, "ML"}}};
+constexpr Table<DetectionRule, 4> kRule{{{DetectionRule::kMad, "MAD"},
+                                         {DetectionRule::kRelativeScore, "RelativeScore"},
+                                         {DetectionRule::kStar, "STAR"},
+                                         {DetectionRule::kChangePoint, "ChangePoint"}}};
+constexpr Table<AmpDtype, 2> kDtype{
+    {{AmpDtype::kBfloat16, "bfloat16"}, {AmpDtype::kFloat16, "float16"}}};
+constexpr Table<JobPhase, 6> kPhase{{{JobPhase::kPending, "Pending"},
+                                     {JobPhase::kCreated, "Created"},
+                                     {JobPhase::kRunning, "Running"},
+                                     {JobPhase::kRestarting, "Restarting"},
+                                     {JobPhase::kSucceeded, "Succeeded"},
+                                     {JobPhase::kFailed, "Failed"}}};
+
+}  // namespace
+
+std::string_view ToString(SyncPolicy p) { return Name(kPolicy, p); }
+std::optional<SyncPolicy> ParseSyncPolicy(std::string_view s) { return Parse(kPolicy, s); }
+std::string_view ToString(ModeSelector s) { return Name(kSelector, s); }
+std::optional<ModeSelector> ParseModeSelector(std::string_view s) { return Parse(kSelector, s); }
+std::string_view ToString(DetectionRule r) { return Name(kRule, r); }
+std::optional<DetectionRule> ParseDetectionRule(std::string_view s) { return Parse(kRule, s); }
+std::string_view ToString(AmpDtype d) { return Name(kDtype, d); }
+std::optional<AmpDtype> ParseAmpDtype(std::string_view s) { return Parse(kDtype, s); }
+std::string_view ToString(JobPhase p) { return Name(kPhase, p); }
+std::optional<JobPhase> ParseJobPhase(std::string_view s) { return Parse(kPhase, s); }
+
+namespace {
+
+// ---- small helpers ----
+
+Status Invalid(const std::string& path, const std::string& reason) {
+  return Status::InvalidArgument(path + ": " + reason);
+}
+
+Status AtLeast(const std::string& path, int64_t v, int64_t min) {
+  if (v >= min) return Status::Ok();
+  return Invalid(path, "must be >= " + std::to_string(min) + ", got " + std::to_string(v));
+}
+
+// Reads the optional enum field `key`, spelled as in `table`; the error lists the
+// allowed spellings like ObjectReader::Enum.
+template <typename E, size_t N>
+void ReadEnum(ObjectReader& rd, std::string_view key, const Table<E, N>& table, E* out) {
+  if (!rd.ok() || !rd.Has(key)) return;
+  std::string s;
+  rd.String(key, &s);
+  if (!rd.ok()) return;
+  if (std::optional<E> v = Parse(table, s)) {
+    *out = *v;
+    return;
+  }
+  std::string allowed;
+  for (const auto& [v, name] : table) {
+    if (!allowed.empty()) allowed += ", ";
+    allowed += name;
+  }
+  rd.Fail(key, "must be one of " + allowed + ", got \"" + s + "\"");
+}
+
+// The object at `key` for a nested reader, or nullptr when absent (recording an error
+// when required).
+const json* Section(ObjectReader& rd, std::string_view key, Need need) {
+  if (!rd.ok()) return nullptr;
+  const json* f = rd.Get(key);
+  if (f == nullptr && need == Need::kRequired) rd.Fail(key, "required field is missing");
+  return f;
+}
+
+// A JSON array of 32-bit integers at `path`.
+StatusOr<std::vector<int>> IntList(const json& j, const std::string& path) {
+  if (!j.is_array()) return Invalid(path, "must be an array, got " + JsonTypeName(j));
+  std::vector<int> out;
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json& e = j[i];
+    if (!e.is_number_integer()) {
+      return Invalid(IndexPath(path, i), "must be an integer, got " + JsonTypeName(e));
+    }
+    const bool fits =
+        e.is_number_unsigned()
+            ? e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max())
+            : (e.get<int64_t>() >= std::numeric_limits<int>::min() &&
+               e.get<int64_t>() <= std::numeric_limits<int>::max());
+    if (!fits) return Invalid(IndexPath(path, i), "must fit in a 32-bit integer, got " + e.dump());
+    out.push_back(e.get<int>());
+  }
+  return out;
+}
+
+// Applies `decode(element, element_path)` to each element of the optional array `key`.
+template <typename T, typename Decode>
+void ReadArray(ObjectReader& rd, std::string_view key, std::vector<T>* out, Decode decode) {
+  const json* f = Section(rd, key, Need::kOptional);
+  if (f == nullptr) return;
+  if (!f->is_array()) {
+    rd.Fail(key, "must be an array, got " + JsonTypeName(*f));
+    return;
+  }
+  std::vector<T> v;
+  v.reserve(f->size());
+  for (size_t i = 0; i < f->size(); ++i) {
+    StatusOr<T> e = decode((*f)[i], IndexPath(rd.FieldPath(key), i));
+    if (!e.ok()) {
+      rd.Merge(e.status());
+      return;
+    }
+    v.push_back(*std::move(e));
+  }
+  *out = std::move(v);
+}
+
+// Reads an optional array of strings at `key`.
+void ReadStrings(ObjectReader& rd, std::string_view key, std::vector<std::string>* out) {
+  ReadArray(rd, key, out, [](const json& e, const std::string& path) -> StatusOr<std::string> {
+    if (!e.is_string()) return Invalid(path, "must be a string, got " + JsonTypeName(e));
+    return e.get<std::string>();
+  });
+}
+
+// ---- pod templates ----
+
+// Reads the optional CPU quantity at `key` of `rd`.
+void ReadCpu(ObjectReader& rd, std::string_view key, std::optional<int64_t>* out) {
+  const json* q = Section(rd, key, Need::kOptional);
+  if (q == nullptr) return;
+  if (!q->is_string() && !q->is_number()) {
+    rd.Fail(key, "must be a CPU quantity (string or number), got " + JsonTypeName(*q));
+    return;
+  }
+  std::optional<int64_t> m = ParseCpuMillicores(*q);
+  if (!m) {
+    rd.Fail(key, "must be a non-negative CPU quantity like \"500m\" or \"2\", got " + q->dump());
+    return;
+  }
+  *out = m;
+}
+
+StatusOr<ContainerSummary> ContainerFromJson(const json& j, const std::string& path) {
+  ContainerSummary c;
+  ObjectReader rd(j, path);
+  rd.String("name", &c.name).String("image", &c.image, Need::kOptional);
+  if (rd.ok() && c.name.empty()) rd.Fail("name", "must not be empty");
+  ReadStrings(rd, "command", &c.command);
+  ReadStrings(rd, "args", &c.args);
+  if (const json* res = Section(rd, "resources", Need::kOptional)) {
+    ObjectReader rr(*res, rd.FieldPath("resources"));
+    for (auto [key, out] : {std::pair{"limits", &c.cpu_limit_millicores},
+                            std::pair{"requests", &c.cpu_request_millicores}}) {
+      if (const json* sec = Section(rr, key, Need::kOptional)) {
+        ObjectReader sr(*sec, rr.FieldPath(key));
+        ReadCpu(sr, "cpu", out);
+        rr.Merge(sr.status());
+      }
+    }
+    rd.Merge(rr.status());
+  }
+  if (!rd.ok()) return rd.status();
+  return c;
+}
+
+// ---- spec decoding ----
+
+void ReadReplicas(ObjectReader& parent, std::string_view key, ReplicaSpec* out) {
+  const json* f = Section(parent, key, Need::kRequired);
+  if (f == nullptr) return;
+  ObjectReader rd(*f, parent.FieldPath(key));
+  rd.Int("replicas", &out->replicas).RejectUnknown({"replicas", "template"});
+  if (const json* t = rd.Get("template"); rd.ok() && t != nullptr) out->pod_template = *t;
+  parent.Merge(rd.status());
+}
+
+json ReplicasToJson(const ReplicaSpec& r) {
+  json j = {{"replicas", r.replicas}};
+  if (r.pod_template) j["template"] = *r.pod_template;
+  return j;
+}
+
+// ---- status decoding ----
+
+StatusOr<StragglerStatus> StragglerFromJson(const json& j, const std::string& path) {
+  StragglerStatus s;
+  ObjectReader rd(j, path);
+  rd.Int("worker", &s.worker)
+      .AtLeast("worker", s.worker, 0)
+      .String("node", &s.node, Need::kOptional);
+  std::string cause, kind;
+  rd.Enum("cause", &cause, {"compute", "communication"})
+      .Enum("kind", &kind, {"dynamic", "static"})
+      .Number("slowdown", &s.slowdown)
+      .AtLeast("slowdown", s.slowdown, 0)
+      .String("since", &s.since, Need::kOptional)
+      .RejectUnknown({"worker", "node", "cause", "kind", "slowdown", "since"});
+  if (rd.ok() && rd.Has("since") && !IsRfc3339(s.since)) {
+    rd.Fail("since", "must be an RFC 3339 date-time, got \"" + s.since + "\"");
+  }
+  if (!rd.ok()) return rd.status();
+  s.cause = *ParseStragglerCause(cause);
+  s.kind = *ParseStragglerKind(kind);
+  return s;
+}
+
+StatusOr<WorkerStatus> WorkerStatusFromJson(const json& j, const std::string& path) {
+  WorkerStatus w;
+  ObjectReader rd(j, path);
+  rd.Int("batch", &w.batch)
+      .AtLeast("batch", static_cast<double>(w.batch), 1)
+      .Bool("amp", &w.amp, Need::kOptional)
+      .RejectUnknown({"batch", "amp"});
+  if (!rd.ok()) return rd.status();
+  return w;
+}
+
+}  // namespace
+
+// ---- pod template helpers ----
+
+std::optional<int64_t> ParseCpuMillicores(const json& q) {
+  constexpr double kMaxCores = 9.0e12;
+  if (q.is_number()) {
+    const double cores = q.get<double>();
+    if (!std::isfinite(cores) || cores < 0 || cores > kMaxCores) return std::nullopt;
+    // Round up to whole millicores, forgiving binary representation error (0.1 * 1000).
+    return static_cast<int64_t>(std::ceil(cores * 1000 - 1e-6));
+  }
+  if (!q.is_string()) return std::nullopt;
+  const std::string& s = q.get_ref<const std::string&>();
+  // <digits>[.<digits>][suffix]; value = mantissa / 10^frac_digits cores * suffix.
+  size_t p = 0;
+  int64_t mantissa = 0, scale = 1;
+  int digits = 0;
+  bool any = false, in_frac = false;
+  for (; p < s.size(); ++p) {
+    const char c = s[p];
+    if (c == '.' && !in_frac) {
+      in_frac = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    any = true;
+    if (mantissa != 0 || c != '0') ++digits;
+    if (digits > 12) return std::nullopt;  // beyond any real CPU count or precision
+    if (in_frac) {
+      if (scale >= 1'000'000'000'000) return std::nullopt;
+      scale *= 10;
+    }
+    mantissa = mantissa * 10 + (c - '0');
+  }
+  if (!any) return std::nullopt;
+  // millicores = mantissa * num / (scale * den)
+  int64_t num = 1000, den = 1;
+  const std::string_view suffix = std::string_view(s).substr(p);
+  if (suffix == "m") {
+    num = 1;
+  } else if (suffix == "u") {
+    num = 1, den = 1000;
+  } else if (suffix == "n") {
+    num = 1, den = 1'000'000;
+  } else if (suffix == "k") {
+    num = 1'000'000;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  const int64_t n = mantissa * num;  // < 1e12 * 1e6: fits
+  const int64_t d = scale * den;     // <= 1e12 * 1e6: fits
+  return n / d + (n % d != 0 ? 1 : 0);
+}
+
+StatusOr<std::optional<ContainerSummary>> FirstContainer(const json& pod_template,
+                                                         const std::string& path) {
+  ObjectReader rd(pod_template, path);
+  const json* spec = Section(rd, "spec", Need::kOptional);
+  if (spec == nullptr) {
+    if (!rd.ok()) return rd.status();
+    return std::optional<ContainerSummary>{};
+  }
+  ObjectReader sr(*spec, rd.FieldPath("spec"));
+  const json* containers = Section(sr, "containers", Need::kOptional);
+  if (!sr.ok()) return sr.status();
+  if (containers == nullptr) return std::optional<ContainerSummary>{};
+  if (!containers->is_array()) {
+    return Invalid(sr.FieldPath("containers"),
+                   "must be an array, got " + JsonTypeName(*containers));
+  }
+  if (containers->empty()) return Invalid(sr.FieldPath("containers"), "must not be empty");
+  std::optional<ContainerSummary> first;
+  for (size_t i = 0; i < containers->size(); ++i) {
+    STAR_ASSIGN_OR_RETURN(
+        ContainerSummary c,
+        ContainerFromJson((*containers)[i], IndexPath(sr.FieldPath("containers"), i)));
+    if (i == 0) first = std::move(c);
+  }
+  return first;
+}
+
+// ---- spec ----
+
+Status Validate(const TrainingJobSpec& s, const std::string& path) {
+  const auto at = [&path](std::string_view field) { return JoinPath(path, field); };
+  const int64_t n = s.workers.replicas;
+
+  STAR_RETURN_IF_ERROR(AtLeast(at("workers.replicas"), n, 1));
+  if (s.workers.pod_template) {
+    STAR_RETURN_IF_ERROR(FirstContainer(*s.workers.pod_template, at("workers.template")).status());
+  }
+
+  if (s.parameter_servers) {
+    const int64_t ps = s.parameter_servers->replicas;
+    STAR_RETURN_IF_ERROR(AtLeast(at("parameterServers.replicas"), ps, 0));
+    if (s.parameter_servers->pod_template) {
+      STAR_RETURN_IF_ERROR(
+          FirstContainer(*s.parameter_servers->pod_template, at("parameterServers.template"))
+              .status());
+    }
+    if (s.architecture == Architecture::kParameterServer && ps < 1) {
+      return Invalid(at("parameterServers.replicas"), "must be >= 1 when " + at("architecture") +
+                                                          " is ParameterServer, got " +
+                                                          std::to_string(ps));
+    }
+    if (s.architecture == Architecture::kAllReduce && ps != 0) {
+      return Invalid(
+          at("parameterServers.replicas"),
+          "must be 0 when " + at("architecture") + " is AllReduce, got " + std::to_string(ps));
+    }
+  } else if (s.architecture == Architecture::kParameterServer) {
+    return Invalid(at("parameterServers"),
+                   "required when " + at("architecture") + " is ParameterServer");
+  }
+
+  const TrainingSpec& t = s.training;
+  STAR_RETURN_IF_ERROR(AtLeast(at("training.globalBatchSize"), t.global_batch_size, 1));
+  if (t.global_batch_size < n) {
+    return Invalid(at("training.globalBatchSize"), "must be >= " + at("workers.replicas") + " (" +
+                                                       std::to_string(n) + "), got " +
+                                                       std::to_string(t.global_batch_size));
+  }
+  if (!(t.target_accuracy > 0) || !(t.target_accuracy <= 1)) {
+    return Invalid(at("training.targetAccuracy"),
+                   "must be in (0, 1], got " + FormatNumber(t.target_accuracy));
+  }
+  if (t.max_iterations) {
+    STAR_RETURN_IF_ERROR(AtLeast(at("training.maxIterations"), *t.max_iterations, 1));
+  }
+
+  const SynchronizationSpec& sync = s.synchronization;
+  if (sync.policy == SyncPolicy::kAsgd && s.architecture != Architecture::kParameterServer) {
+    return Invalid(at("synchronization.policy"), "ASGD requires " + at("architecture") +
+                                                     " ParameterServer, got " +
+                                                     std::string(ToString(s.architecture)));
+  }
+  if (sync.min_k) {
+    STAR_RETURN_IF_ERROR(AtLeast(at("synchronization.minK"), *sync.min_k, 1));
+    if (*sync.min_k > n) {
+      return Invalid(at("synchronization.minK"), "must be <= " + at("workers.replicas") + " (" +
+                                                     std::to_string(n) + "), got " +
+                                                     std::to_string(*sync.min_k));
+    }
+  }
+
+  const MitigationSpec& m = s.mitigation;
+  STAR_RETURN_IF_ERROR(AtLeast(at("mitigation.detection.window"), m.detection.window, 3));
+  if (m.detection.threshold && !(*m.detection.threshold > 0)) {
+    return Invalid(at("mitigation.detection.threshold"),
+                   "must be > 0, got " + FormatNumber(*m.detection.threshold));
+  }
+  const int64_t min_local = m.batch_adaptation.min_local_batch;
+  STAR_RETURN_IF_ERROR(AtLeast(at("mitigation.batchAdaptation.minLocalBatch"), min_local, 1));
+  if (min_local > t.global_batch_size / n) {
+    return Invalid(at("mitigation.batchAdaptation.minLocalBatch"),
+                   "must be <= " + at("training.globalBatchSize") + " / " + at("workers.replicas") +
+                       " (" + std::to_string(t.global_batch_size / n) + "), got " +
+                       std::to_string(min_local));
+  }
+  return Status::Ok();
+}
+
+StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const json& j, const std::string& path) {
+  TrainingJobSpec s;
+  ObjectReader rd(j, path);
+  ReadEnum(rd, "architecture", kArch, &s.architecture);
+  ReadReplicas(rd, "workers", &s.workers);
+  if (rd.ok() && rd.Has("parameterServers")) {
+    ReplicaSpec ps;
+    ReadReplicas(rd, "parameterServers", &ps);
+    s.parameter_servers = std::move(ps);
+  }
+
+  if (const json* f = Section(rd, "training", Need::kRequired)) {
+    ObjectReader tr(*f, rd.FieldPath("training"));
+    tr.Int("globalBatchSize", &s.training.global_batch_size)
+        .Number("targetAccuracy", &s.training.target_accuracy);
+    if (tr.ok() && tr.Has("maxIterations")) {
+      int64_t v = 0;
+      tr.Int("maxIterations", &v);
+      s.training.max_iterations = v;
+    }
+    tr.RejectUnknown({"globalBatchSize", "targetAccuracy", "maxIterations"});
+    rd.Merge(tr.status());
+  }
+
+  if (const json* f = Section(rd, "synchronization", Need::kOptional)) {
+    ObjectReader sr(*f, rd.FieldPath("synchronization"));
+    ReadEnum(sr, "policy", kPolicy, &s.synchronization.policy);
+    ReadEnum(sr, "selector", kSelector, &s.synchronization.selector);
+    if (sr.ok() && sr.Has("minK")) {
+      int v = 0;
+      sr.Int("minK", &v);
+      s.synchronization.min_k = v;
+    }
+    sr.RejectUnknown({"policy", "selector", "minK"});
+    rd.Merge(sr.status());
+  }
+
+  if (const json* f = Section(rd, "mitigation", Need::kOptional)) {
+    MitigationSpec& m = s.mitigation;
+    ObjectReader mr(*f, rd.FieldPath("mitigation"));
+    if (const json* d = Section(mr, "detection", Need::kOptional)) {
+      ObjectReader dr(*d, mr.FieldPath("detection"));
+      ReadEnum(dr, "rule", kRule, &m.detection.rule);
+      dr.Int("window", &m.detection.window, Need::kOptional);
+      if (dr.ok() && dr.Has("threshold")) {
+        double v = 0;
+        dr.Number("threshold", &v);
+        m.detection.threshold = v;
+      }
+      dr.RejectUnknown({"rule", "window", "threshold"});
+      mr.Merge(dr.status());
+    }
+    if (const json* a = Section(mr, "amp", Need::kOptional)) {
+      ObjectReader ar(*a, mr.FieldPath("amp"));
+      ar.Bool("enabled", &m.amp.enabled, Need::kOptional);
+      ReadEnum(ar, "dtype", kDtype, &m.amp.dtype);
+      ar.RejectUnknown({"enabled", "dtype"});
+      mr.Merge(ar.status());
+    }
+    if (const json* b = Section(mr, "batchAdaptation", Need::kOptional)) {
+      ObjectReader br(*b, mr.FieldPath("batchAdaptation"));
+      br.Bool("enabled", &m.batch_adaptation.enabled, Need::kOptional)
+          .Int("minLocalBatch", &m.batch_adaptation.min_local_batch, Need::kOptional)
+          .RejectUnknown({"enabled", "minLocalBatch"});
+      mr.Merge(br.status());
+    }
+    if (const json* r = Section(mr, "resourceReallocation", Need::kOptional)) {
+      ObjectReader rr(*r, mr.FieldPath("resourceReallocation"));
+      rr.Bool("enabled", &m.resource_reallocation.enabled, Need::kOptional)
+          .RejectUnknown({"enabled"});
+      mr.Merge(rr.status());
+    }
+    mr.RejectUnknown({"detection", "amp", "batchAdaptation", "resourceReallocation"});
+    rd.Merge(mr.status());
+  }
+
+  rd.RejectUnknown(
+      {"architecture", "workers", "parameterServers", "training", "synchronization", "mitigation"});
+  if (rd.ok()) rd.Merge(Validate(s, path));
+  if (!rd.ok()) return rd.status();
+  return s;
+}
+
+json ToJson(const TrainingJobSpec& s) {
+  json training = {{"globalBatchSize", s.training.global_batch_size},
+                   {"targetAccuracy", s.training.target_accuracy}};
+  if (s.training.max_iterations) training["maxIterations"] = *s.training.max_iterations;
+  json sync = {{"policy", ToString(s.synchronization.policy)},
+               {"selector", ToString(s.synchronization.selector)}};
+  if (s.synchronization.min_k) sync["minK"] = *s.synchronization.min_k;
+  const MitigationSpec& m = s.mitigation;
+  json detection = {{"rule", ToString(m.detection.rule)}, {"window", m.detection.window}};
+  if (m.detection.threshold) detection["threshold"] = *m.detection.threshold;
+  json j = {
+      {"architecture", ToString(s.architecture)},
+      {"workers", ReplicasToJson(s.workers)},
+      {"training", std::move(training)},
+      {"synchronization", std::move(sync)},
+      {"mitigation",
+       {{"detection", std::move(detection)},
+        {"amp", {{"enabled", m.amp.enabled}, {"dtype", ToString(m.amp.dtype)}}},
+        {"batchAdaptation",
+         {{"enabled", m.batch_adaptation.enabled},
+          {"minLocalBatch", m.batch_adaptation.min_local_batch}}},
+        {"resourceReallocation", {{"enabled", m.resource_reallocation.enabled}}}}},
+  };
+  if (s.parameter_servers) j["parameterServers"] = ReplicasToJson(*s.parameter_servers);
+  return j;
+}
+
+// ---- status ----
+
+StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::string& path) {
+  TrainingJobStatus s;
+  ObjectReader rd(j, path);
+  ReadEnum(rd, "phase", kPhase, &s.phase);
+  ReadConditions(rd, "conditions", &s.conditions);
+  rd.Int("observedGeneration", &s.observed_generation, Need::kOptional)
+      .AtLeast("observedGeneration", static_cast<double>(s.observed_generation), 0);
+  if (rd.ok() && rd.Has("syncMode")) {
+    std::string mode;
+    rd.Enum("syncMode", &mode, {"ssgd", "fixed_k", "groups", "asgd"});
+    if (rd.ok()) s.sync_mode = ParseSyncMode(mode);
+  }
+  if (rd.ok() && rd.Has("k")) {
+    int k = 0;
+    rd.Int("k", &k).AtLeast("k", k, 1);
+    s.k = k;
+  }
+  ReadArray(rd, "groups", &s.groups, IntList);
+  ReadArray(rd, "stragglers", &s.stragglers, StragglerFromJson);
+  ReadArray(rd, "workers", &s.workers, WorkerStatusFromJson);
+  rd.Int("iteration", &s.iteration, Need::kOptional)
+      .AtLeast("iteration", static_cast<double>(s.iteration), 0);
+  if (rd.ok() && rd.Has("accuracy")) {
+    double a = 0;
+    rd.Number("accuracy", &a).AtLeast("accuracy", a, 0).AtMost("accuracy", a, 1);
+    s.accuracy = a;
+  }
+  if (rd.ok() && rd.Has("estimatedTTASeconds")) {
+    double t = 0;
+    rd.Number("estimatedTTASeconds", &t).AtLeast("estimatedTTASeconds", t, 0);
+    s.estimated_tta_seconds = t;
+  }
+  rd.RejectUnknown({"phase", "conditions", "observedGeneration", "syncMode", "k", "groups",
+                    "stragglers", "workers", "iteration", "accuracy", "estimatedTTASeconds"});
+  if (!rd.ok()) return rd.status();
+  return s;
+}
+
+json ToJson(const TrainingJobStatus& s) {
+  json conditions = json::array();
+  for (const auto& c : s.conditions) conditions.push_back(ToJson(c));
+  json stragglers = json::array();
+  for (const auto& g : s.stragglers) {
+    json e = {{"worker", g.worker},
+              {"node", g.node},
+              {"cause", ToString(g.cause)},
+              {"kind", ToString(g.kind)},
+              {"slowdown", g.slowdown}};
+    if (!g.since.empty()) e["since"] = g.since;
+    stragglers.push_back(std::move(e));
+  }
+  json workers = json::array();
+  for (const auto& w : s.workers) workers.push_back({{"batch", w.batch}, {"amp", w.amp}});
+  json j = {{"phase", ToString(s.phase)},
+            {"conditions", std::move(conditions)},
+            {"observedGeneration", s.observed_generation},
+            {"groups", s.groups},
+            {"stragglers", std::move(stragglers)},
+            {"workers", std::move(workers)},
+            {"iteration", s.iteration}};
+  if (s.sync_mode) j["syncMode"] = ToString(*s.sync_mode);
+  if (s.k) j["k"] = *s.k;
+  if (s.accuracy) j["accuracy"] = *s.accuracy;
+  if (s.estimated_tta_seconds) j["estimatedTTASeconds"] = *s.estimated_tta_seconds;
+  return j;
+}
+
+// ---- object ----
+
+StatusOr<TrainingJob> TrainingJobFromJson(const json& j) {
+  TrainingJob job;
+  ObjectReader rd(j, "");
+  rd.Merge(CheckTypeMeta(j, kTrainingJobKind));
+  if (const json* m = Section(rd, "metadata", Need::kRequired)) {
+    auto meta = ObjectMetaFromJson(*m, /*namespaced=*/true, "metadata");
+    rd.Merge(meta.status());
+    if (meta.ok()) job.metadata = *std::move(meta);
+  }
+  if (const json* s = Section(rd, "spec", Need::kRequired)) {
+    auto spec = TrainingJobSpecFromJson(*s, "spec");
+    rd.Merge(spec.status());
+    if (spec.ok()) job.spec = *std::move(spec);
+  }
+  if (const json* s = Section(rd, "status", Need::kOptional)) {
+    auto status = TrainingJobStatusFromJson(*s, "status");
+    rd.Merge(status.status());
+    if (status.ok()) job.status = *std::move(status);
+  }
+  rd.RejectUnknown({"apiVersion", "kind", "metadata", "spec", "status"});
+  if (!rd.ok()) return rd.status();
+  return job;
+}
+
+json ToJson(const TrainingJob& job) {
+  json j = {{"apiVersion", kApiVersion},
+            {"kind", kTrainingJobKind},
+            {"metadata", ToJson(job.metadata, /*namespaced=*/true)},
+            {"spec", ToJson(job.spec)}};
+  if (job.status) j["status"] = ToJson(*job.status);
+  return j;
+}
+
+}  // namespace star::api

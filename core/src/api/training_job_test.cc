@@ -1,0 +1,570 @@
+#include "star/core/api/training_job.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace star::api {
+namespace {
+
+using nlohmann::json;
+
+// A realistic job: Fashion-MNIST on 4 all-reduce workers, every field spelled out
+// (defaults included), with a status, as the operator would write it.
+json FmnistJob() {
+  return json::parse(R"({
+    "apiVersion": "star.dev/v1alpha1",
+    "kind": "TrainingJob",
+    "metadata": {
+      "name": "fmnist",
+      "namespace": "ml",
+      "uid": "6b1e7c2a-3f0d-4f3e-9a55-0f1c2d3e4f50",
+      "generation": 3,
+      "resourceVersion": "41877",
+      "labels": {"app": "fmnist"},
+      "annotations": {"star.dev/owner": "team-a"}
+    },
+    "spec": {
+      "architecture": "AllReduce",
+      "workers": {
+        "replicas": 4,
+        "template": {
+          "metadata": {"labels": {"app": "fmnist"}},
+          "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+              "name": "trainer",
+              "image": "ghcr.io/star/fmnist:0.1",
+              "command": ["star-run"],
+              "args": ["--", "fmnist-train", "--epochs", "5"],
+              "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "500m", "memory": "1Gi"}},
+              "env": [{"name": "OMP_NUM_THREADS", "value": "2"}]
+            }, {
+              "name": "sidecar",
+              "image": "busybox"
+            }]
+          }
+        }
+      },
+      "training": {"globalBatchSize": 256, "targetAccuracy": 0.88, "maxIterations": 20000},
+      "synchronization": {"policy": "Auto", "selector": "Heuristic", "minK": 2},
+      "mitigation": {
+        "detection": {"rule": "MAD", "window": 20, "threshold": 3.0},
+        "amp": {"enabled": true, "dtype": "bfloat16"},
+        "batchAdaptation": {"enabled": true, "minLocalBatch": 8},
+        "resourceReallocation": {"enabled": true}
+      }
+    },
+    "status": {
+      "phase": "Running",
+      "conditions": [{"type": "Ready", "status": "True", "reason": "WorkersRunning",
+                      "message": "4/4 workers running",
+                      "lastTransitionTime": "2024-05-01T12:00:00Z", "observedGeneration": 3}],
+      "observedGeneration": 3,
+      "syncMode": "fixed_k",
+      "k": 3,
+      "groups": [],
+      "stragglers": [{"worker": 2, "node": "node-b", "cause": "compute", "kind": "dynamic",
+                      "slowdown": 1.8, "since": "2024-05-01T12:03:04.5+02:00"}],
+      "workers": [{"batch": 72, "amp": false}, {"batch": 72, "amp": false},
+                  {"batch": 40, "amp": true}, {"batch": 72, "amp": false}],
+      "iteration": 1234,
+      "accuracy": 0.71,
+      "estimatedTTASeconds": 312.5
+    }
+  })");
+}
+
+// The smallest valid document.
+json MinimalJob() {
+  return json::parse(R"({
+    "metadata": {"name": "tiny"},
+    "spec": {"workers": {"replicas": 2},
+             "training": {"globalBatchSize": 64, "targetAccuracy": 0.5}}
+  })");
+}
+
+TEST(TrainingJob, RealisticFmnistJobDecodes) {
+  auto job = TrainingJobFromJson(FmnistJob());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->metadata.name, "fmnist");
+  EXPECT_EQ(job->metadata.namespace_, "ml");
+  EXPECT_EQ(job->metadata.generation, 3);
+  EXPECT_EQ(job->metadata.labels.at("app"), "fmnist");
+  EXPECT_EQ(job->spec.architecture, Architecture::kAllReduce);
+  EXPECT_EQ(job->spec.workers.replicas, 4);
+  EXPECT_FALSE(job->spec.parameter_servers.has_value());
+  EXPECT_EQ(job->spec.training.global_batch_size, 256);
+  EXPECT_DOUBLE_EQ(job->spec.training.target_accuracy, 0.88);
+  EXPECT_EQ(job->spec.training.max_iterations, 20000);
+  EXPECT_EQ(job->spec.synchronization.min_k, 2);
+  EXPECT_EQ(job->spec.mitigation.detection.threshold, 3.0);
+  EXPECT_EQ(job->spec.mitigation.batch_adaptation.min_local_batch, 8);
+  ASSERT_TRUE(job->status.has_value());
+  EXPECT_EQ(job->status->phase, JobPhase::kRunning);
+  EXPECT_EQ(job->status->sync_mode, SyncMode::kFixedK);
+  EXPECT_EQ(job->status->k, 3);
+  ASSERT_EQ(job->status->stragglers.size(), 1u);
+  EXPECT_EQ(job->status->stragglers[0].node, "node-b");
+  EXPECT_EQ(job->status->stragglers[0].cause, StragglerCause::kCompute);
+  EXPECT_EQ(job->status->workers[2].batch, 40);
+  EXPECT_TRUE(job->status->workers[2].amp);
+  EXPECT_EQ(job->status->conditions[0].type, "Ready");
+}
+
+TEST(TrainingJob, FullDocumentRoundTripsExactly) {
+  const json doc = FmnistJob();
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(ToJson(*job), doc) << ToJson(*job).dump(2);
+}
+
+TEST(TrainingJob, ParameterServerDocumentRoundTripsExactly) {
+  json doc = FmnistJob();
+  doc["spec"]["architecture"] = "ParameterServer";
+  doc["spec"]["parameterServers"] =
+      json::parse(R"({"replicas": 2, "template": {"spec": {"containers": [{"name": "ps"}]}}})");
+  doc["spec"]["synchronization"]["policy"] = "ASGD";
+  doc["spec"]["mitigation"]["detection"]["rule"] = "ChangePoint";
+  doc["spec"]["mitigation"]["amp"] = {{"enabled", false}, {"dtype", "float16"}};
+  doc["status"]["syncMode"] = "asgd";
+  doc["status"]["groups"] = {{0, 1}, {2, 3}};
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec.parameter_servers->replicas, 2);
+  EXPECT_EQ(job->spec.synchronization.policy, SyncPolicy::kAsgd);
+  EXPECT_EQ(job->spec.mitigation.amp.dtype, AmpDtype::kFloat16);
+  EXPECT_EQ(ToJson(*job), doc);
+}
+
+TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
+  TrainingJob job;
+  job.metadata = {"resnet", "research", "uid-1", 7, "99", {{"a", "b"}}, {{"c", "d"}}};
+  TrainingJobSpec& s = job.spec;
+  s.architecture = Architecture::kParameterServer;
+  s.workers = {8, json::parse(R"({"spec": {"containers": [{"name": "w", "image": "img"}]}})")};
+  s.parameter_servers = ReplicaSpec{1, json::parse(R"({"metadata": {"name": "x"}})")};
+  s.training = {1024, 0.93, 100000};
+  s.synchronization = {SyncPolicy::kGroups, ModeSelector::kMl, 4};
+  s.mitigation.detection = {DetectionRule::kRelativeScore, 50, 0.75};
+  s.mitigation.amp = {false, AmpDtype::kFloat16};
+  s.mitigation.batch_adaptation = {false, 16};
+  s.mitigation.resource_reallocation = {false};
+  TrainingJobStatus st;
+  st.phase = JobPhase::kRestarting;
+  st.conditions = {{"Ready", "False", "Restarting", "worker 3 died", "2024-01-02T03:04:05Z", 7},
+                   {"Degraded", "Unknown", "", "", "", 0}};
+  st.observed_generation = 7;
+  st.sync_mode = SyncMode::kGroups;
+  st.k = 4;
+  st.groups = {{0, 1, 2, 3}, {4, 5}, {6, 7}};
+  st.stragglers = {{6, "n1", StragglerCause::kCommunication, StragglerKind::kStatic, 2.5,
+                    "2024-01-02T03:04:05Z"},
+                   {7, "", StragglerCause::kCompute, StragglerKind::kDynamic, 1.25, ""}};
+  st.workers = {{128, true}, {128, false}};
+  st.iteration = 42;
+  st.accuracy = 0.5;
+  st.estimated_tta_seconds = 10.25;
+  job.status = st;
+  ASSERT_TRUE(Validate(job.spec).ok()) << Validate(job.spec);
+
+  auto back = TrainingJobFromJson(ToJson(job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, job);
+  auto status_back = TrainingJobStatusFromJson(ToJson(st));
+  ASSERT_TRUE(status_back.ok()) << status_back.status();
+  EXPECT_EQ(*status_back, st);
+}
+
+TEST(TrainingJob, DefaultsAreAppliedOnDecode) {
+  auto job = TrainingJobFromJson(MinimalJob());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->metadata.namespace_, "default");
+  EXPECT_EQ(job->metadata.generation, 0);
+  const TrainingJobSpec& s = job->spec;
+  EXPECT_EQ(s.architecture, Architecture::kAllReduce);
+  EXPECT_FALSE(s.workers.pod_template.has_value());
+  EXPECT_FALSE(s.training.max_iterations.has_value());
+  EXPECT_EQ(s.synchronization.policy, SyncPolicy::kAuto);
+  EXPECT_EQ(s.synchronization.selector, ModeSelector::kHeuristic);
+  EXPECT_FALSE(s.synchronization.min_k.has_value());
+  EXPECT_EQ(s.mitigation.detection.rule, DetectionRule::kMad);
+  EXPECT_EQ(s.mitigation.detection.window, 20);
+  EXPECT_FALSE(s.mitigation.detection.threshold.has_value());
+  EXPECT_TRUE(s.mitigation.amp.enabled);
+  EXPECT_EQ(s.mitigation.amp.dtype, AmpDtype::kBfloat16);
+  EXPECT_TRUE(s.mitigation.batch_adaptation.enabled);
+  EXPECT_EQ(s.mitigation.batch_adaptation.min_local_batch, 1);
+  EXPECT_TRUE(s.mitigation.resource_reallocation.enabled);
+  EXPECT_FALSE(job->status.has_value());
+
+  // Defaults are written back explicitly; no status appears.
+  const json out = ToJson(*job);
+  EXPECT_EQ(out["apiVersion"], "star.dev/v1alpha1");
+  EXPECT_EQ(out["kind"], "TrainingJob");
+  EXPECT_EQ(out["metadata"], json({{"name", "tiny"}, {"namespace", "default"}}));
+  EXPECT_EQ(out["spec"]["mitigation"]["detection"], json({{"rule", "MAD"}, {"window", 20}}));
+  EXPECT_FALSE(out.contains("status"));
+}
+
+TEST(TrainingJob, PartialSectionsKeepDefaultsForMissingFields) {
+  json doc = MinimalJob();
+  doc["spec"]["mitigation"] = {{"amp", {{"dtype", "float16"}}}, {"detection", {{"window", 5}}}};
+  doc["status"] = json::object();
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->spec.mitigation.amp.enabled);
+  EXPECT_EQ(job->spec.mitigation.amp.dtype, AmpDtype::kFloat16);
+  EXPECT_EQ(job->spec.mitigation.detection.window, 5);
+  EXPECT_EQ(job->spec.mitigation.detection.rule, DetectionRule::kMad);
+  ASSERT_TRUE(job->status.has_value());
+  EXPECT_EQ(job->status->phase, JobPhase::kPending);
+  EXPECT_FALSE(job->status->sync_mode.has_value());
+}
+
+struct BadCase {
+  std::string name;
+  std::function<void(json&)> mutate;
+  std::string want;  // exact error message
+};
+
+class TrainingJobRejects : public testing::TestWithParam<BadCase> {};
+
+TEST_P(TrainingJobRejects, WithExactFieldPath) {
+  json doc = FmnistJob();
+  GetParam().mutate(doc);
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_FALSE(job.ok()) << "accepted: " << doc.dump();
+  EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(), GetParam().want);
+}
+
+const std::string kDnsLabel =
+    "must be a DNS-1123 label (at most 63 lowercase letters, digits or '-', starting and ending "
+    "with a letter or digit), got ";
+
+json& Spec(json& d) { return d["spec"]; }
+json& Container(json& d) { return d["spec"]["workers"]["template"]["spec"]["containers"][0]; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, TrainingJobRejects,
+    testing::Values(
+        // document and type meta
+        BadCase{"NotAnObject", [](json& d) { d = json::array(); },
+                "document: must be an object, got array"},
+        BadCase{"WrongApiVersion", [](json& d) { d["apiVersion"] = "star.dev/v1"; },
+                "apiVersion: must be \"star.dev/v1alpha1\", got \"star.dev/v1\""},
+        BadCase{"WrongKind", [](json& d) { d["kind"] = "Job"; },
+                "kind: must be \"TrainingJob\", got \"Job\""},
+        BadCase{"KindNotString", [](json& d) { d["kind"] = 3; },
+                "kind: must be a string, got integer"},
+        BadCase{"UnknownTopLevel", [](json& d) { d["extra"] = 1; }, "extra: unknown field"},
+        // metadata
+        BadCase{"MissingMetadata", [](json& d) { d.erase("metadata"); },
+                "metadata: required field is missing"},
+        BadCase{"MissingName", [](json& d) { d["metadata"].erase("name"); },
+                "metadata.name: required field is missing"},
+        BadCase{"NameNotDnsLabel", [](json& d) { d["metadata"]["name"] = "FMNIST_job"; },
+                "metadata.name: " + kDnsLabel + "\"FMNIST_job\""},
+        BadCase{"NameEndsWithDash", [](json& d) { d["metadata"]["name"] = "fmnist-"; },
+                "metadata.name: " + kDnsLabel + "\"fmnist-\""},
+        BadCase{"NameTooLong", [](json& d) { d["metadata"]["name"] = std::string(64, 'a'); },
+                "metadata.name: " + kDnsLabel + "\"" + std::string(64, 'a') + "\""},
+        BadCase{"BadNamespace", [](json& d) { d["metadata"]["namespace"] = "a.b"; },
+                "metadata.namespace: " + kDnsLabel + "\"a.b\""},
+        BadCase{"NegativeGeneration", [](json& d) { d["metadata"]["generation"] = -1; },
+                "metadata.generation: must be >= 0, got -1"},
+        BadCase{"LabelNotString", [](json& d) { d["metadata"]["labels"]["app"] = 1; },
+                "metadata.labels.app: must be a string, got integer"},
+        // spec structure
+        BadCase{"MissingSpec", [](json& d) { d.erase("spec"); }, "spec: required field is missing"},
+        BadCase{"SpecNotObject", [](json& d) { d["spec"] = "x"; },
+                "spec: must be an object, got string"},
+        BadCase{"UnknownSpecField", [](json& d) { Spec(d)["trainig"] = json::object(); },
+                "spec.trainig: unknown field"},
+        BadCase{"BadArchitecture", [](json& d) { Spec(d)["architecture"] = "Ring"; },
+                "spec.architecture: must be one of AllReduce, ParameterServer, got \"Ring\""},
+        // workers
+        BadCase{"MissingWorkers", [](json& d) { Spec(d).erase("workers"); },
+                "spec.workers: required field is missing"},
+        BadCase{"MissingReplicas", [](json& d) { Spec(d)["workers"].erase("replicas"); },
+                "spec.workers.replicas: required field is missing"},
+        BadCase{"ZeroReplicas", [](json& d) { Spec(d)["workers"]["replicas"] = 0; },
+                "spec.workers.replicas: must be >= 1, got 0"},
+        BadCase{"FractionalReplicas", [](json& d) { Spec(d)["workers"]["replicas"] = 2.5; },
+                "spec.workers.replicas: must be an integer, got 2.5"},
+        BadCase{"ReplicasAsString", [](json& d) { Spec(d)["workers"]["replicas"] = "4"; },
+                "spec.workers.replicas: must be an integer, got string"},
+        BadCase{"UnknownWorkersField", [](json& d) { Spec(d)["workers"]["replica"] = 1; },
+                "spec.workers.replica: unknown field"},
+        BadCase{"TemplateNotObject", [](json& d) { Spec(d)["workers"]["template"] = "pod"; },
+                "spec.workers.template: must be an object, got string"},
+        BadCase{
+            "ContainersEmpty",
+            [](json& d) { Spec(d)["workers"]["template"]["spec"]["containers"] = json::array(); },
+            "spec.workers.template.spec.containers: must not be empty"},
+        BadCase{
+            "ContainersNotArray",
+            [](json& d) { Spec(d)["workers"]["template"]["spec"]["containers"] = json::object(); },
+            "spec.workers.template.spec.containers: must be an array, got object"},
+        BadCase{"ContainerWithoutName", [](json& d) { Container(d).erase("name"); },
+                "spec.workers.template.spec.containers[0].name: required field is missing"},
+        BadCase{
+            "SecondContainerNameNotString",
+            [](json& d) { Spec(d)["workers"]["template"]["spec"]["containers"][1]["name"] = 7; },
+            "spec.workers.template.spec.containers[1].name: must be a string, got integer"},
+        BadCase{"CommandNotStrings",
+                [](json& d) {
+                  Container(d)["command"] = {"run", 1};
+                },
+                "spec.workers.template.spec.containers[0].command[1]: must be a string, got "
+                "integer"},
+        BadCase{"BadCpuLimit",
+                [](json& d) { Container(d)["resources"]["limits"]["cpu"] = "2 cores"; },
+                "spec.workers.template.spec.containers[0].resources.limits.cpu: must be a "
+                "non-negative CPU quantity like \"500m\" or \"2\", got \"2 cores\""},
+        BadCase{"NegativeCpuRequest",
+                [](json& d) { Container(d)["resources"]["requests"]["cpu"] = -1; },
+                "spec.workers.template.spec.containers[0].resources.requests.cpu: must be a "
+                "non-negative CPU quantity like \"500m\" or \"2\", got -1"},
+        // parameter servers
+        BadCase{"PsWithAllReduce",
+                [](json& d) {
+                  Spec(d)["parameterServers"] = {{"replicas", 2}};
+                },
+                "spec.parameterServers.replicas: must be 0 when spec.architecture is AllReduce, "
+                "got 2"},
+        BadCase{"PsArchitectureWithoutPs",
+                [](json& d) { Spec(d)["architecture"] = "ParameterServer"; },
+                "spec.parameterServers: required when spec.architecture is ParameterServer"},
+        BadCase{"PsArchitectureWithZeroPs",
+                [](json& d) {
+                  Spec(d)["architecture"] = "ParameterServer";
+                  Spec(d)["parameterServers"] = {{"replicas", 0}};
+                },
+                "spec.parameterServers.replicas: must be >= 1 when spec.architecture is "
+                "ParameterServer, got 0"},
+        BadCase{"NegativePsReplicas",
+                [](json& d) {
+                  Spec(d)["parameterServers"] = {{"replicas", -1}};
+                },
+                "spec.parameterServers.replicas: must be >= 0, got -1"},
+        BadCase{"PsMissingReplicas", [](json& d) { Spec(d)["parameterServers"] = json::object(); },
+                "spec.parameterServers.replicas: required field is missing"},
+        // training
+        BadCase{"MissingTraining", [](json& d) { Spec(d).erase("training"); },
+                "spec.training: required field is missing"},
+        BadCase{"MissingGlobalBatch", [](json& d) { Spec(d)["training"].erase("globalBatchSize"); },
+                "spec.training.globalBatchSize: required field is missing"},
+        BadCase{"ZeroGlobalBatch", [](json& d) { Spec(d)["training"]["globalBatchSize"] = 0; },
+                "spec.training.globalBatchSize: must be >= 1, got 0"},
+        BadCase{"GlobalBatchBelowReplicas",
+                [](json& d) { Spec(d)["training"]["globalBatchSize"] = 3; },
+                "spec.training.globalBatchSize: must be >= spec.workers.replicas (4), got 3"},
+        BadCase{"ZeroTargetAccuracy", [](json& d) { Spec(d)["training"]["targetAccuracy"] = 0; },
+                "spec.training.targetAccuracy: must be in (0, 1], got 0"},
+        BadCase{"TargetAccuracyAboveOne",
+                [](json& d) { Spec(d)["training"]["targetAccuracy"] = 1.5; },
+                "spec.training.targetAccuracy: must be in (0, 1], got 1.5"},
+        BadCase{"TargetAccuracyNotNumber",
+                [](json& d) { Spec(d)["training"]["targetAccuracy"] = "high"; },
+                "spec.training.targetAccuracy: must be a number, got string"},
+        BadCase{"ZeroMaxIterations", [](json& d) { Spec(d)["training"]["maxIterations"] = 0; },
+                "spec.training.maxIterations: must be >= 1, got 0"},
+        BadCase{"UnknownTrainingField", [](json& d) { Spec(d)["training"]["epochs"] = 3; },
+                "spec.training.epochs: unknown field"},
+        // synchronization
+        BadCase{"BadPolicy", [](json& d) { Spec(d)["synchronization"]["policy"] = "ssgd"; },
+                "spec.synchronization.policy: must be one of Auto, SSGD, ASGD, FixedK, Groups, "
+                "got \"ssgd\""},
+        BadCase{"AsgdNeedsParameterServer",
+                [](json& d) { Spec(d)["synchronization"]["policy"] = "ASGD"; },
+                "spec.synchronization.policy: ASGD requires spec.architecture ParameterServer, got "
+                "AllReduce"},
+        BadCase{"BadSelector", [](json& d) { Spec(d)["synchronization"]["selector"] = "Random"; },
+                "spec.synchronization.selector: must be one of Heuristic, ML, got \"Random\""},
+        BadCase{"ZeroMinK", [](json& d) { Spec(d)["synchronization"]["minK"] = 0; },
+                "spec.synchronization.minK: must be >= 1, got 0"},
+        BadCase{"MinKAboveReplicas", [](json& d) { Spec(d)["synchronization"]["minK"] = 5; },
+                "spec.synchronization.minK: must be <= spec.workers.replicas (4), got 5"},
+        BadCase{"UnknownSyncField", [](json& d) { Spec(d)["synchronization"]["k"] = 2; },
+                "spec.synchronization.k: unknown field"},
+        // mitigation
+        BadCase{"BadRule", [](json& d) { Spec(d)["mitigation"]["detection"]["rule"] = "mad"; },
+                "spec.mitigation.detection.rule: must be one of MAD, RelativeScore, STAR, "
+                "ChangePoint, got \"mad\""},
+        BadCase{"SmallWindow", [](json& d) { Spec(d)["mitigation"]["detection"]["window"] = 2; },
+                "spec.mitigation.detection.window: must be >= 3, got 2"},
+        BadCase{"ZeroThreshold",
+                [](json& d) { Spec(d)["mitigation"]["detection"]["threshold"] = 0; },
+                "spec.mitigation.detection.threshold: must be > 0, got 0"},
+        BadCase{"AmpEnabledNotBool",
+                [](json& d) { Spec(d)["mitigation"]["amp"]["enabled"] = "yes"; },
+                "spec.mitigation.amp.enabled: must be a boolean, got string"},
+        BadCase{"BadDtype", [](json& d) { Spec(d)["mitigation"]["amp"]["dtype"] = "fp8"; },
+                "spec.mitigation.amp.dtype: must be one of bfloat16, float16, got \"fp8\""},
+        BadCase{"ZeroMinLocalBatch",
+                [](json& d) { Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 0; },
+                "spec.mitigation.batchAdaptation.minLocalBatch: must be >= 1, got 0"},
+        BadCase{"MinLocalBatchInfeasible",
+                [](json& d) { Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 65; },
+                "spec.mitigation.batchAdaptation.minLocalBatch: must be <= "
+                "spec.training.globalBatchSize / spec.workers.replicas (64), got 65"},
+        BadCase{"UnknownMitigationSection",
+                [](json& d) { Spec(d)["mitigation"]["checkpointing"] = json::object(); },
+                "spec.mitigation.checkpointing: unknown field"},
+        BadCase{"UnknownReallocationField",
+                [](json& d) { Spec(d)["mitigation"]["resourceReallocation"]["cpu"] = true; },
+                "spec.mitigation.resourceReallocation.cpu: unknown field"},
+        // status
+        BadCase{"BadPhase", [](json& d) { d["status"]["phase"] = "Done"; },
+                "status.phase: must be one of Pending, Created, Running, Restarting, Succeeded, "
+                "Failed, got \"Done\""},
+        BadCase{"BadSyncMode", [](json& d) { d["status"]["syncMode"] = "FixedK"; },
+                "status.syncMode: must be one of ssgd, fixed_k, groups, asgd, got \"FixedK\""},
+        BadCase{"ZeroK", [](json& d) { d["status"]["k"] = 0; }, "status.k: must be >= 1, got 0"},
+        BadCase{"GroupsNotNested",
+                [](json& d) {
+                  d["status"]["groups"] = {1, 2};
+                },
+                "status.groups[0]: must be an array, got integer"},
+        BadCase{"StragglerBadCause",
+                [](json& d) { d["status"]["stragglers"][0]["cause"] = "memory"; },
+                "status.stragglers[0].cause: must be one of compute, communication, got "
+                "\"memory\""},
+        BadCase{"StragglerBadSince",
+                [](json& d) { d["status"]["stragglers"][0]["since"] = "yesterday"; },
+                "status.stragglers[0].since: must be an RFC 3339 date-time, got \"yesterday\""},
+        BadCase{"StragglerMissingSlowdown",
+                [](json& d) { d["status"]["stragglers"][0].erase("slowdown"); },
+                "status.stragglers[0].slowdown: required field is missing"},
+        BadCase{"WorkerZeroBatch", [](json& d) { d["status"]["workers"][3]["batch"] = 0; },
+                "status.workers[3].batch: must be >= 1, got 0"},
+        BadCase{"AccuracyAboveOne", [](json& d) { d["status"]["accuracy"] = 1.01; },
+                "status.accuracy: must be <= 1, got 1.01"},
+        BadCase{"NegativeTta", [](json& d) { d["status"]["estimatedTTASeconds"] = -1; },
+                "status.estimatedTTASeconds: must be >= 0, got -1"},
+        BadCase{"ConditionBadStatus",
+                [](json& d) { d["status"]["conditions"][0]["status"] = "Yes"; },
+                "status.conditions[0].status: must be one of True, False, Unknown, got \"Yes\""},
+        BadCase{"ConditionDuplicateType",
+                [](json& d) {
+                  d["status"]["conditions"].push_back({{"type", "Ready"}, {"status", "False"}});
+                },
+                "status.conditions[1].type: duplicate of status.conditions[0]"},
+        BadCase{"UnknownStatusField", [](json& d) { d["status"]["mode"] = "ssgd"; },
+                "status.mode: unknown field"}),
+    [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+TEST(TrainingJob, UnknownFieldsInsidePodTemplateAreKept) {
+  json doc = FmnistJob();
+  Container(doc)["securityContext"] = {{"runAsNonRoot", true}};
+  Spec(doc)["workers"]["template"]["spec"]["nodeSelector"] = {{"gpu", "a100"}};
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job->spec.workers.pod_template)["spec"]["nodeSelector"]["gpu"], "a100");
+  EXPECT_EQ(ToJson(*job), doc);
+}
+
+TEST(TrainingJob, UnknownMetadataFieldsAreIgnored) {
+  json doc = MinimalJob();
+  doc["metadata"]["creationTimestamp"] = "2024-05-01T12:00:00Z";
+  doc["metadata"]["finalizers"] = {"star.dev/cleanup"};
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_FALSE(ToJson(*job)["metadata"].contains("finalizers"));
+}
+
+TEST(TrainingJob, ValidateChecksStructsBuiltInCode) {
+  TrainingJobSpec s;
+  s.workers.replicas = 4;
+  s.training.global_batch_size = 128;
+  s.training.target_accuracy = 0.9;
+  EXPECT_TRUE(Validate(s).ok()) << Validate(s);
+  s.synchronization.policy = SyncPolicy::kAsgd;
+  EXPECT_EQ(Validate(s).message(),
+            "spec.synchronization.policy: ASGD requires spec.architecture ParameterServer, got "
+            "AllReduce");
+  s.architecture = Architecture::kParameterServer;
+  s.parameter_servers = ReplicaSpec{1, std::nullopt};
+  EXPECT_TRUE(Validate(s).ok()) << Validate(s);
+  s.workers.replicas = 0;
+  EXPECT_EQ(Validate(s, "job.spec").message(), "job.spec.workers.replicas: must be >= 1, got 0");
+}
+
+TEST(TrainingJob, SpecDecoderUsesTheGivenPath) {
+  json spec = FmnistJob()["spec"];
+  spec["workers"]["replicas"] = 0;
+  auto s = TrainingJobSpecFromJson(spec, "items[2].spec");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "items[2].spec.workers.replicas: must be >= 1, got 0");
+}
+
+TEST(FirstContainer, SummarizesTheFirstContainer) {
+  auto c = FirstContainer(FmnistJob()["spec"]["workers"]["template"]);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->has_value());
+  const ContainerSummary& s = **c;
+  EXPECT_EQ(s.name, "trainer");
+  EXPECT_EQ(s.image, "ghcr.io/star/fmnist:0.1");
+  EXPECT_EQ(s.command, std::vector<std::string>{"star-run"});
+  EXPECT_EQ(s.args, (std::vector<std::string>{"--", "fmnist-train", "--epochs", "5"}));
+  EXPECT_EQ(s.cpu_limit_millicores, 2000);
+  EXPECT_EQ(s.cpu_request_millicores, 500);
+}
+
+TEST(FirstContainer, AbsentContainersGiveNoSummary) {
+  auto c = FirstContainer(json::object());
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->has_value());
+  auto d = FirstContainer(json{{"spec", {{"restartPolicy", "Never"}}}});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->has_value());
+}
+
+TEST(ParseCpuMillicores, AcceptsKubernetesQuantitiesAndRoundsUp) {
+  EXPECT_EQ(ParseCpuMillicores("500m"), 500);
+  EXPECT_EQ(ParseCpuMillicores("2"), 2000);
+  EXPECT_EQ(ParseCpuMillicores("0.1"), 100);
+  EXPECT_EQ(ParseCpuMillicores("1.5"), 1500);
+  EXPECT_EQ(ParseCpuMillicores("0.0005"), 1);  // rounds up
+  EXPECT_EQ(ParseCpuMillicores("1500000u"), 1500);
+  EXPECT_EQ(ParseCpuMillicores("1n"), 1);
+  EXPECT_EQ(ParseCpuMillicores("1k"), 1000000);
+  EXPECT_EQ(ParseCpuMillicores(json(0.25)), 250);
+  EXPECT_EQ(ParseCpuMillicores(json(3)), 3000);
+  EXPECT_EQ(ParseCpuMillicores(json(0.1)), 100);
+  EXPECT_EQ(ParseCpuMillicores("0"), 0);
+  EXPECT_FALSE(ParseCpuMillicores("").has_value());
+  EXPECT_FALSE(ParseCpuMillicores("m").has_value());
+  EXPECT_FALSE(ParseCpuMillicores("-1").has_value());
+  EXPECT_FALSE(ParseCpuMillicores("1Gi").has_value());
+  EXPECT_FALSE(ParseCpuMillicores("1.2.3").has_value());
+  EXPECT_FALSE(ParseCpuMillicores("1e3").has_value());
+  EXPECT_FALSE(ParseCpuMillicores("9999999999999").has_value());
+  EXPECT_FALSE(ParseCpuMillicores(json(-0.5)).has_value());
+  EXPECT_FALSE(ParseCpuMillicores(json(true)).has_value());
+}
+
+TEST(TrainingJobEnums, WireNamesRoundTrip) {
+  for (auto p : {SyncPolicy::kAuto, SyncPolicy::kSsgd, SyncPolicy::kAsgd, SyncPolicy::kFixedK,
+                 SyncPolicy::kGroups}) {
+    EXPECT_EQ(ParseSyncPolicy(ToString(p)), p);
+  }
+  for (auto r : {DetectionRule::kMad, DetectionRule::kRelativeScore, DetectionRule::kStar,
+                 DetectionRule::kChangePoint}) {
+    EXPECT_EQ(ParseDetectionRule(ToString(r)), r);
+  }
+  for (auto p : {JobPhase::kPending, JobPhase::kCreated, JobPhase::kRunning, JobPhase::kRestarting,
+                 JobPhase::kSucceeded, JobPhase::kFailed}) {
+    EXPECT_EQ(ParseJobPhase(ToString(p)), p);
+  }
+  EXPECT_EQ(ParseModeSelector("ML"), ModeSelector::kMl);
+  EXPECT_EQ(ParseAmpDtype("float16"), AmpDtype::kFloat16);
+  EXPECT_FALSE(ParseSyncPolicy("auto").has_value());
+}
+
+}  // namespace
+}  // namespace star::api
