@@ -1,0 +1,270 @@
+// Streaming straggler detector (ALGORITHMS.md section 1).
+//
+// The detector consumes per-iteration timings of every worker, one observation at a time,
+// and reports state changes: a worker becoming a straggler (with its cause, static or
+// dynamic kind, and slowdown) and a worker recovering. It is pure: no clock, no I/O, no
+// threads; the iteration numbers in the samples are its only notion of time.
+//
+// How it decides
+// --------------
+// * Statistic. Every worker keeps a ring buffer of its last `window` samples. Its
+//   statistic is the windowed MEDIAN of t_i = compute + communication (waiting on peers
+//   is excluded); the change-point rule uses the windowed MEAN. A worker takes part in
+//   detection (as a candidate and as a member of the cohort) once its window is full.
+// * Evaluation rounds. Cross-worker statistics (the typical worker = median of the
+//   worker medians, MAD, fastest median) are recomputed once per round, not per sample.
+//   A round closes when a sample arrives whose iteration is larger than every iteration
+//   seen so far AND at least as many samples as there are known workers arrived since
+//   the previous round; the closing sample belongs to the next round. Each round costs
+//   O(n * window) and needs n new samples, so Observe is amortised O(window) = O(1) per
+//   sample with no allocation (memory grows only when a new worker id appears). Call
+//   Flush() after the last sample (end of a trace) to evaluate the final round.
+//   Samples should arrive roughly in iteration order across workers, as they do from a
+//   live job or a trace sorted by iteration.
+// * Persistence and hysteresis. A worker becomes a straggler only after its onset
+//   condition held in `onset_evaluations` consecutive rounds; it recovers only after
+//   its (stricter, lower) recovery condition held in `recovery_evaluations` consecutive
+//   rounds. Between the two thresholds the state is kept. So noise does not flap.
+// * Rules (`threshold` / `recovery_threshold` meaning; NaN or 0 selects the default):
+//   - kMad (default, Korel): m = typical median, MAD = median_j |med_j - m|,
+//     sigma = 1.4826 * MAD. Onset: med_i > m + k * sigma with k = threshold (default 3)
+//     AND slowdown >= min_slowdown (default 1.2: guards against a tiny MAD among
+//     near-identical workers). Recovery: med_i <= max(m + k' * sigma,
+//     m * recovery_slowdown) with k' = recovery_threshold (default 2) and
+//     recovery_slowdown default 1.1. A MAD of 0 (more than half of the workers have
+//     exactly the same windowed time, e.g. a noise-free simulated trace) gives no spread
+//     estimate: the MAD rule then flags NOBODY (recovery is still judged by the
+//     relative bound). Use kRelativeScore or kStar for noise-free traces. With fewer
+//     than 3 workers the MAD rule cannot flag anyone.
+//   - kRelativeScore (NVIDIA resiliency-ext): score_i = min_j med_j / med_i in (0, 1].
+//     Onset: score_i < threshold (default 0.75). Recovery: score_i >= recovery_threshold
+//     (default 0.85). With `individual_score`, a worker is also scored against its own
+//     best (lowest) windowed median, best_i / med_i, so a worker getting slower is
+//     flagged even when all workers are slow; recovery then needs both scores to pass.
+//   - kStar (STAR): onset when (med_i - t_min) / t_min > threshold (default 0.2),
+//     t_min = min_j med_j. Recovery when it is <= recovery_threshold (default 0.1).
+//     Note: t_min is biased low by noise in large cohorts, so this rule gets more
+//     sensitive as the number of workers grows (as published).
+//   - kChangePoint (FALCON/Greyhound): the worker's windowed mean relative to the
+//     typical worker's windowed mean (median of the worker means) must move by more than
+//     threshold (default 0.2, i.e. 20%) and the shift must last more than
+//     `change_point_min_iterations` (default 10) iterations of that worker. Recovery: the
+//     ratio falls to <= 1 + recovery_threshold (default 0.1) for just as long. Being
+//     relative to the cohort, a worker slow from its first window counts as shifted.
+// * slowdown = med_i / typical median (the median of all worker medians), whatever the
+//   rule.
+// * Cause. The excess of the worker's windowed compute median and communication median
+//   over the typical worker's (median over workers of those medians) is compared in
+//   seconds: the component that accounts for most of the extra time is the cause.
+//   (FALCON's fixed cut-offs, compute > 2x median / link > 1.1x median, would leave a
+//   1.5x compute slowdown unattributed; comparing the excesses covers them.)
+//   With `individual_score`, when the worker is further above its own best window than
+//   above the typical worker, the components of its best window are the reference.
+// * Kind (BOA). kStatic if the onset condition already held in one of the worker's first
+//   `onset_evaluations` evaluated rounds (slow since its first full window), or once an
+//   episode has lasted `static_after_iterations` iterations; kDynamic otherwise.
+// * Reclassification. While a worker straggles, a change of its cause (the other
+//   component's excess must exceed the current one by `cause_switch_ratio` for
+//   `onset_evaluations` consecutive rounds) or of its kind (dynamic -> static when the
+//   episode gets long; never static -> dynamic within an episode), judged only while
+//   the onset condition holds (not in the hysteresis band), emits a NEW
+//   kStraggler event carrying the new classification; `since_iteration` is unchanged.
+//   Consumers treat a kStraggler event for an already-straggling worker as an update.
+// * Event iteration = the last iteration the worker reported when the round closed.
+// * Noise (synthetic 100 ms iterations, lognormal noise of sigma s on each component,
+//   8 and 64 workers, 300 seeds x 300 iterations): with the defaults no rule raised an
+//   event at s = 7%; at s = 10% kMad, kRelativeScore and kChangePoint stayed silent
+//   while kStar did not (its reference, the fastest worker, is biased low by noise);
+//   at s = 15% only kChangePoint stayed silent.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/api/types.h"
+#include "star/core/api/worker_report.h"
+#include "star/core/status.h"
+
+namespace star::detect {
+
+enum class Rule { kMad, kRelativeScore, kStar, kChangePoint };
+// Wire names: "mad", "relative", "star", "change_point".
+std::string_view ToString(Rule rule);
+// Inverse of ToString; nullopt for anything else (case-sensitive).
+std::optional<Rule> ParseRule(std::string_view s);
+
+struct DetectorOptions {
+  Rule rule = Rule::kMad;  // default: MAD with hysteresis
+  // Samples per worker in the sliding window (the windowed median). In [3, 1024].
+  int window = 10;
+  // Onset threshold, rule-specific (see the header comment); NaN or 0 = rule default:
+  // kMad k = 3 (in MADs), kRelativeScore 0.75 (score), kStar 0.2 (relative excess over
+  // the fastest), kChangePoint 0.2 (relative shift of the mean).
+  double threshold = 0;
+  // Recovery (hysteresis) threshold, same units; NaN or 0 = rule default: kMad k' = 2,
+  // kRelativeScore 0.85, kStar 0.1, kChangePoint 0.1. Must not be stricter than the
+  // onset threshold (k' <= k; score >= threshold; excess <= threshold).
+  double recovery_threshold = 0;
+  // kMad only: onset also needs slowdown >= min_slowdown (default 1.2, >= 1), and a
+  // worker at or below typical * recovery_slowdown (default 1.1, in [1, min_slowdown])
+  // counts as recovered.
+  double min_slowdown = 1.2;
+  double recovery_slowdown = 1.1;
+  // kRelativeScore only: also score each worker against its own best windowed median.
+  bool individual_score = false;
+  // kChangePoint only: a shift (onset or recovery) must last more than this many
+  // iterations of the worker. >= 0; default 10.
+  int change_point_min_iterations = 10;
+  // Consecutive rounds the onset / recovery condition must hold. In [1, 1000]; default 3.
+  int onset_evaluations = 3;
+  int recovery_evaluations = 3;
+  // An episode lasting this many iterations (from its onset event) becomes static.
+  // >= 1; default 200.
+  int64_t static_after_iterations = 200;
+  // A straggler's cause switches only when the other component's excess time exceeds
+  // the current cause's by this factor (for onset_evaluations rounds). >= 1; default 1.5.
+  double cause_switch_ratio = 1.5;
+};
+
+// OK, or InvalidArgument naming the field and the reason, e.g.
+// "window: must be in [3, 1024], got 1" or
+// "threshold: must be in (0, 1) for rule relative, got 1.5".
+[[nodiscard]] Status Validate(const DetectorOptions& options);
+
+// Returns `options` with NaN/0 thresholds replaced by the rule's defaults.
+[[nodiscard]] DetectorOptions ResolveDefaults(DetectorOptions options);
+
+// One observation: worker `worker`'s timings of iteration `iteration`, in seconds.
+struct Sample {
+  int64_t iteration = 0;
+  int worker = 0;
+  double compute_seconds = 0;
+  double communication_seconds = 0;
+};
+
+enum class State { kStraggler, kRecovered };
+// Wire names: "straggler", "recovered".
+std::string_view ToString(State state);
+
+struct Event {
+  int64_t iteration = 0;
+  int worker = 0;
+  State state = State::kStraggler;
+  // The next three are meaningful for kStraggler only.
+  api::StragglerCause cause = api::StragglerCause::kCompute;
+  api::StragglerKind kind = api::StragglerKind::kDynamic;
+  double slowdown = 1;  // worker's windowed time / typical worker's windowed time
+
+  friend bool operator==(const Event&, const Event&) = default;
+};
+
+// The CLI contract:
+//   {"iteration":I,"worker":W,"state":"straggler","cause":"compute|communication",
+//    "kind":"dynamic|static","slowdown":X}
+//   {"iteration":I,"worker":W,"state":"recovered"}
+// slowdown is rounded to 4 decimals. nlohmann::json orders keys alphabetically;
+// ToJsonLine writes them in the contract's order.
+nlohmann::json ToJson(const Event& event);
+// One line (no trailing newline) in the contract's key order.
+std::string ToJsonLine(const Event& event);
+
+// What the detector currently believes about one worker.
+struct WorkerView {
+  bool known = false;           // the worker has reported at least once
+  bool ready = false;           // its window is full, so it is evaluated
+  bool straggler = false;
+  api::StragglerCause cause = api::StragglerCause::kCompute;  // if straggler
+  api::StragglerKind kind = api::StragglerKind::kDynamic;     // if straggler
+  double slowdown = 1;          // at the last round it was evaluated in
+  int64_t since_iteration = -1; // iteration of the onset event; -1 if not straggling
+  int64_t last_iteration = -1;  // last iteration observed
+  double median_seconds = 0;    // windowed median of t_i at the last evaluated round
+};
+
+// Not thread-safe; one detector per job. Copyable.
+class Detector {
+ public:
+  // `options` must be valid (check with Validate first): invalid options assert in
+  // debug builds and are replaced by DetectorOptions{} otherwise.
+  explicit Detector(DetectorOptions options = {});
+
+  // Feeds one observation and appends the state changes it causes (possibly none,
+  // possibly several when it closes a round) to *events (which must not be null).
+  // Workers may appear at any time (ids >= 0; storage grows as needed). Iterations
+  // must be non-decreasing per worker. Ignored samples: negative worker id, an
+  // iteration lower than the worker's previous one, negative or non-finite times.
+  // Amortised O(window) time, no allocation except when a new worker id appears.
+  void Observe(const Sample& sample, std::vector<Event>* events);
+  // Convenience: uses report.iteration, worker, compute_seconds and
+  // communication_seconds (a report covering several iterations counts as one sample).
+  void Observe(const api::WorkerReport& report, std::vector<Event>* events);
+
+  // Closes the current round now (if it has any new samples), e.g. at the end of a
+  // trace, and appends the resulting events.
+  void Flush(std::vector<Event>* events);
+
+  bool IsStraggler(int worker) const;
+  // The current view of `worker`; known = false for ids never seen.
+  WorkerView View(int worker) const;
+  // Ids of the workers currently straggling, ascending.
+  std::vector<int> Stragglers() const;
+  // 1 + the largest worker id seen.
+  int num_workers() const { return num_workers_; }
+  // The resolved options in use.
+  const DetectorOptions& options() const { return options_; }
+
+ private:
+  struct Worker {
+    bool known = false;
+    int count = 0;  // samples in the ring, <= window
+    int head = 0;   // next write position
+    bool dirty = false;
+    int64_t last_iteration = -1;
+    int64_t evaluations = 0;  // rounds this worker was evaluated in
+    double med_total = 0, med_compute = 0, med_comm = 0, mean_total = 0;
+    double slowdown = 1;
+    // Individual score baseline (own best windowed median and its components).
+    double best_total = 0, best_compute = 0, best_comm = 0;
+    // Detection state.
+    bool straggler = false;
+    api::StragglerCause cause = api::StragglerCause::kCompute;
+    api::StragglerKind kind = api::StragglerKind::kDynamic;
+    int64_t since = -1;
+    int onset_streak = 0, recovery_streak = 0, cause_streak = 0;
+    int64_t streak_start_iteration = 0;
+    int64_t streak_start_evaluation = 0;
+  };
+
+  void Evaluate(std::vector<Event>* events);
+  void UpdateWorkerStats(int id);
+  bool OnsetCondition(const Worker& w) const;
+  bool RecoveryCondition(const Worker& w) const;
+  bool PersistedLongEnough(const Worker& w, int streak, int needed) const;
+  // Excess seconds of compute and communication over the reference worker.
+  void Excess(const Worker& w, double* compute, double* comm) const;
+  api::StragglerCause DominantCause(const Worker& w) const;
+  Event StragglerEvent(int id, const Worker& w) const;
+
+  DetectorOptions options_;
+  std::vector<Worker> workers_;
+  // Ring buffers, `window` entries per worker id.
+  std::vector<double> total_, compute_, comm_;
+  int num_workers_ = 0;    // 1 + largest id seen (workers_ may be larger)
+  int known_workers_ = 0;
+  int64_t max_iteration_ = -1;
+  int64_t pending_ = 0;  // samples since the last round
+  // Scratch buffers (sized once per worker id, reused every round).
+  std::vector<double> scratch_window_;
+  std::vector<double> scratch_a_, scratch_b_, scratch_c_, scratch_d_;
+  std::vector<int> ready_;
+  // Cohort statistics of the round being evaluated.
+  double typical_ = 0, typical_compute_ = 0, typical_comm_ = 0, typical_mean_ = 0;
+  double fastest_ = 0, sigma_ = 0;
+};
+
+}  // namespace star::detect

@@ -1,0 +1,486 @@
+#include "star/core/detect/detector.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+namespace star::detect {
+namespace {
+
+constexpr int kMinWindow = 3;
+constexpr int kMaxWindow = 1024;
+constexpr int kMaxEvaluations = 1000;
+// Korel's consistency constant: 1.4826 * MAD estimates the standard deviation.
+constexpr double kMadToSigma = 1.4826;
+
+std::string Num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+Status Bad(std::string_view field, const std::string& reason) {
+  return Status::InvalidArgument(std::string(field) + ": " + reason);
+}
+
+double DefaultThreshold(Rule rule) {
+  switch (rule) {
+    case Rule::kMad: return 3.0;
+    case Rule::kRelativeScore: return 0.75;
+    case Rule::kStar: return 0.2;
+    case Rule::kChangePoint: return 0.2;
+  }
+  return 0;
+}
+
+double DefaultRecoveryThreshold(Rule rule) {
+  switch (rule) {
+    case Rule::kMad: return 2.0;
+    case Rule::kRelativeScore: return 0.85;
+    case Rule::kStar: return 0.1;
+    case Rule::kChangePoint: return 0.1;
+  }
+  return 0;
+}
+
+bool UseDefault(double v) { return std::isnan(v) || v == 0; }
+
+// Median of data[0, n); reorders data. n >= 1.
+double MedianInPlace(double* data, size_t n) {
+  const size_t mid = n / 2;
+  if (n <= 32) {  // small windows: insertion sort beats selection
+    for (size_t i = 1; i < n; ++i) {
+      const double v = data[i];
+      size_t j = i;
+      for (; j > 0 && data[j - 1] > v; --j) data[j] = data[j - 1];
+      data[j] = v;
+    }
+    return n % 2 == 1 ? data[mid] : 0.5 * (data[mid - 1] + data[mid]);
+  }
+  std::nth_element(data, data + mid, data + n);
+  const double upper = data[mid];
+  if (n % 2 == 1) return upper;
+  const double lower = *std::max_element(data, data + mid);
+  return 0.5 * (lower + upper);
+}
+
+double Round4(double v) { return std::round(v * 1e4) / 1e4; }
+
+}  // namespace
+
+std::string_view ToString(Rule rule) {
+  switch (rule) {
+    case Rule::kMad: return "mad";
+    case Rule::kRelativeScore: return "relative";
+    case Rule::kStar: return "star";
+    case Rule::kChangePoint: return "change_point";
+  }
+  return "unknown";
+}
+
+std::optional<Rule> ParseRule(std::string_view s) {
+  for (Rule r : {Rule::kMad, Rule::kRelativeScore, Rule::kStar, Rule::kChangePoint}) {
+    if (ToString(r) == s) return r;
+  }
+  return std::nullopt;
+}
+
+std::string_view ToString(State state) {
+  switch (state) {
+    case State::kStraggler: return "straggler";
+    case State::kRecovered: return "recovered";
+  }
+  return "unknown";
+}
+
+DetectorOptions ResolveDefaults(DetectorOptions options) {
+  if (UseDefault(options.threshold)) options.threshold = DefaultThreshold(options.rule);
+  if (UseDefault(options.recovery_threshold)) {
+    options.recovery_threshold = DefaultRecoveryThreshold(options.rule);
+  }
+  return options;
+}
+
+Status Validate(const DetectorOptions& options) {
+  const Rule rule = options.rule;
+  if (ToString(rule) == "unknown") {
+    return Bad("rule", "unknown rule " + std::to_string(static_cast<int>(rule)));
+  }
+  if (options.window < kMinWindow || options.window > kMaxWindow) {
+    return Bad("window", "must be in [" + std::to_string(kMinWindow) + ", " +
+                             std::to_string(kMaxWindow) + "], got " +
+                             std::to_string(options.window));
+  }
+  const std::string rule_name(ToString(rule));
+  for (const auto& [field, value] : {std::pair<std::string_view, double>{"threshold", options.threshold},
+                                     {"recovery_threshold", options.recovery_threshold}}) {
+    if (std::isnan(value)) continue;
+    if (!std::isfinite(value) || value < 0) {
+      return Bad(field, "must be a finite number >= 0 (0 or NaN = rule default), got " + Num(value));
+    }
+  }
+  const DetectorOptions r = ResolveDefaults(options);
+  if (rule == Rule::kRelativeScore) {
+    if (r.threshold >= 1) {
+      return Bad("threshold", "must be in (0, 1) for rule relative, got " + Num(r.threshold));
+    }
+    if (r.recovery_threshold > 1) {
+      return Bad("recovery_threshold",
+                 "must be in (0, 1] for rule relative, got " + Num(r.recovery_threshold));
+    }
+    if (r.recovery_threshold < r.threshold) {
+      return Bad("recovery_threshold", "must be >= threshold (" + Num(r.threshold) +
+                                           ") for rule relative, got " +
+                                           Num(r.recovery_threshold));
+    }
+  } else if (r.recovery_threshold > r.threshold) {
+    return Bad("recovery_threshold", "must be <= threshold (" + Num(r.threshold) +
+                                         ") for rule " + rule_name + ", got " +
+                                         Num(r.recovery_threshold));
+  }
+  if (!std::isfinite(options.min_slowdown) || options.min_slowdown < 1) {
+    return Bad("min_slowdown", "must be a finite number >= 1, got " + Num(options.min_slowdown));
+  }
+  if (!std::isfinite(options.recovery_slowdown) || options.recovery_slowdown < 1 ||
+      options.recovery_slowdown > options.min_slowdown) {
+    return Bad("recovery_slowdown", "must be in [1, min_slowdown (" +
+                                        Num(options.min_slowdown) + ")], got " +
+                                        Num(options.recovery_slowdown));
+  }
+  if (options.change_point_min_iterations < 0) {
+    return Bad("change_point_min_iterations",
+               "must be >= 0, got " + std::to_string(options.change_point_min_iterations));
+  }
+  for (const auto& [field, value] :
+       {std::pair<std::string_view, int>{"onset_evaluations", options.onset_evaluations},
+        {"recovery_evaluations", options.recovery_evaluations}}) {
+    if (value < 1 || value > kMaxEvaluations) {
+      return Bad(field, "must be in [1, " + std::to_string(kMaxEvaluations) + "], got " +
+                            std::to_string(value));
+    }
+  }
+  if (options.static_after_iterations < 1) {
+    return Bad("static_after_iterations",
+               "must be >= 1, got " + std::to_string(options.static_after_iterations));
+  }
+  if (!std::isfinite(options.cause_switch_ratio) || options.cause_switch_ratio < 1) {
+    return Bad("cause_switch_ratio",
+               "must be a finite number >= 1, got " + Num(options.cause_switch_ratio));
+  }
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const Event& event) {
+  nlohmann::json j;
+  j["iteration"] = event.iteration;
+  j["worker"] = event.worker;
+  j["state"] = ToString(event.state);
+  if (event.state == State::kStraggler) {
+    j["cause"] = api::ToString(event.cause);
+    j["kind"] = api::ToString(event.kind);
+    j["slowdown"] = Round4(event.slowdown);
+  }
+  return j;
+}
+
+std::string ToJsonLine(const Event& event) {
+  nlohmann::ordered_json j;
+  j["iteration"] = event.iteration;
+  j["worker"] = event.worker;
+  j["state"] = ToString(event.state);
+  if (event.state == State::kStraggler) {
+    j["cause"] = api::ToString(event.cause);
+    j["kind"] = api::ToString(event.kind);
+    j["slowdown"] = Round4(event.slowdown);
+  }
+  return j.dump();
+}
+
+Detector::Detector(DetectorOptions options) {
+  const bool valid = Validate(options).ok();
+  assert(valid && "Detector: invalid DetectorOptions (call Validate first)");
+  options_ = ResolveDefaults(valid ? options : DetectorOptions{});
+  scratch_window_.resize(static_cast<size_t>(options_.window));
+}
+
+void Detector::Observe(const api::WorkerReport& report, std::vector<Event>* events) {
+  Observe(Sample{report.iteration, report.worker, report.compute_seconds,
+                 report.communication_seconds},
+          events);
+}
+
+void Detector::Observe(const Sample& s, std::vector<Event>* events) {
+  if (s.worker < 0 || !std::isfinite(s.compute_seconds) ||
+      !std::isfinite(s.communication_seconds) || s.compute_seconds < 0 ||
+      s.communication_seconds < 0) {
+    return;
+  }
+  const auto id = static_cast<size_t>(s.worker);
+  if (id < workers_.size() && workers_[id].known && s.iteration < workers_[id].last_iteration) {
+    return;
+  }
+  // A sample from a later iteration closes the round once every known worker could
+  // have contributed to it.
+  if (s.iteration > max_iteration_ && pending_ > 0 && pending_ >= known_workers_) {
+    Evaluate(events);
+  }
+  if (id >= workers_.size()) {
+    const size_t n = std::max(id + 1, workers_.size() * 2);
+    const auto window = static_cast<size_t>(options_.window);
+    workers_.resize(n);
+    total_.resize(n * window);
+    compute_.resize(n * window);
+    comm_.resize(n * window);
+    for (auto* v : {&scratch_a_, &scratch_b_, &scratch_c_, &scratch_d_}) v->resize(n);
+    ready_.reserve(n);
+  }
+  num_workers_ = std::max(num_workers_, s.worker + 1);
+  Worker& w = workers_[id];
+  if (!w.known) {
+    w.known = true;
+    ++known_workers_;
+  }
+  const size_t slot = id * static_cast<size_t>(options_.window) + static_cast<size_t>(w.head);
+  total_[slot] = s.compute_seconds + s.communication_seconds;
+  compute_[slot] = s.compute_seconds;
+  comm_[slot] = s.communication_seconds;
+  w.head = w.head + 1 == options_.window ? 0 : w.head + 1;
+  w.count = std::min(w.count + 1, options_.window);
+  w.dirty = true;
+  w.last_iteration = s.iteration;
+  max_iteration_ = std::max(max_iteration_, s.iteration);
+  ++pending_;
+}
+
+void Detector::Flush(std::vector<Event>* events) {
+  if (pending_ > 0) Evaluate(events);
+}
+
+void Detector::UpdateWorkerStats(int id) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  const auto n = static_cast<size_t>(w.count);
+  const size_t base = static_cast<size_t>(id) * static_cast<size_t>(options_.window);
+  double* scratch = scratch_window_.data();
+  auto median_of = [&](const std::vector<double>& ring, double* sum) {
+    double acc = 0;
+    for (size_t i = 0; i < n; ++i) {
+      scratch[i] = ring[base + i];
+      acc += scratch[i];
+    }
+    if (sum != nullptr) *sum = acc;
+    return MedianInPlace(scratch, n);
+  };
+  double sum = 0;
+  w.med_total = median_of(total_, &sum);
+  w.mean_total = sum / static_cast<double>(n);
+  w.med_compute = median_of(compute_, nullptr);
+  w.med_comm = median_of(comm_, nullptr);
+  if (w.best_total == 0 || w.med_total < w.best_total) {
+    w.best_total = w.med_total;
+    w.best_compute = w.med_compute;
+    w.best_comm = w.med_comm;
+  }
+  w.dirty = false;
+}
+
+bool Detector::OnsetCondition(const Worker& w) const {
+  if (w.med_total <= 0) return false;
+  switch (options_.rule) {
+    case Rule::kMad:
+      // sigma_ == 0: no spread estimate, nobody is flagged.
+      return sigma_ > 0 && w.med_total > typical_ + options_.threshold * sigma_ &&
+             w.slowdown >= options_.min_slowdown;
+    case Rule::kRelativeScore:
+      return fastest_ / w.med_total < options_.threshold ||
+             (options_.individual_score && w.best_total / w.med_total < options_.threshold);
+    case Rule::kStar:
+      return fastest_ > 0 && (w.med_total - fastest_) / fastest_ > options_.threshold;
+    case Rule::kChangePoint:
+      return typical_mean_ > 0 && w.mean_total / typical_mean_ - 1 > options_.threshold;
+  }
+  return false;
+}
+
+bool Detector::RecoveryCondition(const Worker& w) const {
+  if (w.med_total <= 0) return true;
+  const double rt = options_.recovery_threshold;
+  switch (options_.rule) {
+    case Rule::kMad:
+      return w.med_total <= std::max(typical_ + rt * sigma_, typical_ * options_.recovery_slowdown);
+    case Rule::kRelativeScore:
+      return fastest_ / w.med_total >= rt &&
+             (!options_.individual_score || w.best_total / w.med_total >= rt);
+    case Rule::kStar:
+      return fastest_ <= 0 || (w.med_total - fastest_) / fastest_ <= rt;
+    case Rule::kChangePoint:
+      return typical_mean_ <= 0 || w.mean_total / typical_mean_ - 1 <= rt;
+  }
+  return true;
+}
+
+bool Detector::PersistedLongEnough(const Worker& w, int streak, int needed) const {
+  if (streak < needed) return false;
+  return options_.rule != Rule::kChangePoint ||
+         w.last_iteration - w.streak_start_iteration >= options_.change_point_min_iterations;
+}
+
+void Detector::Excess(const Worker& w, double* compute, double* comm) const {
+  // The reference is the typical worker, or with the individual score the worker's own
+  // best window when it deviates more from that.
+  if (options_.individual_score && w.med_total - w.best_total > w.med_total - typical_) {
+    *compute = w.med_compute - w.best_compute;
+    *comm = w.med_comm - w.best_comm;
+  } else {
+    *compute = w.med_compute - typical_compute_;
+    *comm = w.med_comm - typical_comm_;
+  }
+}
+
+api::StragglerCause Detector::DominantCause(const Worker& w) const {
+  double compute = 0, comm = 0;
+  Excess(w, &compute, &comm);
+  return comm > compute ? api::StragglerCause::kCommunication : api::StragglerCause::kCompute;
+}
+
+Event Detector::StragglerEvent(int id, const Worker& w) const {
+  return Event{w.last_iteration, id, State::kStraggler, w.cause, w.kind, w.slowdown};
+}
+
+void Detector::Evaluate(std::vector<Event>* events) {
+  pending_ = 0;
+  ready_.clear();
+  for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
+    Worker& w = workers_[id];
+    if (!w.known || w.count < options_.window) continue;
+    if (w.dirty) UpdateWorkerStats(static_cast<int>(id));
+    ready_.push_back(static_cast<int>(id));
+  }
+  const size_t n = ready_.size();
+  if (n < 2) return;
+
+  // Cohort statistics.
+  double fastest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    const Worker& w = workers_[static_cast<size_t>(ready_[i])];
+    scratch_a_[i] = w.med_total;
+    scratch_b_[i] = w.med_compute;
+    scratch_c_[i] = w.med_comm;
+    fastest = std::min(fastest, w.med_total);
+  }
+  fastest_ = fastest;
+  typical_ = MedianInPlace(scratch_a_.data(), n);
+  typical_compute_ = MedianInPlace(scratch_b_.data(), n);
+  typical_comm_ = MedianInPlace(scratch_c_.data(), n);
+  if (options_.rule == Rule::kMad) {
+    for (size_t i = 0; i < n; ++i) {
+      scratch_d_[i] = std::abs(workers_[static_cast<size_t>(ready_[i])].med_total - typical_);
+    }
+    sigma_ = kMadToSigma * MedianInPlace(scratch_d_.data(), n);
+  } else if (options_.rule == Rule::kChangePoint) {
+    for (size_t i = 0; i < n; ++i) {
+      scratch_d_[i] = workers_[static_cast<size_t>(ready_[i])].mean_total;
+    }
+    typical_mean_ = MedianInPlace(scratch_d_.data(), n);
+  }
+
+  for (int id : ready_) {
+    Worker& w = workers_[static_cast<size_t>(id)];
+    w.slowdown = typical_ > 0 ? w.med_total / typical_ : 1;
+    const int64_t evaluation = w.evaluations++;
+    if (!w.straggler) {
+      if (!OnsetCondition(w)) {
+        w.onset_streak = 0;
+        continue;
+      }
+      if (w.onset_streak++ == 0) {
+        w.streak_start_iteration = w.last_iteration;
+        w.streak_start_evaluation = evaluation;
+      }
+      if (!PersistedLongEnough(w, w.onset_streak, options_.onset_evaluations)) continue;
+      w.straggler = true;
+      w.since = w.last_iteration;
+      w.cause = DominantCause(w);
+      w.kind = w.streak_start_evaluation < options_.onset_evaluations
+                   ? api::StragglerKind::kStatic
+                   : api::StragglerKind::kDynamic;
+      w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+      events->push_back(StragglerEvent(id, w));
+      continue;
+    }
+
+    if (RecoveryCondition(w)) {
+      if (w.recovery_streak++ == 0) w.streak_start_iteration = w.last_iteration;
+      if (PersistedLongEnough(w, w.recovery_streak, options_.recovery_evaluations)) {
+        w.straggler = false;
+        w.since = -1;
+        w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+        events->push_back(Event{w.last_iteration, id, State::kRecovered, w.cause, w.kind,
+                                w.slowdown});
+      }
+      continue;
+    }
+    w.recovery_streak = 0;
+    // Reclassify cause and kind only while the worker is clearly slow (not in the
+    // hysteresis band between the recovery and onset thresholds).
+    if (!OnsetCondition(w)) {
+      w.cause_streak = 0;
+      continue;
+    }
+    bool changed = false;
+    double compute = 0, comm = 0;
+    Excess(w, &compute, &comm);
+    const bool comm_now = w.cause == api::StragglerCause::kCommunication;
+    const double current = comm_now ? comm : compute;
+    const double other = comm_now ? compute : comm;
+    if (other > options_.cause_switch_ratio * std::max(current, 0.0)) {
+      if (++w.cause_streak >= options_.onset_evaluations) {
+        w.cause = comm_now ? api::StragglerCause::kCompute : api::StragglerCause::kCommunication;
+        w.cause_streak = 0;
+        changed = true;
+      }
+    } else {
+      w.cause_streak = 0;
+    }
+    if (w.kind == api::StragglerKind::kDynamic &&
+        w.last_iteration - w.since >= options_.static_after_iterations) {
+      w.kind = api::StragglerKind::kStatic;
+      changed = true;
+    }
+    if (changed) events->push_back(StragglerEvent(id, w));
+  }
+}
+
+bool Detector::IsStraggler(int worker) const {
+  return worker >= 0 && static_cast<size_t>(worker) < workers_.size() &&
+         workers_[static_cast<size_t>(worker)].straggler;
+}
+
+WorkerView Detector::View(int worker) const {
+  WorkerView v;
+  if (worker < 0 || static_cast<size_t>(worker) >= workers_.size()) return v;
+  const Worker& w = workers_[static_cast<size_t>(worker)];
+  if (!w.known) return v;
+  v.known = true;
+  v.ready = w.count >= options_.window;
+  v.straggler = w.straggler;
+  v.cause = w.cause;
+  v.kind = w.kind;
+  v.slowdown = w.slowdown;
+  v.since_iteration = w.since;
+  v.last_iteration = w.last_iteration;
+  v.median_seconds = w.med_total;
+  return v;
+}
+
+std::vector<int> Detector::Stragglers() const {
+  std::vector<int> out;
+  for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
+    if (workers_[id].straggler) out.push_back(static_cast<int>(id));
+  }
+  return out;
+}
+
+}  // namespace star::detect
