@@ -1,1 +1,145 @@
-int main() { return 0; }
+// star: the command-line tool. Tool verbs over the decision core (detect, select,
+// plan-batches), JSON on stdout, errors on stderr with a non-zero exit.
+//
+// Exit codes: 0 success, 1 bad input or a failure while running, 2 bad usage.
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "input.h"
+#include "star/core/batch/planner.h"
+#include "star/core/detect/detector.h"
+#include "star/core/select/selector.h"
+#include "trace_csv.h"
+
+namespace star::cli {
+namespace {
+
+constexpr int kExitFailure = 1;
+
+int Fail(const Status& s) {
+  std::cerr << "star: " << s.message() << "\n";
+  return kExitFailure;
+}
+
+struct DetectArgs {
+  std::string trace;
+  std::string rule = "mad";
+  int window = 0;
+  double threshold = 0;
+};
+
+int RunDetect(const DetectArgs& args) {
+  detect::DetectorOptions options;
+  auto rule = detect::ParseRule(args.rule);
+  if (!rule) {
+    return Fail(Status::InvalidArgument("--rule: must be one of mad, relative, star, change_point, got \"" +
+                                        args.rule + "\""));
+  }
+  options.rule = *rule;
+  if (args.window != 0) options.window = args.window;
+  if (args.threshold != 0) options.threshold = args.threshold;
+  // Option fields and flags share names: "window: must be ..." -> "--window: must be ...".
+  if (Status s = detect::Validate(options); !s.ok()) return Fail(Status(s.code(), "--" + s.message()));
+
+  std::ifstream f(args.trace);
+  if (!f) return Fail(Status::NotFound(args.trace + ": cannot open"));
+  auto samples = ParseTraceCsv(f, args.trace);
+  if (!samples.ok()) return Fail(samples.status());
+
+  detect::Detector detector(options);
+  std::vector<detect::Event> events;
+  auto print = [&] {
+    for (const auto& e : events) std::cout << detect::ToJsonLine(e) << "\n";
+    events.clear();
+  };
+  for (const auto& sample : *samples) {
+    detector.Observe(sample, &events);
+    print();
+  }
+  detector.Flush(&events);  // the last round
+  print();
+  std::cout.flush();
+  return std::cout ? 0 : kExitFailure;
+}
+
+int RunSelect(const std::string& input) {
+  auto doc = ReadJsonDocument(input);
+  if (!doc.ok()) return Fail(doc.status());
+  auto in = select::SelectionInputFromJson(*doc);
+  if (!in.ok()) return Fail(in.status().WithPrefix(input));
+  auto selection = select::Select(*in);
+  if (!selection.ok()) return Fail(selection.status().WithPrefix(input));
+  std::cout << select::ToJson(*selection).dump() << std::endl;
+  return std::cout ? 0 : kExitFailure;
+}
+
+int RunPlanBatches(const std::string& input) {
+  auto doc = ReadJsonDocument(input);
+  if (!doc.ok()) return Fail(doc.status());
+  auto in = batch::PlanInputFromJson(*doc);
+  if (!in.ok()) return Fail(in.status().WithPrefix(input));
+  auto plan = batch::PlanBatches(*in);
+  if (!plan.ok()) return Fail(plan.status().WithPrefix(input));
+  std::cout << batch::ToJson(*plan).dump() << std::endl;
+  return std::cout ? 0 : kExitFailure;
+}
+
+}  // namespace
+}  // namespace star::cli
+
+int main(int argc, char** argv) {
+  using namespace star::cli;
+  CLI::App app{
+      "star: keeps synchronous data-parallel training fast when workers straggle.\n"
+      "Tool verbs over the decision core; JSON on stdout, errors on stderr.",
+      "star"};
+  app.set_version_flag("--version", "star 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  DetectArgs detect_args;
+  auto* detect = app.add_subcommand(
+      "detect", "Replay an iteration trace through the straggler detector; prints one JSON "
+                "object per state change");
+  detect->add_option("--trace", detect_args.trace,
+                     "CSV: iteration,worker,compute_seconds,communication_seconds")
+      ->required();
+  detect->add_option("--rule", detect_args.rule, "mad (default) | relative | star | change_point");
+  detect->add_option("--window", detect_args.window, "iterations in the sliding window (default: rule's)");
+  detect->add_option("--threshold", detect_args.threshold, "rule threshold (default: rule's)");
+
+  std::string select_input;
+  auto* select = app.add_subcommand(
+      "select", "Choose the synchronization mode (ssgd, fixed_k, groups, asgd) for given worker times");
+  select->add_option("--input", select_input,
+                     "JSON {architecture, batch_per_worker, noise_scale, iteration_seconds}; - for stdin")
+      ->required();
+
+  std::string plan_input;
+  auto* plan = app.add_subcommand(
+      "plan-batches", "Split a global batch across workers to minimise the slowest iteration (BOA)");
+  plan->add_option("--input", plan_input,
+                   "JSON {global_batch, min_batch, workers:[{alpha, beta}]}; - for stdin")
+      ->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "star: " << e.what() << "\n" << "Run 'star --help' for usage.\n";
+    return 2;
+  }
+
+  if (*detect) return RunDetect(detect_args);
+  if (*select) return RunSelect(select_input);
+  if (*plan) return RunPlanBatches(plan_input);
+  return 2;
+}

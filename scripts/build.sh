@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Configures and builds STAR into ${STAR_BUILD_DIR:-build}.
+#   STAR_SANITIZE=1   build with AddressSanitizer + UndefinedBehaviorSanitizer
+#   STAR_BUILD_TYPE   CMake build type (default RelWithDebInfo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${STAR_BUILD_DIR:-build}
+SANITIZE=${STAR_SANITIZE:-0}
+[ "$SANITIZE" = 1 ] && BUILD_DIR=${STAR_BUILD_DIR:-build-asan}
+
+GEN=()
+command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
+# An existing build dir keeps its generator.
+[ -f "$BUILD_DIR/CMakeCache.txt" ] && GEN=()
+
+cmake -S . -B "$BUILD_DIR" "${GEN[@]}" \
+  -DCMAKE_BUILD_TYPE="${STAR_BUILD_TYPE:-RelWithDebInfo}" \
+  -DSTAR_WERROR=ON \
+  -DSTAR_SANITIZE="$([ "$SANITIZE" = 1 ] && echo ON || echo OFF)"
+cmake --build "$BUILD_DIR" --parallel "${STAR_JOBS:-$(nproc)}"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian package STAR needs to build, test and run its demo.
+# Idempotent and non-interactive: packages already present are left alone, and
+# nothing is fetched when everything is installed. Needs root (or sudo) to install.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libcli11-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libglpk-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root (or install sudo) to install them" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, builds, runs the whole test suite.
+#   STAR_SANITIZE=1   run the suite under ASan + UBSan (separate build dir)
+#   extra arguments go to ctest (e.g. -L core, -R Detector)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+bash scripts/build.sh
+
+BUILD_DIR=${STAR_BUILD_DIR:-build}
+[ "${STAR_SANITIZE:-0}" = 1 ] && BUILD_DIR=${STAR_BUILD_DIR:-build-asan}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$BUILD_DIR"
+ctest --output-on-failure --timeout 600 -j "${STAR_JOBS:-$(nproc)}" "$@"
