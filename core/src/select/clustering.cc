@@ -16,10 +16,13 @@ struct Pair {
   double spread;
   int lo, mid, hi;
 };
-// Min-heap order: smallest spread first, ties by time order.
-bool Later(const Pair& a, const Pair& b) {
-  return a.spread > b.spread || (a.spread == b.spread && a.lo > b.lo);
-}
+// Min-heap order: smallest spread first, ties by time order. A function object, so the
+// heap algorithms inline it.
+struct Later {
+  bool operator()(const Pair& a, const Pair& b) const {
+    return a.spread > b.spread || (a.spread == b.spread && a.lo > b.lo);
+  }
+};
 
 }  // namespace
 
@@ -48,7 +51,7 @@ std::vector<std::vector<int>> ClusterSorted(const SortedTimes& sorted, double th
     const double spread = s[hi] - s[lo];
     if (spread > threshold(lo)) return;
     heap.push_back({spread, lo, mid, hi});
-    std::push_heap(heap.begin(), heap.end(), Later);
+    std::push_heap(heap.begin(), heap.end(), Later{});
   };
   // Equal times merge first (spread 0) whatever the thresholds: join them up front.
   for (int lo = 0, before = -1; lo < n; before = lo, lo = last[lo] + 1) {
@@ -64,10 +67,10 @@ std::vector<std::vector<int>> ClusterSorted(const SortedTimes& sorted, double th
     const double spread = s[hi] - s[lo];
     if (spread <= threshold(lo)) heap.push_back({spread, lo, mid, hi});
   }
-  std::make_heap(heap.begin(), heap.end(), Later);
+  std::make_heap(heap.begin(), heap.end(), Later{});
 
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), Later);
+    std::pop_heap(heap.begin(), heap.end(), Later{});
     const Pair p = heap.back();
     heap.pop_back();
     if (!alive[p.lo] || last[p.lo] != p.mid || !alive[p.mid + 1] || last[p.mid + 1] != p.hi) {

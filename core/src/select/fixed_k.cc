@@ -145,6 +145,30 @@ FixedKSimulation SimulateFixedK(const std::vector<double>& t, int k, int simulat
   return internal::SimulateFixedKWith(loop, t, k, simulated_updates, max_arrivals);
 }
 
+FixedKSimulation FixedKMeanField(const std::vector<double>& t, int k) {
+  const int n = static_cast<int>(t.size());
+  assert(n >= 1 && k >= 1 && k <= n);
+  std::vector<double> sorted(t);
+  std::sort(sorted.begin(), sorted.end());
+  // suffix[j] = sum of 1/t over the n - j slowest workers.
+  std::vector<double> suffix(n + 1, 0.0);
+  for (int i = n - 1; i >= 0; --i) suffix[i] = suffix[i + 1] + 1.0 / sorted[i];
+  FixedKSimulation out;
+  out.interval_seconds = sorted.back();
+  // With the j fastest workers saturated (t_(j) <= T), the expected count is
+  // j + T x suffix[j]: linear in T on [t_(j-1), t_(j)].
+  for (int j = 0; j < n; ++j) {
+    const double T = (k - j) / suffix[j];
+    const double lo = j == 0 ? 0.0 : sorted[j - 1];
+    if (T >= lo && T <= sorted[j]) {
+      out.interval_seconds = T;
+      break;
+    }
+  }
+  out.mean_contributions = std::min<double>(out.interval_seconds * suffix[0], n * 1.0e6);
+  return out;
+}
+
 double FixedKInterval(const std::vector<double>& t, int k, int simulated_updates) {
   return SimulateFixedK(t, k, simulated_updates).interval_seconds;
 }

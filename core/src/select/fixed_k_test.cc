@@ -126,6 +126,54 @@ TEST(SimulateFixedK, HeapAndScanLoopsAgreeExactly) {
   }
 }
 
+TEST(FixedKMeanField, IsExactAtKEqualsNAndKEqualsOne) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 64);
+    const std::vector<double> t = DistinctRandomTimes(rng, n);
+    double rate = 0;
+    for (double x : t) rate += 1 / x;
+    const double t_max = *std::max_element(t.begin(), t.end());
+    EXPECT_NEAR(FixedKMeanField(t, n).interval_seconds, t_max, 1e-12 * t_max);
+    const FixedKSimulation one = FixedKMeanField(t, 1);
+    EXPECT_NEAR(one.interval_seconds, 1 / rate, 1e-12 / rate);
+    EXPECT_NEAR(one.mean_contributions, 1.0, 1e-9);
+  }
+}
+
+TEST(FixedKMeanField, IsNonDecreasingInKAndCountsArrivals) {
+  std::mt19937_64 rng(12);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 128);
+    const std::vector<double> t = DistinctRandomTimes(rng, n);
+    double rate = 0;
+    for (double x : t) rate += 1 / x;
+    double previous = 0;
+    for (int k = 1; k <= n; ++k) {
+      const FixedKSimulation m = FixedKMeanField(t, k);
+      EXPECT_GE(m.interval_seconds, previous) << "n=" << n << " k=" << k;
+      EXPECT_NEAR(m.mean_contributions, m.interval_seconds * rate, 1e-9 * m.mean_contributions);
+      EXPECT_GE(m.mean_contributions, k - 1e-9);  // at least k distinct workers per round
+      previous = m.interval_seconds;
+    }
+  }
+}
+
+TEST(FixedKMeanField, AgreesWithALongSimulationOnLargeVariedJobs) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> base(0.9, 1.1), slow(2.0, 3.0);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int n = 128;
+    std::vector<double> t(n);
+    for (double& x : t) x = base(rng);
+    for (int j = 0; j < n / 20; ++j) t[rng() % n] *= slow(rng);
+    for (int k : {n / 10, n / 4, n / 2, (3 * n) / 4}) {
+      const double sim = SimulateFixedK(t, k, 4000).interval_seconds;
+      EXPECT_NEAR(FixedKMeanField(t, k).interval_seconds, sim, 0.05 * sim) << "k=" << k;
+    }
+  }
+}
+
 TEST(FixedKSecondsPerProgress, IsIntervalTimesFactorOfSummedBatch) {
   FixedKSimulation sim;
   sim.interval_seconds = 2;

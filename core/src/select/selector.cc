@@ -57,6 +57,10 @@ Status Validate(const SelectOptions& o) {
     return fail("max_simulated_gradients",
                 "must be >= 1, got " + std::to_string(o.max_simulated_gradients));
   }
+  if (o.simulate_up_to_workers < 1) {
+    return fail("simulate_up_to_workers",
+                "must be >= 1, got " + std::to_string(o.simulate_up_to_workers));
+  }
   if (!std::isfinite(o.group_threshold_seconds) || o.group_threshold_seconds < 0) {
     return fail("group_threshold_seconds",
                 "must be >= 0, got " + FormatNumber(o.group_threshold_seconds));
@@ -110,7 +114,9 @@ StatusOr<Selection> Select(const SelectionInput& in, const SelectOptions& option
         std::min<int64_t>(std::max<int64_t>(options.simulated_updates, rounds),
                           std::numeric_limits<int>::max()));
     const FixedKSimulation sim =
-        SimulateFixedK(t, k, updates, options.max_simulated_gradients);
+        n <= options.simulate_up_to_workers
+            ? SimulateFixedK(t, k, updates, options.max_simulated_gradients)
+            : FixedKMeanField(t, k);
     Candidate fixed;
     fixed.mode = SyncMode::kFixedK;
     fixed.k = k;

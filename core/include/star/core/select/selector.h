@@ -45,6 +45,9 @@ struct SelectOptions {
   // near n the default covers about 16 updates (every one of them a full round of
   // every worker; the interval settles within a few). Default 65536, >= 1.
   int64_t max_simulated_gradients = 65536;
+  // Jobs with more workers than this use FixedKMeanField() instead of the simulation
+  // (which would need n x many rounds of arrivals to settle). Default 256, >= 1.
+  int simulate_up_to_workers = 256;
   // Dynamic groups: a group's spread (slowest - fastest time) stays within
   // max(group_threshold_seconds, group_threshold_relative x its fastest time).
   // Defaults 0.05 s (STAR's 50 ms) and 0.10; both >= 0.
@@ -113,8 +116,8 @@ struct Selection {
 
 // The heuristic choice. Candidates:
 //  - ssgd: SsgdSecondsPerProgress;
-//  - fixed_k at k = max(StarKStar(...), min_k) when that is < n: SimulateFixedK and
-//    FixedKSecondsPerProgress;
+//  - fixed_k at k = max(StarKStar(...), min_k) when that is < n: SimulateFixedK (or
+//    FixedKMeanField above simulate_up_to_workers) and FixedKSecondsPerProgress;
 //  - groups (if consider_groups) when ClusterByTime gives more than one group, all of at
 //    least min_k workers: GroupsSecondsPerProgress;
 //  - asgd when the architecture is ParameterServer (or allow_asgd_with_allreduce),
