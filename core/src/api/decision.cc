@@ -54,29 +54,6 @@ Status CheckGroups(const Decision& d, const std::string& path) {
   return Status::Ok();
 }
 
-// A JSON array of 32-bit integers at `path`.
-StatusOr<std::vector<int>> IntList(const json& j, const std::string& path) {
-  if (!j.is_array()) return Invalid(path, "must be an array, got " + JsonTypeName(j));
-  std::vector<int> out;
-  out.reserve(j.size());
-  for (size_t i = 0; i < j.size(); ++i) {
-    const json& e = j[i];
-    if (!e.is_number_integer()) {
-      return Invalid(IndexPath(path, i),
-                     "must be an integer, got " +
-                         (e.is_number() ? FormatNumber(e.get<double>()) : JsonTypeName(e)));
-    }
-    const bool fits =
-        e.is_number_unsigned()
-            ? e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max())
-            : (e.get<int64_t>() >= std::numeric_limits<int>::min() &&
-               e.get<int64_t>() <= std::numeric_limits<int>::max());
-    if (!fits) return Invalid(IndexPath(path, i), "must fit in a 32-bit integer, got " + e.dump());
-    out.push_back(e.get<int>());
-  }
-  return out;
-}
-
 }  // namespace
 
 Status Validate(const Decision& d, const std::string& path) {
@@ -128,7 +105,7 @@ StatusOr<Decision> DecisionFromJson(const json& j, const std::string& path) {
       rd.Fail("groups", "must be an array, got " + JsonTypeName(*g));
     } else {
       for (size_t i = 0; i < g->size() && rd.ok(); ++i) {
-        auto group = IntList((*g)[i], IndexPath(rd.FieldPath("groups"), i));
+        auto group = IntListFromJson((*g)[i], IndexPath(rd.FieldPath("groups"), i));
         rd.Merge(group.status());
         if (group.ok()) d.groups.push_back(*std::move(group));
       }

@@ -246,4 +246,26 @@ ObjectReader& ObjectReader::RejectUnknown(std::initializer_list<std::string_view
   return *this;
 }
 
+StatusOr<std::vector<int>> IntListFromJson(const json& j, const std::string& path) {
+  if (!j.is_array()) {
+    return Status::InvalidArgument(path + ": must be an array, got " + JsonTypeName(j));
+  }
+  std::vector<int> out;
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    int64_t v = 0;
+    if (!ToInt64(j[i], &v)) {
+      return Status::InvalidArgument(
+          IndexPath(path, i) + ": must be an integer, got " +
+          (j[i].is_number() ? FormatNumber(j[i].get<double>()) : JsonTypeName(j[i])));
+    }
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+      return Status::InvalidArgument(IndexPath(path, i) + ": must fit in a 32-bit integer, got " +
+                                     std::to_string(v));
+    }
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
 }  // namespace star::api

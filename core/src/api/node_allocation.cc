@@ -72,28 +72,6 @@ Status CheckPod(const std::string& path, const std::string& ns, const std::strin
   return Range(JoinPath(path, "network.priority"), net.priority, 0, 7);
 }
 
-// Applies `decode(element, element_path)` to each element of the optional array `key`.
-template <typename T, typename Decode>
-void ReadArray(ObjectReader& rd, std::string_view key, std::vector<T>* out, Decode decode) {
-  const json* f = rd.Get(key);
-  if (!rd.ok() || f == nullptr) return;
-  if (!f->is_array()) {
-    rd.Fail(key, "must be an array, got " + JsonTypeName(*f));
-    return;
-  }
-  std::vector<T> v;
-  v.reserve(f->size());
-  for (size_t i = 0; i < f->size(); ++i) {
-    StatusOr<T> e = decode((*f)[i], IndexPath(rd.FieldPath(key), i));
-    if (!e.ok()) {
-      rd.Merge(e.status());
-      return;
-    }
-    v.push_back(*std::move(e));
-  }
-  *out = std::move(v);
-}
-
 StatusOr<PodAllocation> PodFromJson(const json& j, const std::string& path) {
   PodAllocation p;
   ObjectReader rd(j, path);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "api/enum_table.h"
 #include "star/core/api/json_reader.h"
 
 namespace star::api {
@@ -16,23 +17,7 @@ using nlohmann::json;
 namespace {
 
 template <typename E, size_t N>
-using Table = std::array<std::pair<E, std::string_view>, N>;
-
-template <typename E, size_t N>
-std::string_view Name(const Table<E, N>& table, E e) {
-  for (const auto& [v, s] : table) {
-    if (v == e) return s;
-  }
-  return "unknown";
-}
-
-template <typename E, size_t N>
-std::optional<E> Parse(const Table<E, N>& table, std::string_view s) {
-  for (const auto& [v, name] : table) {
-    if (name == s) return v;
-  }
-  return std::nullopt;
-}
+using Table = internal::EnumTable<E, N>;
 
 constexpr Table<Architecture, 2> kArch{
     {{Architecture::kAllReduce, "AllReduce"}, {Architecture::kParameterServer, "ParameterServer"}}};
@@ -58,16 +43,16 @@ constexpr Table<JobPhase, 6> kPhase{{{JobPhase::kPending, "Pending"},
 
 }  // namespace
 
-std::string_view ToString(SyncPolicy p) { return Name(kPolicy, p); }
-std::optional<SyncPolicy> ParseSyncPolicy(std::string_view s) { return Parse(kPolicy, s); }
-std::string_view ToString(ModeSelector s) { return Name(kSelector, s); }
-std::optional<ModeSelector> ParseModeSelector(std::string_view s) { return Parse(kSelector, s); }
-std::string_view ToString(DetectionRule r) { return Name(kRule, r); }
-std::optional<DetectionRule> ParseDetectionRule(std::string_view s) { return Parse(kRule, s); }
-std::string_view ToString(AmpDtype d) { return Name(kDtype, d); }
-std::optional<AmpDtype> ParseAmpDtype(std::string_view s) { return Parse(kDtype, s); }
-std::string_view ToString(JobPhase p) { return Name(kPhase, p); }
-std::optional<JobPhase> ParseJobPhase(std::string_view s) { return Parse(kPhase, s); }
+std::string_view ToString(SyncPolicy p) { return internal::EnumName(kPolicy, p); }
+std::optional<SyncPolicy> ParseSyncPolicy(std::string_view s) { return internal::EnumParse(kPolicy, s); }
+std::string_view ToString(ModeSelector s) { return internal::EnumName(kSelector, s); }
+std::optional<ModeSelector> ParseModeSelector(std::string_view s) { return internal::EnumParse(kSelector, s); }
+std::string_view ToString(DetectionRule r) { return internal::EnumName(kRule, r); }
+std::optional<DetectionRule> ParseDetectionRule(std::string_view s) { return internal::EnumParse(kRule, s); }
+std::string_view ToString(AmpDtype d) { return internal::EnumName(kDtype, d); }
+std::optional<AmpDtype> ParseAmpDtype(std::string_view s) { return internal::EnumParse(kDtype, s); }
+std::string_view ToString(JobPhase p) { return internal::EnumName(kPhase, p); }
+std::optional<JobPhase> ParseJobPhase(std::string_view s) { return internal::EnumParse(kPhase, s); }
 
 namespace {
 
@@ -90,7 +75,7 @@ void ReadEnum(ObjectReader& rd, std::string_view key, const Table<E, N>& table, 
   std::string s;
   rd.String(key, &s);
   if (!rd.ok()) return;
-  if (std::optional<E> v = Parse(table, s)) {
+  if (std::optional<E> v = internal::EnumParse(table, s)) {
     *out = *v;
     return;
   }
@@ -109,49 +94,6 @@ const json* Section(ObjectReader& rd, std::string_view key, Need need) {
   const json* f = rd.Get(key);
   if (f == nullptr && need == Need::kRequired) rd.Fail(key, "required field is missing");
   return f;
-}
-
-// A JSON array of 32-bit integers at `path`.
-StatusOr<std::vector<int>> IntList(const json& j, const std::string& path) {
-  if (!j.is_array()) return Invalid(path, "must be an array, got " + JsonTypeName(j));
-  std::vector<int> out;
-  out.reserve(j.size());
-  for (size_t i = 0; i < j.size(); ++i) {
-    const json& e = j[i];
-    if (!e.is_number_integer()) {
-      return Invalid(IndexPath(path, i), "must be an integer, got " + JsonTypeName(e));
-    }
-    const bool fits =
-        e.is_number_unsigned()
-            ? e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max())
-            : (e.get<int64_t>() >= std::numeric_limits<int>::min() &&
-               e.get<int64_t>() <= std::numeric_limits<int>::max());
-    if (!fits) return Invalid(IndexPath(path, i), "must fit in a 32-bit integer, got " + e.dump());
-    out.push_back(e.get<int>());
-  }
-  return out;
-}
-
-// Applies `decode(element, element_path)` to each element of the optional array `key`.
-template <typename T, typename Decode>
-void ReadArray(ObjectReader& rd, std::string_view key, std::vector<T>* out, Decode decode) {
-  const json* f = Section(rd, key, Need::kOptional);
-  if (f == nullptr) return;
-  if (!f->is_array()) {
-    rd.Fail(key, "must be an array, got " + JsonTypeName(*f));
-    return;
-  }
-  std::vector<T> v;
-  v.reserve(f->size());
-  for (size_t i = 0; i < f->size(); ++i) {
-    StatusOr<T> e = decode((*f)[i], IndexPath(rd.FieldPath(key), i));
-    if (!e.ok()) {
-      rd.Merge(e.status());
-      return;
-    }
-    v.push_back(*std::move(e));
-  }
-  *out = std::move(v);
 }
 
 // Reads an optional array of strings at `key`.
@@ -547,7 +489,7 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
     rd.Int("k", &k).AtLeast("k", k, 1);
     s.k = k;
   }
-  ReadArray(rd, "groups", &s.groups, IntList);
+  ReadArray(rd, "groups", &s.groups, IntListFromJson);
   ReadArray(rd, "stragglers", &s.stragglers, StragglerFromJson);
   ReadArray(rd, "workers", &s.workers, WorkerStatusFromJson);
   rd.Int("iteration", &s.iteration, Need::kOptional)

@@ -173,21 +173,10 @@ Status Validate(const DetectorOptions& options) {
   return Status::Ok();
 }
 
-nlohmann::json ToJson(const Event& event) {
-  nlohmann::json j;
-  j["iteration"] = event.iteration;
-  j["worker"] = event.worker;
-  j["state"] = ToString(event.state);
-  if (event.state == State::kStraggler) {
-    j["cause"] = api::ToString(event.cause);
-    j["kind"] = api::ToString(event.kind);
-    j["slowdown"] = Round4(event.slowdown);
-  }
-  return j;
-}
+nlohmann::json ToJson(const Event& event) { return nlohmann::json::parse(ToJsonLine(event)); }
 
 std::string ToJsonLine(const Event& event) {
-  nlohmann::ordered_json j;
+  nlohmann::ordered_json j;  // keeps the contract's key order
   j["iteration"] = event.iteration;
   j["worker"] = event.worker;
   j["state"] = ToString(event.state);

@@ -88,4 +88,28 @@ class ObjectReader {
 // Formats a double the way messages show numbers (shortest round-trip form).
 std::string FormatNumber(double v);
 
+// A JSON array of 32-bit integers; `path` names `j` in errors
+// ("groups[1][2]: must be an integer, got 1.5").
+StatusOr<std::vector<int>> IntListFromJson(const nlohmann::json& j, const std::string& path);
+
+// Decodes the optional array field `key` of the reader's object with
+// `decode(element, element_path) -> StatusOr<T>`; the first element error is recorded in
+// the reader. *out is only replaced when every element decoded.
+template <typename T, typename Decode>
+ObjectReader& ReadArray(ObjectReader& rd, std::string_view key, std::vector<T>* out,
+                        Decode decode) {
+  const nlohmann::json* f = rd.ok() ? rd.Get(key) : nullptr;
+  if (f == nullptr) return rd;
+  if (!f->is_array()) return rd.Fail(key, "must be an array, got " + JsonTypeName(*f));
+  std::vector<T> v;
+  v.reserve(f->size());
+  for (size_t i = 0; i < f->size(); ++i) {
+    StatusOr<T> e = decode((*f)[i], IndexPath(rd.FieldPath(key), i));
+    if (!e.ok()) return rd.Merge(e.status());
+    v.push_back(*std::move(e));
+  }
+  *out = std::move(v);
+  return rd;
+}
+
 }  // namespace star::api
