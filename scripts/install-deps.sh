@@ -9,6 +9,8 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libglpk-dev
+  libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev
+  libtorch-dev dataset-fashion-mnist
 )
 
 missing=()
