@@ -1,0 +1,21 @@
+// Internal helpers shared by the Store implementations.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "star/core/status.h"
+#include "star/shim/store.h"
+
+namespace star::shim {
+
+// DeadlineExceeded: store: key "k" not set within N ms
+Status KeyTimeout(const std::string& key, std::chrono::milliseconds timeout);
+
+// Counters are stored as decimal text.
+Bytes CounterBytes(int64_t value);
+// InvalidArgument naming the key if `value` is not a decimal integer.
+StatusOr<int64_t> ParseCounter(const std::string& key, const Bytes& value);
+
+}  // namespace star::shim
