@@ -1,0 +1,277 @@
+// The cpprestsdk adapter of the report endpoint: every cpprest exception is turned into
+// a Status here, and every pplx task is observed (an unobserved failed task terminates).
+#include "star/shim/reporter.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+// cpprest otherwise defines a macro U(), which breaks any template parameter named U.
+#define _TURN_OFF_PLATFORM_STRING
+#include <cpprest/http_client.h>
+#include <cpprest/http_listener.h>
+
+#include <exception>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace star::shim {
+namespace {
+
+namespace http = web::http;
+using nlohmann::json;
+
+std::string ErrorBody(const std::string& message) { return json{{"error", message}}.dump(); }
+
+// The "error" of a JSON error body, else the body itself.
+std::string ErrorMessage(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
+    return j["error"].get<std::string>();
+  }
+  return body;
+}
+
+StatusOr<std::optional<api::Decision>> DecodeResponse(const std::string& body) {
+  if (body.empty()) return std::optional<api::Decision>();
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("response: not a JSON object");
+  }
+  auto it = j.find("decision");
+  if (it == j.end() || it->is_null()) return std::optional<api::Decision>();
+  STAR_ASSIGN_OR_RETURN(api::Decision d, api::DecisionFromJson(*it, "decision"));
+  return std::optional<api::Decision>(std::move(d));
+}
+
+Status FromHttpException(const http::http_exception& e, const std::string& url) {
+  if (e.error_code() == std::errc::timed_out) {
+    return Status::DeadlineExceeded("report to " + url + ": no answer in time: " + e.what());
+  }
+  return Status::Unavailable("report to " + url + ": " + e.what());
+}
+
+// A free TCP port on `host` (an IPv4 literal; anything else probes INADDR_ANY), or 0.
+int ProbeFreePort(const std::string& host) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
+  int port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- ReportClient
+
+struct ReportClient::Impl {
+  ReportClientOptions options;
+  http::client::http_client client;
+
+  Impl(ReportClientOptions o, const http::client::http_client_config& config)
+      : options(std::move(o)), client(web::uri(options.base_url), config) {}
+};
+
+ReportClient::ReportClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ReportClient::~ReportClient() = default;
+
+StatusOr<std::unique_ptr<ReportClient>> ReportClient::Create(ReportClientOptions options) {
+  if (options.timeout.count() <= 0) {
+    return Status::InvalidArgument("timeout: must be > 0 ms, got " +
+                                   std::to_string(options.timeout.count()));
+  }
+  if (!web::uri::validate(options.base_url)) {
+    return Status::InvalidArgument("base_url: not a URL: \"" + options.base_url + "\"");
+  }
+  web::uri uri(options.base_url);
+  if ((uri.scheme() != "http" && uri.scheme() != "https") || uri.host().empty()) {
+    return Status::InvalidArgument("base_url: must be http(s)://host[:port], got \"" +
+                                   options.base_url + "\"");
+  }
+  http::client::http_client_config config;
+  config.set_timeout(options.timeout);
+  try {
+    return std::unique_ptr<ReportClient>(
+        new ReportClient(std::make_unique<Impl>(std::move(options), config)));
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("base_url: ") + e.what());
+  }
+}
+
+StatusOr<std::optional<api::Decision>> ReportClient::Send(const api::WorkerReport& report) {
+  if (report.job.empty()) return Status::InvalidArgument("job: must not be empty");
+  const std::string path = "/v1/jobs/" + web::uri::encode_data_string(report.job) + "/reports";
+  const std::string url = impl_->options.base_url + path;
+
+  http::http_request request(http::methods::POST);
+  request.set_request_uri(path);
+  if (!impl_->options.token.empty()) {
+    request.headers().add(http::header_names::authorization, "Bearer " + impl_->options.token);
+  }
+  request.set_body(api::ToJson(report).dump(), "application/json");
+
+  http::status_code code = 0;
+  std::string body;
+  try {
+    http::http_response response = impl_->client.request(request).get();
+    code = response.status_code();
+    body = response.extract_utf8string(/*ignore_content_type=*/true).get();
+  } catch (const http::http_exception& e) {
+    return FromHttpException(e, url);
+  } catch (const std::exception& e) {
+    return Status::Unavailable("report to " + url + ": " + e.what());
+  }
+
+  switch (code) {
+    case http::status_codes::OK:
+      return DecodeResponse(body);
+    case http::status_codes::BadRequest:
+      return Status::InvalidArgument(ErrorMessage(body));
+    case http::status_codes::Unauthorized:
+      return Status::FailedPrecondition("report rejected: 401 unauthorized");
+    case http::status_codes::Forbidden:
+      return Status::FailedPrecondition("report rejected: 403 forbidden");
+    default:
+      break;
+  }
+  std::string what = "report to " + url + ": HTTP " + std::to_string(code) + ": " +
+                     ErrorMessage(body);
+  if (code >= 500) return Status::Unavailable(std::move(what));
+  return Status::Internal(std::move(what));
+}
+
+// ---------------------------------------------------------------- ReportServer
+
+struct ReportServer::Impl {
+  ReportServerOptions options;
+  ReportHandler handler;
+  std::mutex handler_mu;  // serialises handler calls
+  std::unique_ptr<http::experimental::listener::http_listener> listener;
+
+  // Replies and observes the reply task (a send failure only concerns that client).
+  static void Reply(const http::http_request& request, http::status_code code, std::string body) {
+    try {
+      request.reply(code, std::move(body), "application/json").wait();
+    } catch (const std::exception&) {
+    }
+  }
+
+  void Handle(http::http_request request) {
+    try {
+      HandleOrThrow(request);
+    } catch (const std::exception& e) {
+      Reply(request, http::status_codes::InternalError, ErrorBody(e.what()));
+    } catch (...) {  // a handler that throws something else
+      Reply(request, http::status_codes::InternalError, ErrorBody("handler failed"));
+    }
+  }
+
+  void HandleOrThrow(http::http_request request) {
+    std::vector<std::string> segments = web::uri::split_path(request.relative_uri().path());
+    if (segments.size() != 4 || segments[0] != "v1" || segments[1] != "jobs" ||
+        segments[3] != "reports") {
+      Reply(request, http::status_codes::NotFound, ErrorBody("no such endpoint"));
+      return;
+    }
+    if (request.method() != http::methods::POST) {
+      Reply(request, http::status_codes::MethodNotAllowed, ErrorBody("use POST"));
+      return;
+    }
+    if (!options.token.empty()) {
+      auto it = request.headers().find(http::header_names::authorization);
+      if (it == request.headers().end() || it->second != "Bearer " + options.token) {
+        Reply(request, http::status_codes::Unauthorized, ErrorBody("missing or wrong bearer token"));
+        return;
+      }
+    }
+    const std::string job = web::uri::decode(segments[2]);
+    const std::string body = request.extract_utf8string(/*ignore_content_type=*/true).get();
+    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      Reply(request, http::status_codes::BadRequest, ErrorBody("body: not JSON"));
+      return;
+    }
+    StatusOr<api::WorkerReport> report = api::WorkerReportFromJson(j);
+    if (!report.ok()) {
+      Reply(request, http::status_codes::BadRequest, ErrorBody(report.status().message()));
+      return;
+    }
+    if (report->job != job) {
+      Reply(request, http::status_codes::BadRequest,
+            ErrorBody("job: the path names \"" + job + "\", the report \"" + report->job + "\""));
+      return;
+    }
+    std::optional<api::Decision> decision;
+    {
+      std::lock_guard<std::mutex> lock(handler_mu);
+      decision = handler(*report);
+    }
+    json out = {{"decision", decision ? api::ToJson(*decision) : json(nullptr)}};
+    Reply(request, http::status_codes::OK, out.dump());
+  }
+};
+
+ReportServer::ReportServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ReportServer::~ReportServer() {
+  try {
+    impl_->listener->close().wait();
+  } catch (const std::exception&) {
+  }
+}
+
+int ReportServer::port() const { return impl_->options.port; }
+
+std::string ReportServer::base_url() const {
+  return "http://" + impl_->options.host + ":" + std::to_string(impl_->options.port);
+}
+
+StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions options,
+                                                            ReportHandler handler) {
+  if (!handler) return Status::InvalidArgument("handler: must be set");
+  if (options.port < 0 || options.port > 65535) {
+    return Status::InvalidArgument("port: must be in [0, 65535], got " +
+                                   std::to_string(options.port));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->handler = std::move(handler);
+  const bool pick = impl->options.port == 0;
+  // A probed port can be taken before the listener binds it: try a few.
+  const int attempts = pick ? 8 : 1;
+  std::string last_error = "no free port";
+  for (int i = 0; i < attempts; ++i) {
+    int port = pick ? ProbeFreePort(impl->options.host) : impl->options.port;
+    if (port == 0) continue;
+    const std::string url = "http://" + impl->options.host + ":" + std::to_string(port);
+    try {
+      auto listener = std::make_unique<http::experimental::listener::http_listener>(url);
+      Impl* self = impl.get();
+      listener->support([self](http::http_request r) { self->Handle(r); });
+      listener->open().wait();
+      impl->listener = std::move(listener);
+      impl->options.port = port;
+      return std::unique_ptr<ReportServer>(new ReportServer(std::move(impl)));
+    } catch (const std::exception& e) {
+      last_error = url + ": " + e.what();
+    }
+  }
+  return Status::Unavailable("report server: cannot listen: " + last_error);
+}
+
+}  // namespace star::shim
