@@ -30,7 +30,9 @@ struct Decision {
   // number of workers when `workers` is given.
   int k = 1;
   // For mode groups: a partition of the worker ranks (each group synchronous inside).
-  // Empty for the other modes.
+  // For mode fixed_k: the workers in speed order, fastest first (the groups concatenated;
+  // ranks not listed follow in ascending order): the first k form the ring, the others
+  // are children (see star/shim/sync_engine.h). Empty for ssgd and asgd.
   std::vector<std::vector<int>> groups;
   // One entry per worker (ranks unique); empty = no per-worker change.
   std::vector<WorkerSetting> workers;
