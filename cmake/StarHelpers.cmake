@@ -8,9 +8,16 @@ function(star_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
-  gtest_discover_tests(${name}
-    PROPERTIES LABELS "${ARG_LABELS}"
-    DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  # Labels are set after discovery: gtest_discover_tests's PROPERTIES flattens a list
+  # ("LABELS shim e2e" would set only "shim"). CTest includes this file after the
+  # discovered tests, whose names are in ${name}_TESTS.
+  set(_labels_file ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  file(WRITE ${_labels_file}
+    "if(DEFINED ${name}_TESTS)\n"
+    "  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_labels_file})
 endfunction()
 
 # star_add_bench(NAME SOURCES... LIBS lib...)
