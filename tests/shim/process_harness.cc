@@ -88,14 +88,23 @@ ProcessGroup::~ProcessGroup() {
 StatusOr<size_t> ProcessGroup::Spawn(const std::string& gtest_filter,
                                      const std::vector<std::string>& env,
                                      const std::string& log_path) {
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Status::Internal("process group: cannot resolve /proc/self/exe: " + ec.message());
+  return SpawnProgram(self, {"--gtest_filter=" + gtest_filter}, env, log_path);
+}
+
+StatusOr<size_t> ProcessGroup::SpawnProgram(const std::string& program,
+                                            const std::vector<std::string>& args,
+                                            const std::vector<std::string>& env,
+                                            const std::string& log_path) {
   if (signal_write_ < 0) {
     return Status::FailedPrecondition("process group: no signal pipe (Spawn after WaitForSignals?)");
   }
   // Everything the child needs is prepared before fork: between fork and exec it may only
   // make async-signal-safe calls.
-  std::error_code ec;
-  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return Status::Internal("process group: cannot resolve /proc/self/exe: " + ec.message());
+  std::string path = program;
+  std::vector<std::string> arg_copies = args;
   std::vector<std::string> vars = env;
   vars.push_back(std::string(kSignalFdVar) + "=" + std::to_string(signal_write_));
   std::vector<std::string> names;
@@ -106,8 +115,9 @@ StatusOr<size_t> ProcessGroup::Spawn(const std::string& gtest_filter,
   std::vector<char*> envp;
   for (auto& v : vars) envp.push_back(v.data());
   envp.push_back(nullptr);
-  std::string filter = "--gtest_filter=" + gtest_filter;
-  std::vector<char*> argv = {self.data(), filter.data(), nullptr};
+  std::vector<char*> argv = {path.data()};
+  for (auto& a : arg_copies) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
@@ -121,7 +131,7 @@ StatusOr<size_t> ProcessGroup::Spawn(const std::string& gtest_filter,
       ::dup2(fd, 1);
       ::dup2(fd, 2);
     }
-    ::execve(self.c_str(), argv.data(), envp.data());
+    ::execve(path.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
   pids_.push_back(pid);

@@ -54,6 +54,10 @@ class ProcessGroup {
   StatusOr<size_t> Spawn(const std::string& gtest_filter, const std::vector<std::string>& env,
                          const std::string& log_path);
 
+  // Starts `program` with `args` the same way (environment, log, death with the parent).
+  StatusOr<size_t> SpawnProgram(const std::string& program, const std::vector<std::string>& args,
+                                const std::vector<std::string>& env, const std::string& log_path);
+
   // Waits until `count` signal bytes (from SignalParent in any worker) have arrived, up to
   // `timeout`. DeadlineExceeded if not; Unavailable if every worker closed the pipe (all
   // exited) first. Call after the last Spawn: it closes the parent's write end.

@@ -169,6 +169,7 @@ int Run(const Flags& flags) {
   IterationTimer timer(timer_options);
   int64_t local_batch = flags.batch;
   std::optional<star::api::Decision> pending;  // applies its per-worker settings when due
+  int64_t last_epoch = -1;                      // newest decision epoch scheduled
 
   std::printf("star-fmnist: %lld parameters, shard [%lld, %lld), batch %lld, amp %s, threads %d\n",
               static_cast<long long>(n), static_cast<long long>(shard->begin),
@@ -266,8 +267,11 @@ int Run(const Flags& flags) {
       if (!decision.ok()) {
         // The controller being away costs this report, not the training run.
         std::fprintf(stderr, "star-fmnist: report: %s\n", decision.status().ToString().c_str());
-      } else if (decision->has_value()) {
+      } else if (decision->has_value() && (*decision)->epoch > last_epoch) {
+        // The controller repeats its latest decision on every response: only a newer
+        // epoch is news.
         if (Status s = (*engine)->Schedule(**decision); !s.ok()) return fail(s);
+        last_epoch = (*decision)->epoch;
         pending = **decision;
       }
     }
