@@ -231,8 +231,9 @@ StatusOr<StepStats> SyncEngine::StepImpl(std::span<const float> grad, int64_t ba
       STAR_RETURN_IF_ERROR(ApplyDecision(&d, stats));
     }
   }
-  // [gradient sum (P), batch, gradients summed]
-  std::vector<float> buf(p + 2);
+  // [gradient sum (P), batch, gradients summed]; reused across steps (no page faults).
+  std::vector<float>& buf = step_buf_;
+  buf.resize(p + 2);
   std::copy(grad.begin(), grad.end(), buf.begin());
   buf[p] = static_cast<float>(batch);
   buf[p + 1] = 1.0f;
@@ -320,19 +321,33 @@ void SyncEngine::Update(const std::vector<float>& buf, StepStats& stats) {
   stats.updated = true;
   stats.update_batch = static_cast<int64_t>(batch);
   stats.contributions = static_cast<int>(buf[p + 1]);
+  const float inv_batch = 1.0f / batch;
+  // |g|^2 in float lanes per block (vectorizes), blocks summed in double.
+  constexpr size_t kBlock = 4096, kLanes = 8;
   double sq = 0;
-  const bool momentum = optimizer_.momentum > 0;
-  for (size_t i = 0; i < p; ++i) {
-    const float g = buf[i] / batch;
-    sq += static_cast<double>(g) * g;
-    float step = g + optimizer_.weight_decay * params_[i];
-    if (momentum) {
-      velocity_[i] = optimizer_.momentum * velocity_[i] + step;
-      step = velocity_[i];
+  for (size_t start = 0; start < p; start += kBlock) {
+    const size_t end = std::min(p, start + kBlock);
+    float lanes[kLanes] = {};
+    size_t i = start;
+    for (; i + kLanes <= end; i += kLanes) {
+      for (size_t l = 0; l < kLanes; ++l) {
+        const float g = buf[i + l] * inv_batch;
+        lanes[l] += g * g;
+      }
     }
-    params_[i] -= optimizer_.lr * step;
+    for (; i < end; ++i) lanes[0] += (buf[i] * inv_batch) * (buf[i] * inv_batch);
+    for (float v : lanes) sq += v;
   }
   stats.update_grad_sq_norm = sq;
+  const float lr = optimizer_.lr, wd = optimizer_.weight_decay, mu = optimizer_.momentum;
+  if (mu > 0) {
+    for (size_t i = 0; i < p; ++i) {
+      velocity_[i] = mu * velocity_[i] + (buf[i] * inv_batch + wd * params_[i]);
+      params_[i] -= lr * velocity_[i];
+    }
+  } else {
+    for (size_t i = 0; i < p; ++i) params_[i] -= lr * (buf[i] * inv_batch + wd * params_[i]);
+  }
 }
 
 Status SyncEngine::ApplyDecision(const api::Decision* d, StepStats& stats) {

@@ -152,6 +152,7 @@ class SyncEngine {
   std::unique_ptr<Collective> local_;  // ring (fixed_k) or own group (groups); null if alone
   std::vector<float> params_;
   std::vector<float> velocity_;
+  std::vector<float> step_buf_;  // Step's message buffer, kept to avoid reallocating
   std::vector<float> carry_;  // child gradients (P) + batch taken at a switch
   SgdOptions optimizer_;
   EngineOptions options_;
