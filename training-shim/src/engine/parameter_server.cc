@@ -1,5 +1,7 @@
 #include "star/shim/parameter_server.h"
 
+#include "engine/pending_decisions.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -421,17 +423,7 @@ Status PsWorker::Schedule(const api::Decision& d) {
   if (d.apply_at_iteration >= kMaxInt || d.epoch + 1 >= kMaxInt) {
     return Status::InvalidArgument("decision: epoch or apply_at_iteration too large");
   }
-  auto it = pending_.find(d.apply_at_iteration);
-  if (it != pending_.end()) {
-    if (it->second == d || d.epoch < it->second.epoch) return Status::Ok();
-    if (d.epoch == it->second.epoch) {
-      return Status::InvalidArgument("decision.epoch: " + std::to_string(d.epoch) +
-                                     " already names a different decision at iteration " +
-                                     std::to_string(d.apply_at_iteration));
-    }
-  }
-  pending_[d.apply_at_iteration] = d;
-  return Status::Ok();
+  return internal::AddPending(pending_, d);
 }
 
 StatusOr<StepStats> PsWorker::Step(std::span<const float> local_grad_sum, int64_t local_batch) {

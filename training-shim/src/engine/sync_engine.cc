@@ -1,5 +1,7 @@
 #include "star/shim/sync_engine.h"
 
+#include "engine/pending_decisions.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -192,17 +194,7 @@ Status SyncEngine::Schedule(const api::Decision& d) {
         " already passed on rank " + std::to_string(rank()) + " (at iteration " +
         std::to_string(iteration_) + ")");
   }
-  auto it = pending_.find(d.apply_at_iteration);
-  if (it != pending_.end()) {
-    if (it->second == d || d.epoch < it->second.epoch) return Status::Ok();
-    if (d.epoch == it->second.epoch) {
-      return Status::InvalidArgument("decision.epoch: " + std::to_string(d.epoch) +
-                                     " already names a different decision at iteration " +
-                                     std::to_string(d.apply_at_iteration));
-    }
-  }
-  pending_[d.apply_at_iteration] = d;
-  return Status::Ok();
+  return internal::AddPending(pending_, d);
 }
 
 StatusOr<StepStats> SyncEngine::Step(std::span<const float> local_grad_sum, int64_t local_batch) {

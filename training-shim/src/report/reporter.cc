@@ -2,10 +2,8 @@
 // a Status here, and every pplx task is observed (an unobserved failed task terminates).
 #include "star/shim/reporter.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "star/shim/net.h"
+
 
 // cpprest otherwise defines a macro U(), which breaks any template parameter named U.
 #define _TURN_OFF_PLATFORM_STRING
@@ -55,24 +53,6 @@ Status FromHttpException(const http::http_exception& e, const std::string& url) 
     return Status::DeadlineExceeded("report to " + url + ": no answer in time: " + e.what());
   }
   return Status::Unavailable("report to " + url + ": " + e.what());
-}
-
-// A free TCP port on `host` (an IPv4 literal; anything else probes INADDR_ANY), or 0.
-int ProbeFreePort(const std::string& host) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
-  int port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 }  // namespace
@@ -256,7 +236,7 @@ StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions 
   const int attempts = pick ? 8 : 1;
   std::string last_error = "no free port";
   for (int i = 0; i < attempts; ++i) {
-    int port = pick ? ProbeFreePort(impl->options.host) : impl->options.port;
+    int port = pick ? PickFreePort(impl->options.host) : impl->options.port;
     if (port == 0) continue;
     const std::string url = "http://" + impl->options.host + ":" + std::to_string(port);
     try {

@@ -1,9 +1,5 @@
 // StoreServer (cpprestsdk http_listener) and its client, ConnectStore (http_client).
 // cpprest exceptions are converted to Status here and nowhere else.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <condition_variable>
 #include <cpprest/http_client.h>
@@ -13,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "star/shim/net.h"
 #include "star/shim/store_server.h"
 #include "store/store_util.h"
 
@@ -27,23 +24,6 @@ constexpr char kAddPrefix[] = "/add/";
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-// Asks the kernel for a free TCP port on host (bind to port 0); 0 on failure.
-int PickFreePort(const std::string& host) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return 0;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  int port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 http::http_response BytesResponse(http::status_code code, const Bytes& body) {
