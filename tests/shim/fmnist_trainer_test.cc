@@ -105,5 +105,52 @@ TEST(FmnistTrainer, TwoWorkersApplyTheControllersDecisionAndStayInSync) {
   EXPECT_EQ(after, 8);
 }
 
+// A parameter-server job: one server, two workers; the controller switches it from SSGD to
+// ASGD at iteration 10. Every gradient reaches the server exactly once, and after the
+// switch each gradient is its own update.
+TEST(FmnistTrainer, ParameterServerJobSwitchesToAsgdAndAppliesEveryGradientOnce) {
+  constexpr int kIterations = 30, kSwitchAt = 10;
+  api::Decision asgd;
+  asgd.epoch = 1;
+  asgd.apply_at_iteration = kSwitchAt;
+  asgd.mode = api::SyncMode::kAsgd;
+  asgd.k = 1;
+  auto server = ReportServer::Start(ReportServerOptions{"127.0.0.1", 0, ""},
+                                    [&](const api::WorkerReport&) -> std::optional<api::Decision> {
+                                      return asgd;
+                                    });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto store_server = StoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(store_server.ok()) << store_server.status();
+  TempDir dir("star-fmnist-ps");
+  ASSERT_FALSE(dir.path().empty());
+
+  ProcessGroup group;
+  for (int rank = 0; rank < 3; ++rank) {  // rank 0 serves, ranks 1 and 2 train
+    std::vector<std::string> args = {
+        "--rank", std::to_string(rank), "--servers", "1", "--world", "2",
+        "--store", (*store_server)->url(), "--job", "ps", "--controller", (*server)->base_url(),
+        "--report-every", "5", "--max-iterations", std::to_string(kIterations),
+        "--amp", "off", "--threads", "1", "--log-every", "0", "--timeout-ms", "60000"};
+    auto spawned = group.SpawnProgram(STAR_FMNIST_BINARY, args, {},
+                                      dir.path() + "/rank" + std::to_string(rank) + ".log");
+    ASSERT_TRUE(spawned.ok()) << spawned.status();
+  }
+  const std::vector<int> statuses = group.ReapAll(std::chrono::minutes(4));
+  std::vector<nlohmann::json> finals;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string log = harness::ReadFile(dir.path() + "/rank" + std::to_string(rank) + ".log");
+    ASSERT_TRUE(WIFEXITED(statuses[rank]) && WEXITSTATUS(statuses[rank]) == 0)
+        << "rank " << rank << " " << harness::DescribeWaitStatus(statuses[rank]) << "\n" << log;
+    finals.push_back(LastJsonLine(log));
+  }
+  const nlohmann::json& ps = finals[0];
+  ASSERT_EQ(ps.at("role"), "server") << ps;
+  EXPECT_EQ(ps.at("gradients_applied"), 2 * kIterations);
+  // SSGD: one update per round of both workers; ASGD: one update per gradient.
+  EXPECT_EQ(ps.at("updates"), kSwitchAt + 2 * (kIterations - kSwitchAt));
+  for (int rank = 1; rank < 3; ++rank) EXPECT_EQ(finals[rank].at("iterations"), kIterations);
+}
+
 }  // namespace
 }  // namespace star::shim

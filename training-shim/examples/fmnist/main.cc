@@ -6,6 +6,8 @@
 // (--controller) and applies the Decision it gets back: the sync mode (all workers at
 // the same iteration), and its own AMP and local batch. --metrics serves star_worker_*.
 // A single worker (--world 1, no --store) trains alone through the same engine.
+// With --servers P the job is a parameter-server job: ranks 0..P-1 serve the parameters
+// (sharded largest-first) and ranks P..P+world-1 are the workers.
 // Every flag can also come from the environment variable named in --help (STAR_*),
 // which is how the operator and `star local` configure workers.
 //
@@ -19,6 +21,7 @@
 #include <iostream>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,7 @@
 
 #include "star/shim/gloo_collective.h"
 #include "star/shim/local_collective.h"
+#include "star/shim/parameter_server.h"
 #include "star/shim/reporter.h"
 #include "star/shim/store_server.h"
 #include "star/shim/sync_engine.h"
@@ -60,6 +64,7 @@ struct Flags {
   int64_t eval_every = 0;          // 0: evaluate at epoch ends only
   int rank = 0;                    // this worker (for sharding)
   int world = 1;                   // number of workers
+  int servers = 0;                 // parameter servers (0: all-reduce job)
   std::string timing_csv;          // if set: iteration,compute_seconds,exchange_seconds,batch,amp
   std::string store;               // rendezvous store URL (required when world > 1)
   bool host_store = false;         // this process serves the store at --store's host:port
@@ -80,11 +85,11 @@ double Seconds(Clock::time_point since) {
 StatusOr<std::unique_ptr<Collective>> ConnectWorld(const Flags& flags,
                                                    std::unique_ptr<StoreServer>* server) {
   const std::chrono::milliseconds timeout(flags.timeout_ms);
-  if (flags.world == 1 && flags.store.empty()) {
+  if (flags.world == 1 && flags.servers == 0 && flags.store.empty()) {
     return std::move(NewLocalGroup(1, timeout)[0]);
   }
   if (flags.store.empty()) {
-    return Status::InvalidArgument("--store: required when --world > 1");
+    return Status::InvalidArgument("--store: required when --world > 1 or --servers > 0");
   }
   if (flags.host_store) {
     // --store is http://HOST:PORT
@@ -111,7 +116,41 @@ StatusOr<std::unique_ptr<Collective>> ConnectWorld(const Flags& flags,
   gloo.hostname = flags.listen_host;
   gloo.prefix = flags.job;
   gloo.timeout = timeout;
-  return ConnectGloo(*store, flags.rank, flags.world, gloo);
+  return ConnectGloo(*store, flags.rank, flags.servers + flags.world, gloo);
+}
+
+// One worker's view of synchronisation, whichever architecture the job has.
+class Synchronizer {
+ public:
+  virtual ~Synchronizer() = default;
+  virtual StatusOr<StepStats> Step(std::span<const float> grad_sum, int64_t batch) = 0;
+  virtual Status Schedule(const star::api::Decision& d) = 0;
+  virtual std::span<const float> params() const = 0;
+  virtual int64_t iteration() const = 0;
+  virtual Status Finish() = 0;
+};
+
+template <typename Engine>
+class SynchronizerOf : public Synchronizer {
+ public:
+  explicit SynchronizerOf(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
+  StatusOr<StepStats> Step(std::span<const float> g, int64_t b) override { return e_->Step(g, b); }
+  Status Schedule(const star::api::Decision& d) override { return e_->Schedule(d); }
+  std::span<const float> params() const override { return e_->params(); }
+  int64_t iteration() const override { return e_->iteration(); }
+  Status Finish() override {
+    if constexpr (std::is_same_v<Engine, PsWorker>) return e_->Finish();
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<Engine> e_;
+};
+
+std::vector<size_t> TensorSizes(const FashionCnn& model) {
+  std::vector<size_t> sizes;
+  for (const auto& p : model->parameters()) sizes.push_back(static_cast<size_t>(p.numel()));
+  return sizes;
 }
 
 int Run(const Flags& flags) {
@@ -122,13 +161,43 @@ int Run(const Flags& flags) {
     return 1;
   };
 
+  if (flags.rank >= flags.servers + flags.world) {
+    return fail(Status::InvalidArgument("--rank: must be < --servers + --world (" +
+                                        std::to_string(flags.servers + flags.world) + "), got " +
+                                        std::to_string(flags.rank)));
+  }
+  const SgdOptions sgd{static_cast<float>(flags.lr), static_cast<float>(flags.momentum), 0.0f};
+  const PsOptions ps_options{std::chrono::milliseconds(flags.timeout_ms)};
+  if (flags.rank < flags.servers) {  // a parameter server: serves until the workers finish
+    FashionCnn model;
+    std::vector<float> params(ParameterCount(*model));
+    if (Status s = ParametersToFlat(*model, params); !s.ok()) return fail(s);
+    std::unique_ptr<StoreServer> store_server;
+    auto world = ConnectWorld(flags, &store_server);
+    if (!world.ok()) return fail(world.status());
+    auto server = ParameterServer::Create(std::move(*world), flags.servers, TensorSizes(model),
+                                          params, sgd, ps_options);
+    if (!server.ok()) return fail(server.status());
+    std::printf("star-fmnist: parameter server %d of %d\n", flags.rank, flags.servers);
+    std::fflush(stdout);
+    if (Status s = (*server)->Run(); !s.ok()) return fail(s);
+    const ServerStats& st = (*server)->stats();
+    nlohmann::json out = {{"role", "server"},
+                          {"updates", st.updates},
+                          {"gradients_applied", st.gradients_applied},
+                          {"late_gradients", st.late_gradients}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+
   auto train = LoadFashionMnist(flags.data_dir, FashionMnistSplit::kTrain);
   if (!train.ok()) return fail(train.status());
   auto test = LoadFashionMnist(flags.data_dir, FashionMnistSplit::kTest);
   if (!test.ok()) return fail(test.status());
-  auto shard = ShardOf(train->size(), flags.rank, flags.world);
+  const int worker = flags.rank - flags.servers;  // this worker's index among the workers
+  auto shard = ShardOf(train->size(), worker, flags.world);
   if (!shard.ok()) return fail(shard.status());
-  auto batches = BatchIterator::Create(&*train, *shard, flags.seed + 7919ULL * flags.rank);
+  auto batches = BatchIterator::Create(&*train, *shard, flags.seed + 7919ULL * worker);
   if (!batches.ok()) return fail(batches.status());
 
   bool amp_on = flags.amp == "on" || (flags.amp == "auto" && CpuHasNativeBf16());
@@ -142,12 +211,18 @@ int Run(const Flags& flags) {
   std::unique_ptr<StoreServer> store_server;
   auto world = ConnectWorld(flags, &store_server);
   if (!world.ok()) return fail(world.status());
-  auto engine = SyncEngine::Create(
-      std::move(*world), params,
-      SgdOptions{static_cast<float>(flags.lr), static_cast<float>(flags.momentum), 0.0f},
-      EngineOptions{std::chrono::milliseconds(flags.timeout_ms)});
-  if (!engine.ok()) return fail(engine.status());
-  if (Status s = FlatToParameters((*engine)->params(), *model); !s.ok()) return fail(s);
+  std::unique_ptr<Synchronizer> engine;
+  if (flags.servers > 0) {
+    auto ps = PsWorker::Create(std::move(*world), flags.servers, TensorSizes(model), ps_options);
+    if (!ps.ok()) return fail(ps.status());
+    engine = std::make_unique<SynchronizerOf<PsWorker>>(std::move(*ps));
+  } else {
+    auto ar = SyncEngine::Create(std::move(*world), params, sgd,
+                                 EngineOptions{std::chrono::milliseconds(flags.timeout_ms)});
+    if (!ar.ok()) return fail(ar.status());
+    engine = std::make_unique<SynchronizerOf<SyncEngine>>(std::move(*ar));
+  }
+  if (Status s = FlatToParameters(engine->params(), *model); !s.ok()) return fail(s);
 
   std::unique_ptr<ReportClient> reports;
   if (!flags.controller.empty()) {
@@ -158,14 +233,14 @@ int Run(const Flags& flags) {
   }
   std::unique_ptr<WorkerMetrics> metrics;
   if (!flags.metrics.empty()) {
-    auto started = WorkerMetrics::Start(flags.metrics, flags.job, flags.rank);
+    auto started = WorkerMetrics::Start(flags.metrics, flags.job, worker);
     if (!started.ok()) return fail(started.status());
     metrics = std::move(*started);
     std::printf("star-fmnist: metrics on port %d\n", metrics->port());
   }
   IterationTimerOptions timer_options;
   timer_options.job = flags.job;
-  timer_options.worker = flags.rank;
+  timer_options.worker = worker;
   IterationTimer timer(timer_options);
   int64_t local_batch = flags.batch;
   std::optional<star::api::Decision> pending;  // applies its per-worker settings when due
@@ -222,7 +297,7 @@ int Run(const Flags& flags) {
     // The Decision's per-worker settings for this worker, once due.
     if (pending && iteration >= pending->apply_at_iteration) {
       for (const auto& w : pending->workers) {
-        if (w.worker != flags.rank) continue;
+        if (w.worker != worker) continue;
         amp->set_enabled(w.amp);
         local_batch = w.batch;
       }
@@ -237,13 +312,13 @@ int Run(const Flags& flags) {
 
     auto exchange_start = Clock::now();
     if (Status s = timer.BeginCommunication(); !s.ok()) return fail(s);
-    auto step = (*engine)->Step(grad_sum, grad->batch);
+    auto step = engine->Step(grad_sum, grad->batch);
     if (!step.ok()) return fail(step.status());
     if (Status s = timer.AddWait(step->wait_seconds); !s.ok()) return fail(s);
     if (Status s = timer.EndCommunication(); !s.ok()) return fail(s);
-    if (Status s = FlatToParameters((*engine)->params(), *model); !s.ok()) return fail(s);
+    if (Status s = FlatToParameters(engine->params(), *model); !s.ok()) return fail(s);
     timings.push_back({grad->compute_seconds, Seconds(exchange_start), grad->batch, amp->enabled()});
-    iteration = (*engine)->iteration();
+    iteration = engine->iteration();
 
     IterationInfo info;
     info.iteration = iteration;
@@ -270,7 +345,7 @@ int Run(const Flags& flags) {
       } else if (decision->has_value() && (*decision)->epoch > last_epoch) {
         // The controller repeats its latest decision on every response: only a newer
         // epoch is news.
-        if (Status s = (*engine)->Schedule(**decision); !s.ok()) return fail(s);
+        if (Status s = engine->Schedule(**decision); !s.ok()) return fail(s);
         last_epoch = (*decision)->epoch;
         pending = **decision;
       }
@@ -300,6 +375,7 @@ int Run(const Flags& flags) {
       if (Status s = evaluate("end of epoch"); !s.ok()) return fail(s);
     }
   }
+  if (Status s = engine->Finish(); !s.ok()) return fail(s);  // parameter servers stop
   if (accuracy < 0 || (max_iterations > 0 && iteration == max_iterations)) {
     if (Status s = evaluate("final epoch"); !s.ok()) return fail(s);
   }
@@ -367,8 +443,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--eval-every", flags.eval_every, "test evaluation every N iterations (0: epoch ends)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--rank", flags.rank, "this worker's rank")->envname("STAR_RANK")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--rank", flags.rank, "this process's rank (parameter servers first)")->envname("STAR_RANK")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--world", flags.world, "number of workers")->envname("STAR_WORLD_SIZE")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--servers", flags.servers, "parameter servers (0: all-reduce); ranks below it serve")
+      ->envname("STAR_PARAMETER_SERVERS")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--timing-csv", flags.timing_csv, "write per-iteration timings to this CSV file");
   app.add_option("--store", flags.store, "rendezvous store URL, http://HOST:PORT")
       ->envname("STAR_STORE_URL");
