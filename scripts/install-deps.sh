@@ -11,6 +11,7 @@ PACKAGES=(
   libglpk-dev
   libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev
   libtorch-dev dataset-fashion-mnist
+  libcgroup-dev libnl-3-dev libnl-route-3-dev iproute2
 )
 
 missing=()
