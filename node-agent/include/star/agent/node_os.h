@@ -37,7 +37,9 @@ struct CpuStats {
 };
 
 // Bandwidth limits of one interface. Egress = what leaves the interface (traffic *to*
-// the pod when it is the pod's host-side veth), ingress = what arrives on it.
+// the pod when it is the pod's host-side veth), ingress = what arrives on it. The kernel
+// keeps rates in whole bytes per second: a rate reads back rounded down to a multiple of
+// 8 bit/s, so desired rates should be multiples of 8 (compare after the same rounding).
 struct NetLimits {
   int64_t egress_bits_per_second = 0;   // 0 = unlimited (no shaping)
   int64_t ingress_bits_per_second = 0;  // 0 = unlimited
