@@ -1,0 +1,220 @@
+// star-agent: makes this node's cgroups and interfaces match its NodeAllocation.
+//
+//   star-agent --node NAME --allocation-file PATH [--cgroup-root PATH]
+//              [--journal PATH] [--driver cgroupfs|systemd] [--metrics-address HOST:PORT]
+//              [--poll-ms N] [--once]
+//
+// Every --poll-ms it re-reads the allocation file when it changed and reconciles (level-
+// based: drift is corrected even when the file did not change). A malformed file is
+// reported and the last good allocation stays in force. SIGTERM/SIGINT stop it cleanly
+// between passes; a plain stop does NOT restore original limits (pods keep what they were
+// given; a restarted agent finds the originals in the journal). Originals are restored
+// when a pod leaves the allocation, or for every pod with --release.
+// HTTP on --metrics-address: /metrics (Prometheus), /healthz (the loop is alive), /readyz
+// (200 once the last pass applied the whole allocation, else 503 and why).
+// Exit status: 0 on a clean stop (--once: the allocation was fully applied), 1 when a pass
+// failed with --once, 2 on bad flags, a corrupt journal or an unusable OS.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <cpprest/http_listener.h>
+
+#include "star/agent/agent_metrics.h"
+#include "star/agent/allocation_source.h"
+#include "star/agent/journal.h"
+#include "star/agent/pod_cgroup.h"
+#include "star/agent/real_node_os.h"
+#include "star/agent/reconciler.h"
+
+namespace {
+
+using namespace star;         // NOLINT
+using namespace star::agent;  // NOLINT
+namespace http = web::http;
+
+void Log(const std::string& line) { std::cerr << "star-agent: " << line << std::endl; }
+
+// Health and readiness shared between the loop and the HTTP handlers.
+struct Health {
+  std::mutex mu;
+  bool ready = false;
+  std::string why = "no allocation applied yet";
+  void Set(bool r, std::string w) {
+    std::lock_guard lock(mu);
+    ready = r;
+    why = std::move(w);
+  }
+};
+
+// The HTTP adapter: cpprest's exceptions stop here.
+class HttpServer {
+ public:
+  static StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& address,
+                                                     AgentMetrics* metrics, Health* health) {
+    auto server = std::unique_ptr<HttpServer>(new HttpServer);
+    try {
+      server->listener_ = std::make_unique<http::experimental::listener::http_listener>(
+          "http://" + address);
+      server->listener_->support(http::methods::GET, [metrics, health](http::http_request r) {
+        const std::string path = r.relative_uri().path();
+        try {
+          if (path == "/metrics") {
+            r.reply(http::status_codes::OK, metrics->Serialize(),
+                    "text/plain; version=0.0.4").wait();
+          } else if (path == "/healthz") {
+            r.reply(http::status_codes::OK, "ok\n").wait();
+          } else if (path == "/readyz") {
+            std::lock_guard lock(health->mu);
+            r.reply(health->ready ? http::status_codes::OK : http::status_codes::ServiceUnavailable,
+                    health->ready ? std::string("ok\n") : health->why + "\n").wait();
+          } else {
+            r.reply(http::status_codes::NotFound, "not found\n").wait();
+          }
+        } catch (const std::exception& e) {
+          Log(std::string("http: ") + e.what());
+        }
+      });
+      server->listener_->open().wait();
+    } catch (const std::exception& e) {
+      return Status::Unavailable("metrics address " + address + ": " + e.what());
+    }
+    return server;
+  }
+  ~HttpServer() {
+    try {
+      listener_->close().wait();
+    } catch (const std::exception& e) {
+      Log(std::string("http: close: ") + e.what());
+    }
+  }
+
+ private:
+  HttpServer() = default;
+  std::unique_ptr<http::experimental::listener::http_listener> listener_;
+};
+
+std::string Summary(const StatusOr<ReconcileResult>& r) {
+  if (!r.ok()) return "allocation refused: " + r.status().ToString();
+  std::string s;
+  for (const PodResult& p : r->pods) {
+    if (p.status.ok()) continue;
+    s += (s.empty() ? "" : "; ") + p.uid + ": " + p.status.ToString();
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"star-agent: makes this node match its NodeAllocation"};
+  std::string node, file, cgroup_root, driver_name = "cgroupfs";
+  std::string journal_path = "/var/lib/star-agent/journal.json";
+  std::string metrics_address = "127.0.0.1:9401";
+  int poll_ms = 500;
+  bool once = false, release = false;
+  app.add_option("--node", node, "This node's name (the NodeAllocation's name)")->required();
+  app.add_option("--allocation-file", file, "NodeAllocation JSON file to apply")->required();
+  app.add_option("--cgroup-root", cgroup_root,
+                 "The kubelet's --cgroup-root, relative to the cpu hierarchy (default: none)");
+  app.add_option("--journal", journal_path, "Where original limits are kept")
+      ->capture_default_str();
+  app.add_option("--driver", driver_name, "Kubelet cgroup driver: cgroupfs|systemd")
+      ->capture_default_str();
+  app.add_option("--metrics-address", metrics_address,
+                 "HOST:PORT for /metrics, /healthz, /readyz (\"\" = off)")
+      ->capture_default_str();
+  app.add_option("--poll-ms", poll_ms, "Poll/resync interval, ms")
+      ->capture_default_str()->check(CLI::Range(10, 3'600'000));
+  app.add_flag("--once", once, "Reconcile once and exit");
+  app.add_flag("--release", release, "Restore every journalled original and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  auto driver = ParseCgroupDriver(driver_name);
+  if (!driver.ok()) return Log(driver.status().ToString()), 2;
+  if (Status s = CheckCgroupRoot(cgroup_root, "--cgroup-root"); !s.ok()) {
+    return Log(s.ToString()), 2;
+  }
+
+  // Signals are taken synchronously by the loop (sigtimedwait); block them before any
+  // thread starts so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  RealNodeOsOptions os_options;
+  const std::string pods_dir =
+      *driver == CgroupDriver::kSystemd ? "kubepods.slice" : "kubepods";
+  os_options.allowed_prefix = cgroup_root.empty() ? pods_dir : cgroup_root + "/" + pods_dir;
+  auto os = NewRealNodeOs(os_options);
+  if (!os.ok()) return Log(os.status().ToString()), 2;
+
+  std::error_code ec;
+  const auto journal_dir = std::filesystem::path(journal_path).parent_path();
+  if (!journal_dir.empty()) std::filesystem::create_directories(journal_dir, ec);
+  auto journal = Journal::Open(journal_path);
+  if (!journal.ok()) return Log(journal.status().ToString()), 2;
+
+  ReconcilerOptions options;
+  options.driver = *driver;
+  options.cgroup_root = cgroup_root;
+  Reconciler reconciler(**os, *journal, options);
+
+  if (release) {
+    auto r = reconciler.ReleaseAll();
+    const std::string s = Summary(r);
+    if (!s.empty()) Log(s);
+    return r.ok() && r->all_ok() ? 0 : 1;
+  }
+
+  AgentMetrics metrics;
+  Health health;
+  std::unique_ptr<HttpServer> server;
+  if (!metrics_address.empty() && !once) {
+    auto started = HttpServer::Start(metrics_address, &metrics, &health);
+    if (!started.ok()) return Log(started.status().ToString()), 2;
+    server = std::move(started).value();
+  }
+
+  FileSource source(file, node);
+  std::optional<std::string> last_log;  // nothing logged yet
+  bool ok = false;
+  for (;;) {
+    auto polled = source.Poll();
+    std::string problem = polled.ok() ? "" : polled.status().ToString();
+    if (polled.ok() && *polled) Log("allocation " + file + " loaded");
+    if (source.desired()) {
+      const auto start = std::chrono::steady_clock::now();
+      auto r = reconciler.Reconcile(source.desired()->allocation, source.desired()->interfaces);
+      metrics.Observe(r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                             .count());
+      const std::string s = Summary(r);
+      if (!s.empty()) problem += (problem.empty() ? "" : "; ") + s;
+    }
+    ok = problem.empty() && source.desired().has_value();
+    health.Set(ok, ok ? "" : (problem.empty() ? "no allocation yet" : problem));
+    if (problem != last_log) {
+      Log(problem.empty() ? "allocation applied" : problem);
+      last_log = problem;
+    }
+    if (once) break;
+    timespec wait{poll_ms / 1000, static_cast<long>(poll_ms % 1000) * 1'000'000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      Log("stopping (originals are kept in the journal, not restored)");
+      break;
+    }
+  }
+  return once && !ok ? 1 : 0;
+}

@@ -1,0 +1,188 @@
+// End-to-end tests of the star-agent binary on the real OS (cgroup v1 cpu controller):
+// kill -9 after it journalled and applied, restart, remove the pod, originals come back;
+// malformed allocation files and corrupt journals change nothing. Skipped when the binary
+// (built next to this test) or a writable cgroup v1 cpu hierarchy is missing.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kCpuRoot[] = "/sys/fs/cgroup/cpu";
+constexpr char kUid[] = "7a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".new";
+  std::ofstream(tmp, std::ios::trunc) << text;
+  ASSERT_EQ(std::rename(tmp.c_str(), path.c_str()), 0);
+}
+
+// Polls `done` every 10 ms for at most `seconds`.
+bool WaitFor(const std::function<bool()>& done, double seconds = 10) {
+  const int rounds = static_cast<int>(seconds * 100);
+  for (int i = 0; i < rounds; ++i) {
+    if (done()) return true;
+    timespec ts{0, 10'000'000};
+    nanosleep(&ts, nullptr);
+  }
+  return done();
+}
+
+// A star-agent child process, SIGKILLed and reaped at scope exit if still running.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~Child() { Kill(SIGKILL); }
+  bool running() const { return pid_ > 0; }
+  // Sends `sig` and reaps; returns the wait status (or -1).
+  int Kill(int sig) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    int status = -1;
+    // SIGTERM: the agent stops within one poll interval; bounded by the SIGKILL below.
+    if (!WaitFor([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 10)) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+    pid_ = -1;
+    return status;
+  }
+  // Waits for exit (at most 10 s, then SIGKILL); returns the wait status.
+  int Wait() {
+    int status = -1;
+    if (!WaitFor([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 10)) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      status = -1;
+    }
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class AgentBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    binary_ = (fs::read_symlink("/proc/self/exe").parent_path() / "star-agent").string();
+    if (!fs::exists(binary_)) GTEST_SKIP() << "star-agent not built next to the test";
+    if (geteuid() != 0 || !fs::exists(std::string(kCpuRoot) + "/cpu.cfs_quota_us")) {
+      GTEST_SKIP() << "needs root and a cgroup v1 cpu hierarchy at " << kCpuRoot;
+    }
+    root_ = "star-agent-test-" + std::to_string(getpid());
+    pod_dir_ = std::string(kCpuRoot) + "/" + root_ + "/kubepods/burstable/pod" + kUid;
+    std::error_code ec;
+    fs::create_directories(pod_dir_, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    std::ofstream(pod_dir_ + "/cpu.cfs_quota_us") << "200000";
+    ASSERT_EQ(Quota(), 200000);
+    std::string tmpl = (fs::temp_directory_path() / "star-agent-bin-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    // Cgroups are removed leaf first with rmdir (their files cannot be unlinked).
+    if (!pod_dir_.empty()) {
+      fs::path p = pod_dir_;
+      for (int i = 0; i < 4; ++i, p = p.parent_path()) ::rmdir(p.c_str());
+    }
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  int64_t Quota() const {
+    const std::string s = ReadFile(pod_dir_ + "/cpu.cfs_quota_us");
+    return s.empty() ? 0 : std::stoll(s);
+  }
+  std::string Alloc(bool with_pod) const {
+    std::string pods = with_pod ? std::string(R"({"namespace":"ns","name":"p","uid":")") + kUid +
+                                      R"(","cpu":{"quotaMillicores":500,"weight":100}})"
+                                : "";
+    return R"({"metadata":{"name":"node-1"},"spec":{"pods":[)" + pods + "]}}";
+  }
+  std::vector<std::string> Args(bool once = false) const {
+    std::vector<std::string> a = {binary_,       "--node",    "node-1", "--allocation-file",
+                                  dir_ + "/a.json", "--cgroup-root", root_, "--journal",
+                                  journal(),     "--metrics-address", "", "--poll-ms", "20"};
+    if (once) a.push_back("--once");
+    return a;
+  }
+  std::string journal() const { return dir_ + "/journal.json"; }
+
+  std::string binary_, root_, pod_dir_, dir_;
+};
+
+TEST_F(AgentBinaryTest, KillNineAfterApplyThenRestartRestoresOriginalsOnRemoval) {
+  WriteAtomically(dir_ + "/a.json", Alloc(true));
+  {
+    Child agent(Args());
+    ASSERT_TRUE(agent.running());
+    ASSERT_TRUE(WaitFor([&] {
+      return ReadFile(journal()).find(kUid) != std::string::npos && Quota() == 50000;
+    })) << "agent never applied; quota " << Quota();
+    const int status = agent.Kill(SIGKILL);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  Child agent(Args());
+  ASSERT_TRUE(agent.running());
+  WriteAtomically(dir_ + "/a.json", Alloc(false));
+  EXPECT_TRUE(WaitFor([&] {
+    return Quota() == 200000 && ReadFile(journal()).find(kUid) == std::string::npos;
+  })) << "original not restored; quota " << Quota();
+  const int status = agent.Kill(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST_F(AgentBinaryTest, MalformedAllocationFileChangesNothing) {
+  WriteAtomically(dir_ + "/a.json",
+                  std::string(R"({"metadata":{"name":"node-1"},"spec":{"pods":[{"namespace":"ns",)"
+                              R"("name":"p","uid":"../../../)") + kUid + R"("}]}})");
+  Child agent(Args(/*once=*/true));
+  const int status = agent.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_EQ(Quota(), 200000);
+  EXPECT_FALSE(fs::exists(journal()));
+}
+
+TEST_F(AgentBinaryTest, CorruptJournalIsRefused) {
+  WriteAtomically(dir_ + "/a.json", Alloc(true));
+  std::ofstream(journal()) << "{\"version\": 1, \"pods\": {";
+  Child agent(Args(/*once=*/true));
+  const int status = agent.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_EQ(Quota(), 200000);
+}
+
+}  // namespace
