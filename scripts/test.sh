@@ -12,6 +12,8 @@ BUILD_DIR=${STAR_BUILD_DIR:-build}
 [ "${STAR_SANITIZE:-0}" = 1 ] && BUILD_DIR=${STAR_BUILD_DIR:-build-asan}
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+# cpprest's thread pool may still own pplx tasks at exit (scripts/sanitizers/lsan.supp).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.supp}
 # cpprest's stream buffers have their type info in libcpprest.so: UBSan's vptr check
 # misreports them (scripts/sanitizers/ubsan.supp).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$PWD/scripts/sanitizers/ubsan.supp}

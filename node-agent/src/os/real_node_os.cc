@@ -1,9 +1,17 @@
 #include "star/agent/real_node_os.h"
 
 #include <libcgroup.h>
+#include <linux/if.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
 #include <linux/pkt_sched.h>
+#include <linux/tc_act/tc_mirred.h>
 #include <netlink/netlink.h>
+#include <netlink/route/act/mirred.h>
+#include <netlink/route/action.h>
 #include <netlink/route/class.h>
+#include <netlink/route/classifier.h>
+#include <netlink/route/cls/u32.h>
 #include <netlink/route/link.h>
 #include <netlink/route/qdisc.h>
 #include <netlink/route/qdisc/htb.h>
@@ -14,9 +22,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "os/limits_check.h"
@@ -74,11 +84,36 @@ struct NlDel {
 using LinkPtr = std::unique_ptr<rtnl_link, NlDel<rtnl_link, rtnl_link_put>>;
 using QdiscPtr = std::unique_ptr<rtnl_qdisc, NlDel<rtnl_qdisc, rtnl_qdisc_put>>;
 using ClassPtr = std::unique_ptr<rtnl_class, NlDel<rtnl_class, rtnl_class_put>>;
+using ClsPtr = std::unique_ptr<rtnl_cls, NlDel<rtnl_cls, rtnl_cls_put>>;
+using ActPtr = std::unique_ptr<rtnl_act, NlDel<rtnl_act, rtnl_act_put>>;
 using CachePtr = std::unique_ptr<nl_cache, NlDel<nl_cache, nl_cache_free>>;
 using SockPtr = std::unique_ptr<nl_sock, NlDel<nl_sock, nl_socket_free>>;
 
 constexpr uint32_t kRootHandle = TC_HANDLE(1, 0);
 constexpr uint32_t kClassHandle = TC_HANDLE(1, 1);
+constexpr uint32_t kIngressHandle = TC_H_MAKE(TC_H_INGRESS, 0);  // ffff:
+constexpr uint32_t kRedirectPrio = 1;  // our u32 redirect filter's priority on ffff:
+
+// Ingress limits (libnl-route 3.7 has no police action): traffic arriving on the
+// interface is redirected to an IFB device and shaped there on egress. Installed: an IFB
+// device (below), up, with root htb 1: / default class 1:1 rate = ceil = the limit and the
+// given priority; on the interface an ingress qdisc ffff: with a u32 match-all filter
+// (priority 1) whose action is mirred egress redirect to the IFB. A limit of 0 deletes the
+// ingress qdisc (filter included) and the IFB device. ReadNet reports ingress from the IFB's
+// class 1:1, and 0 when the ingress qdisc or the IFB is missing. Needs the ifb, act_mirred
+// and cls_u32 kernel modules (autoloaded).
+//
+// The IFB device that carries the ingress shaping of `ifname`: "stbi" + the 8 hex digits
+// of the FNV-1a hash of the name (12 characters, within IFNAMSIZ; deterministic, so a
+// restarted agent finds it again). It lives in the network namespace of the netlink
+// socket, next to the interface.
+std::string IfbName(const std::string& ifname) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : ifname) h = (h ^ c) * 16777619u;
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "stbi%08x", h);
+  return buf;
+}
 
 class RealNodeOs final : public NodeOs {
  public:
@@ -295,6 +330,22 @@ class RealNodeOs final : public NodeOs {
     return Status::Ok();
   }
 
+  struct HtbRate {
+    int64_t bits_per_second;
+    int priority;
+  };
+  StatusOr<std::optional<HtbRate>> ReadHtb(int ifindex, const std::string& ifname);
+  Status ApplyHtb(int ifindex, const std::string& ifname, int64_t bits_per_second, int priority);
+  StatusOr<NetLimits> ReadNetLocked(int ifindex, const std::string& ifname);
+  Status ApplyNetLocked(int ifindex, const std::string& ifname, const NetLimits& limits);
+  StatusOr<QdiscPtr> OurIngressQdisc(int ifindex);
+  StatusOr<int> EnsureIfb(const std::string& name, bool* created);
+  Status DeleteIfb(const std::string& name);
+  Status EnsureRedirect(int ifindex, const std::string& ifname, int ifb_index, bool renew);
+  Status ApplyIngress(int ifindex, const std::string& ifname, int64_t bits_per_second,
+                      int priority);
+  Status RemoveIngress(int ifindex, const std::string& ifname);
+
   const CgroupVersion version_;
   const std::string root_;
   const std::string prefix_;
@@ -302,42 +353,31 @@ class RealNodeOs final : public NodeOs {
   SockPtr sock_;
 };
 
-StatusOr<NetLimits> RealNodeOs::ReadNet(const std::string& ifname) {
-  STAR_RETURN_IF_ERROR(internal::CheckIfname(ifname));
-  std::lock_guard lock(mu_);
-  STAR_ASSIGN_OR_RETURN(LinkPtr link, GetLink(ifname));
-  const int ifindex = rtnl_link_get_ifindex(link.get());
+// Rate and priority of class 1:1 under our root qdisc (htb 1:) on ifindex; nullopt when
+// that qdisc or class is absent.
+StatusOr<std::optional<RealNodeOs::HtbRate>> RealNodeOs::ReadHtb(int ifindex,
+                                                                 const std::string& ifname) {
   STAR_ASSIGN_OR_RETURN(QdiscPtr q, OurRootQdisc(ifindex));
-  NetLimits l;
-  if (!q) return l;
+  if (!q) return std::optional<HtbRate>();
   nl_cache* raw = nullptr;
   if (int err = rtnl_class_alloc_cache(sock_.get(), ifindex, &raw); err < 0) {
     return NlError(err, "list classes on " + ifname);
   }
   CachePtr cache(raw);
   ClassPtr cls(rtnl_class_get(cache.get(), ifindex, kClassHandle));
-  if (!cls) return l;  // qdisc without our class: treated as unlimited
+  if (!cls) return std::optional<HtbRate>();  // qdisc without our class: unlimited
   uint64_t bytes_per_s = 0;
   if (int err = rtnl_htb_get_rate64(cls.get(), &bytes_per_s); err < 0) {
     return NlError(err, "read htb rate on " + ifname);
   }
-  l.egress_bits_per_second = static_cast<int64_t>(bytes_per_s * 8);
-  l.priority = static_cast<int>(rtnl_htb_get_prio(cls.get()));
-  return l;
+  return std::optional<HtbRate>(HtbRate{static_cast<int64_t>(bytes_per_s * 8),
+                                        static_cast<int>(rtnl_htb_get_prio(cls.get()))});
 }
 
-Status RealNodeOs::WriteNet(const std::string& ifname, const NetLimits& limits) {
-  STAR_RETURN_IF_ERROR(internal::CheckIfname(ifname));
-  STAR_RETURN_IF_ERROR(internal::CheckNetLimits(limits));
-  if (limits.ingress_bits_per_second != 0) {
-    return Status::Unimplemented("ingress limits are not implemented (interface " + ifname +
-                                 "); nothing was changed");
-  }
-  std::lock_guard lock(mu_);
-  STAR_ASSIGN_OR_RETURN(LinkPtr link, GetLink(ifname));
-  const int ifindex = rtnl_link_get_ifindex(link.get());
-  if (limits.egress_bits_per_second == 0) return DeleteRoot(ifindex, ifname);
-
+// Installs root htb 1: with default class 1:1 (rate = ceil) on ifindex; an existing 1: is
+// kept and only its class replaced. A root qdisc created here is removed again on failure.
+Status RealNodeOs::ApplyHtb(int ifindex, const std::string& ifname, int64_t bits_per_second,
+                            int priority) {
   STAR_ASSIGN_OR_RETURN(QdiscPtr existing, OurRootQdisc(ifindex));
   const bool fresh = !existing;
   if (fresh) {  // htb has no qdisc 'change': an existing 1: is kept, only its class is replaced
@@ -362,16 +402,252 @@ Status RealNodeOs::WriteNet(const std::string& ifname, const NetLimits& limits) 
   rtnl_tc_set_handle(TC_CAST(cls.get()), kClassHandle);
   Status st;
   if (int err = rtnl_tc_set_kind(TC_CAST(cls.get()), "htb"); err < 0) st = NlError(err, "htb class");
-  const auto bytes = static_cast<uint64_t>(limits.egress_bits_per_second / 8);
+  const auto bytes = static_cast<uint64_t>(bits_per_second / 8);
   if (st.ok()) {
     rtnl_htb_set_rate64(cls.get(), bytes);
     rtnl_htb_set_ceil64(cls.get(), bytes);
-    rtnl_htb_set_prio(cls.get(), static_cast<uint32_t>(limits.priority));
+    rtnl_htb_set_prio(cls.get(), static_cast<uint32_t>(priority));
     if (int err = rtnl_class_add(sock_.get(), cls.get(), NLM_F_CREATE | NLM_F_REPLACE); err < 0) {
       st = NlError(err, "add htb class on " + ifname);
     }
   }
   if (!st.ok() && fresh) (void)DeleteRoot(ifindex, ifname);  // nothing half-applied
+  return st;
+}
+
+// Our ingress qdisc (kind "ingress", ffff:) on ifindex, or null. Any ingress qdisc is
+// considered ours (there is only one per interface).
+StatusOr<QdiscPtr> RealNodeOs::OurIngressQdisc(int ifindex) {
+  nl_cache* raw = nullptr;
+  if (int err = rtnl_qdisc_alloc_cache(sock_.get(), &raw); err < 0) {
+    return NlError(err, "list qdiscs");
+  }
+  CachePtr cache(raw);
+  QdiscPtr q(rtnl_qdisc_get_by_parent(cache.get(), ifindex, TC_H_INGRESS));
+  const char* kind = q ? rtnl_tc_get_kind(TC_CAST(q.get())) : nullptr;
+  if (kind != nullptr && std::strcmp(kind, "ingress") == 0) return q;
+  return QdiscPtr();
+}
+
+// Returns the ifindex of IFB device `name`, creating it (and setting it up) when missing;
+// *created tells whether it was made here. FailedPrecondition when `name` exists but is
+// not an IFB device.
+StatusOr<int> RealNodeOs::EnsureIfb(const std::string& name, bool* created) {
+  *created = false;
+  StatusOr<LinkPtr> got = GetLink(name);
+  if (!got.ok() && got.status().code() != StatusCode::kNotFound) return got.status();
+  if (!got.ok()) {
+    LinkPtr l(rtnl_link_alloc());
+    if (!l) return Status::Internal("rtnl_link_alloc failed");
+    rtnl_link_set_name(l.get(), name.c_str());
+    if (int err = rtnl_link_set_type(l.get(), "ifb"); err < 0) return NlError(err, "ifb link");
+    rtnl_link_set_flags(l.get(), IFF_UP);
+    if (int err = rtnl_link_add(sock_.get(), l.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) {
+      return NlError(err, "create ifb device " + name);
+    }
+    *created = true;
+    got = GetLink(name);
+    if (!got.ok()) {
+      (void)DeleteIfb(name);
+      *created = false;
+      return got.status();
+    }
+  } else {
+    const char* type = rtnl_link_get_type(got->get());
+    if (type == nullptr || std::strcmp(type, "ifb") != 0) {
+      return Status::FailedPrecondition("interface " + name + " exists and is not an ifb device");
+    }
+  }
+  if ((rtnl_link_get_flags(got->get()) & IFF_UP) == 0) {
+    LinkPtr change(rtnl_link_alloc());
+    if (!change) return Status::Internal("rtnl_link_alloc failed");
+    rtnl_link_set_flags(change.get(), IFF_UP);
+    if (int err = rtnl_link_change(sock_.get(), got->get(), change.get(), 0); err < 0) {
+      if (*created) (void)DeleteIfb(name);
+      *created = false;
+      return NlError(err, "set " + name + " up");
+    }
+  }
+  return rtnl_link_get_ifindex(got->get());
+}
+
+// Deletes IFB device `name`; OK when it is absent. A non-IFB device of that name is left
+// alone.
+Status RealNodeOs::DeleteIfb(const std::string& name) {
+  StatusOr<LinkPtr> got = GetLink(name);
+  if (!got.ok()) return got.status().code() == StatusCode::kNotFound ? Status::Ok() : got.status();
+  const char* type = rtnl_link_get_type(got->get());
+  if (type == nullptr || std::strcmp(type, "ifb") != 0) return Status::Ok();
+  int err = rtnl_link_delete(sock_.get(), got->get());
+  if (err < 0 && -err != NLE_OBJ_NOTFOUND && -err != NLE_NODEV) {
+    return NlError(err, "delete ifb device " + name);
+  }
+  return Status::Ok();
+}
+
+// Ensures ingress qdisc ffff: on ifindex with our u32 match-all filter (key 0/0 at offset
+// 0, priority kRedirectPrio; cls_matchall/cls_basic are not available on every kernel)
+// redirecting everything (mirred egress redirect) to ifb_index. An existing u32 filter at
+// that priority is kept unless `renew`
+// (the IFB was just created, so an old filter points at a stale device). An ingress qdisc
+// created here is removed again on failure.
+Status RealNodeOs::EnsureRedirect(int ifindex, const std::string& ifname, int ifb_index,
+                                  bool renew) {
+  STAR_ASSIGN_OR_RETURN(QdiscPtr existing, OurIngressQdisc(ifindex));
+  const bool fresh = !existing;
+  if (fresh) {
+    QdiscPtr q(rtnl_qdisc_alloc());
+    if (!q) return Status::Internal("rtnl_qdisc_alloc failed");
+    rtnl_tc_set_ifindex(TC_CAST(q.get()), ifindex);
+    rtnl_tc_set_parent(TC_CAST(q.get()), TC_H_INGRESS);
+    rtnl_tc_set_handle(TC_CAST(q.get()), kIngressHandle);
+    if (int err = rtnl_tc_set_kind(TC_CAST(q.get()), "ingress"); err < 0) {
+      return NlError(err, "ingress qdisc");
+    }
+    if (int err = rtnl_qdisc_add(sock_.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) {
+      return NlError(err, "add ingress qdisc on " + ifname);
+    }
+  }
+  auto undo = [&](Status st) {
+    if (fresh) {
+      QdiscPtr q;
+      if (auto got = OurIngressQdisc(ifindex); got.ok()) q = std::move(*got);
+      if (q) (void)rtnl_qdisc_delete(sock_.get(), q.get());
+    }
+    return st;
+  };
+
+  nl_cache* raw = nullptr;
+  if (int err = rtnl_cls_alloc_cache(sock_.get(), ifindex, kIngressHandle, &raw); err < 0) {
+    return undo(NlError(err, "list filters on " + ifname));
+  }
+  CachePtr cache(raw);
+  bool present = false, ours = false;
+  for (nl_object* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
+    auto* c = reinterpret_cast<rtnl_cls*>(o);
+    if (rtnl_cls_get_prio(c) != kRedirectPrio) continue;
+    const char* kind = rtnl_tc_get_kind(TC_CAST(c));
+    present = true;
+    ours = ours || (kind != nullptr && std::strcmp(kind, "u32") == 0);
+  }
+  if (present && ours && !renew) return Status::Ok();
+  if (present) {  // delete everything at our priority (the u32 hash table with it)
+    ClsPtr old(rtnl_cls_alloc());
+    if (!old) return undo(Status::Internal("rtnl_cls_alloc failed"));
+    rtnl_tc_set_ifindex(TC_CAST(old.get()), ifindex);
+    rtnl_tc_set_parent(TC_CAST(old.get()), kIngressHandle);
+    rtnl_cls_set_prio(old.get(), kRedirectPrio);
+    rtnl_cls_set_protocol(old.get(), ETH_P_ALL);
+    if (int err = rtnl_cls_delete(sock_.get(), old.get(), 0); err < 0 && -err != NLE_OBJ_NOTFOUND) {
+      return undo(NlError(err, "delete old filter on " + ifname));
+    }
+  }
+
+  ClsPtr cls(rtnl_cls_alloc());
+  ActPtr act(rtnl_act_alloc());
+  if (!cls || !act) return undo(Status::Internal("rtnl_cls_alloc/rtnl_act_alloc failed"));
+  rtnl_tc_set_ifindex(TC_CAST(cls.get()), ifindex);
+  rtnl_tc_set_parent(TC_CAST(cls.get()), kIngressHandle);
+  rtnl_cls_set_prio(cls.get(), kRedirectPrio);
+  rtnl_cls_set_protocol(cls.get(), ETH_P_ALL);
+  if (int err = rtnl_tc_set_kind(TC_CAST(cls.get()), "u32"); err < 0) {
+    return undo(NlError(err, "u32 filter"));
+  }
+  if (int err = rtnl_u32_add_key_uint32(cls.get(), 0, 0, 0, 0); err < 0) {  // matches all
+    return undo(NlError(err, "u32 key"));
+  }
+  if (int err = rtnl_u32_set_cls_terminal(cls.get()); err < 0) {
+    return undo(NlError(err, "u32 terminal"));
+  }
+  if (int err = rtnl_tc_set_kind(TC_CAST(act.get()), "mirred"); err < 0) {
+    return undo(NlError(err, "mirred action"));
+  }
+  rtnl_mirred_set_action(act.get(), TCA_EGRESS_REDIR);
+  rtnl_mirred_set_policy(act.get(), TC_ACT_STOLEN);
+  rtnl_mirred_set_ifindex(act.get(), static_cast<uint32_t>(ifb_index));
+  if (int err = rtnl_u32_add_action(cls.get(), act.get()); err < 0) {  // takes its own ref
+    return undo(NlError(err, "attach mirred action"));
+  }
+  if (int err = rtnl_cls_add(sock_.get(), cls.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) {
+    return undo(NlError(err, "add redirect filter on " + ifname));
+  }
+  return Status::Ok();
+}
+
+Status RealNodeOs::ApplyIngress(int ifindex, const std::string& ifname, int64_t bits_per_second,
+                                int priority) {
+  const std::string ifb = IfbName(ifname);
+  bool created = false;
+  STAR_ASSIGN_OR_RETURN(int ifb_index, EnsureIfb(ifb, &created));
+  Status st = ApplyHtb(ifb_index, ifb, bits_per_second, priority);
+  if (st.ok()) st = EnsureRedirect(ifindex, ifname, ifb_index, created);
+  if (!st.ok() && created) (void)DeleteIfb(ifb);  // nothing half-applied
+  return st;
+}
+
+// Deletes the ingress qdisc (its filters go with it), then the IFB device; idempotent.
+Status RealNodeOs::RemoveIngress(int ifindex, const std::string& ifname) {
+  STAR_ASSIGN_OR_RETURN(QdiscPtr q, OurIngressQdisc(ifindex));
+  if (q) {
+    int err = rtnl_qdisc_delete(sock_.get(), q.get());
+    if (err < 0 && -err != NLE_OBJ_NOTFOUND) {
+      return NlError(err, "delete ingress qdisc on " + ifname);
+    }
+  }
+  return DeleteIfb(IfbName(ifname));
+}
+
+StatusOr<NetLimits> RealNodeOs::ReadNetLocked(int ifindex, const std::string& ifname) {
+  NetLimits l;
+  STAR_ASSIGN_OR_RETURN(std::optional<HtbRate> egress, ReadHtb(ifindex, ifname));
+  if (egress) {
+    l.egress_bits_per_second = egress->bits_per_second;
+    l.priority = egress->priority;
+  }
+  STAR_ASSIGN_OR_RETURN(QdiscPtr ingress_q, OurIngressQdisc(ifindex));
+  if (!ingress_q) return l;
+  const std::string ifb = IfbName(ifname);
+  StatusOr<LinkPtr> ifb_link = GetLink(ifb);
+  if (!ifb_link.ok()) {
+    if (ifb_link.status().code() == StatusCode::kNotFound) return l;
+    return ifb_link.status();
+  }
+  STAR_ASSIGN_OR_RETURN(std::optional<HtbRate> ingress,
+                        ReadHtb(rtnl_link_get_ifindex(ifb_link->get()), ifb));
+  if (ingress) {
+    l.ingress_bits_per_second = ingress->bits_per_second;
+    if (!egress) l.priority = ingress->priority;
+  }
+  return l;
+}
+
+Status RealNodeOs::ApplyNetLocked(int ifindex, const std::string& ifname,
+                                  const NetLimits& limits) {
+  if (limits.egress_bits_per_second == 0) {
+    STAR_RETURN_IF_ERROR(DeleteRoot(ifindex, ifname));
+  } else {
+    STAR_RETURN_IF_ERROR(ApplyHtb(ifindex, ifname, limits.egress_bits_per_second, limits.priority));
+  }
+  if (limits.ingress_bits_per_second == 0) return RemoveIngress(ifindex, ifname);
+  return ApplyIngress(ifindex, ifname, limits.ingress_bits_per_second, limits.priority);
+}
+
+StatusOr<NetLimits> RealNodeOs::ReadNet(const std::string& ifname) {
+  STAR_RETURN_IF_ERROR(internal::CheckIfname(ifname));
+  std::lock_guard lock(mu_);
+  STAR_ASSIGN_OR_RETURN(LinkPtr link, GetLink(ifname));
+  return ReadNetLocked(rtnl_link_get_ifindex(link.get()), ifname);
+}
+
+Status RealNodeOs::WriteNet(const std::string& ifname, const NetLimits& limits) {
+  STAR_RETURN_IF_ERROR(internal::CheckIfname(ifname));
+  STAR_RETURN_IF_ERROR(internal::CheckNetLimits(limits));
+  std::lock_guard lock(mu_);
+  STAR_ASSIGN_OR_RETURN(LinkPtr link, GetLink(ifname));
+  const int ifindex = rtnl_link_get_ifindex(link.get());
+  STAR_ASSIGN_OR_RETURN(NetLimits before, ReadNetLocked(ifindex, ifname));
+  Status st = ApplyNetLocked(ifindex, ifname, limits);
+  if (!st.ok()) (void)ApplyNetLocked(ifindex, ifname, before);  // best effort: undo
   return st;
 }
 

@@ -1,6 +1,7 @@
 // RealNodeOs on the real kernel (needs root): a CPU burner in a test cgroup is throttled
 // to the quota and released again; a TCP transfer between two test network namespaces
-// joined by a veth pair is limited to the installed egress rate and released again.
+// joined by a veth pair is limited to the installed egress (resp. ingress, through an IFB
+// device) rate and released again.
 // Every cgroup, namespace and process created here is removed by an RAII guard.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -217,6 +218,7 @@ class NetnsPair {
     va_ = "sta" + id;
     vb_ = "stb" + id;
     const std::string net = "10.213." + std::to_string(::getpid() % 250) + ".";
+    addr_a_ = net + "1";
     addr_b_ = net + "2";
     ok_ = Sh("ip netns add " + a_) == 0;
     ok_ = Sh("ip netns add " + b_) == 0 && ok_;
@@ -235,10 +237,27 @@ class NetnsPair {
   const std::string& a() const { return a_; }
   const std::string& b() const { return b_; }
   const std::string& veth_a() const { return va_; }
+  const std::string& addr_a() const { return addr_a_; }
   const std::string& addr_b() const { return addr_b_; }
+  // Whether namespace `ns` holds any ifb device.
+  static bool HasIfb(const std::string& ns) { return !IfbName(ns).empty(); }
+  // The name of the first ifb device in namespace `ns`, "" if none.
+  static std::string IfbName(const std::string& ns) {
+    std::string out;
+    if (FILE* f = ::popen(("ip -n " + ns + " -o link show type ifb 2>/dev/null").c_str(), "r")) {
+      char line[512];
+      if (std::fgets(line, sizeof(line), f) != nullptr) {
+        std::string l(line);  // "7: name: <FLAGS> ..."
+        size_t a = l.find(": "), b = a == std::string::npos ? a : l.find(':', a + 2);
+        if (b != std::string::npos) out = l.substr(a + 2, b - a - 2);
+      }
+      ::pclose(f);
+    }
+    return out;
+  }
 
  private:
-  std::string a_, b_, va_, vb_, addr_b_;
+  std::string a_, b_, va_, vb_, addr_a_, addr_b_;
   bool ok_ = false;
 };
 
@@ -365,9 +384,6 @@ TEST(RealNodeOs, VethEgressIsLimitedToTheRateAndReleased) {
   { Status st = os.WriteNet(ifname, limit); ASSERT_TRUE(st.ok()) << st; }
   { Status st = os.WriteNet(ifname, limit); ASSERT_TRUE(st.ok()) << st; }  // idempotent
   EXPECT_EQ(*os.ReadNet(ifname), limit);
-  EXPECT_EQ(os.WriteNet(ifname, NetLimits{20'000'000, 10'000'000, 2}).code(),
-            StatusCode::kUnimplemented);
-  EXPECT_EQ(*os.ReadNet(ifname), limit);  // nothing changed
 
   const int64_t kBytes = 5'000'000;
   auto s0 = os.ReadNetStats(ifname);
@@ -386,6 +402,80 @@ TEST(RealNodeOs, VethEgressIsLimitedToTheRateAndReleased) {
   ASSERT_TRUE(released.ok()) << released.status();
   EXPECT_GT(released->Mbit(), 60.0);
   std::cout << "[net] egress limit 20 Mbit/s: TCP goodput " << limited->Mbit()
+            << " Mbit/s; released: " << released->Mbit() << " Mbit/s\n";
+}
+
+// Ingress on veth_a = traffic arriving in namespace a: sent from b to a.
+TEST(RealNodeOs, VethIngressIsLimitedToTheRateAndReleased) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root";
+  NetnsPair net;
+  ASSERT_TRUE(net.ok());
+  auto made = NodeOsIn(net.a());
+  ASSERT_TRUE(made.ok()) << made.status();
+  NodeOs& os = **made;
+  const std::string& ifname = net.veth_a();
+  EXPECT_EQ(*os.ReadNet(ifname), NetLimits{});
+  EXPECT_EQ(os.WriteNet("nosuchif0", NetLimits{0, 20'000'000, 0}).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(NetnsPair::HasIfb(net.a()));
+
+  const NetLimits limit{0, 20'000'000, 3};
+  { Status st = os.WriteNet(ifname, limit); ASSERT_TRUE(st.ok()) << st; }
+  { Status st = os.WriteNet(ifname, limit); ASSERT_TRUE(st.ok()) << st; }  // idempotent
+  EXPECT_EQ(*os.ReadNet(ifname), limit);
+  const std::string ifb = NetnsPair::IfbName(net.a());
+  ASSERT_FALSE(ifb.empty());
+
+  const int64_t kBytes = 5'000'000;
+  auto s0 = os.ReadNetStats(ifname);
+  auto limited = Transfer(net.b(), net.a(), net.addr_a(), kBytes);
+  auto s1 = os.ReadNetStats(ifname);
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  EXPECT_EQ(limited->bytes, kBytes);
+  EXPECT_GE(s1->rx_bytes - s0->rx_bytes, kBytes);
+  EXPECT_NEAR(limited->Mbit(), 20.0, 2.0);
+
+  // The IFB deleted behind our back: reported as no ingress limit, and the next write
+  // recreates it and re-points the redirect filter at the new device.
+  const std::string redirect = "tc -n " + net.a() + " filter show dev " + ifname +
+                               " ingress | grep -q 'Redirect to device " + ifb + ")'";
+  EXPECT_EQ(Sh(redirect), 0);
+  ASSERT_EQ(Sh("ip -n " + net.a() + " link del " + ifb), 0);
+  EXPECT_EQ(os.ReadNet(ifname)->ingress_bits_per_second, 0);
+  { Status st = os.WriteNet(ifname, limit); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(*os.ReadNet(ifname), limit);
+  EXPECT_EQ(Sh(redirect), 0);
+
+  // Both directions at once, then changing only the ingress rate, keep each other intact.
+  const NetLimits both{30'000'000, 20'000'000, 1};
+  { Status st = os.WriteNet(ifname, both); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(*os.ReadNet(ifname), both);
+  const NetLimits both2{30'000'000, 10'000'000, 1};
+  { Status st = os.WriteNet(ifname, both2); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(*os.ReadNet(ifname), both2);
+  { Status st = os.WriteNet(ifname, NetLimits{30'000'000, 0, 1}); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(*os.ReadNet(ifname), (NetLimits{30'000'000, 0, 1}));
+  EXPECT_FALSE(NetnsPair::HasIfb(net.a()));
+  { Status st = os.WriteNet(ifname, limit); ASSERT_TRUE(st.ok()) << st; }
+  EXPECT_EQ(*os.ReadNet(ifname), limit);
+
+  { Status st = os.WriteNet(ifname, NetLimits{}); ASSERT_TRUE(st.ok()) << st; }
+  { Status st = os.WriteNet(ifname, NetLimits{}); ASSERT_TRUE(st.ok()) << st; }  // removing again is fine
+  EXPECT_EQ(*os.ReadNet(ifname), NetLimits{});
+  EXPECT_FALSE(NetnsPair::HasIfb(net.a()));
+
+  // A foreign (non-ifb) device holding the IFB's name: the write fails and nothing of it
+  // stays applied, egress included.
+  ASSERT_EQ(Sh("ip -n " + net.a() + " link add " + ifb + " type veth peer name " + ifb + "p"), 0);
+  EXPECT_EQ(os.WriteNet(ifname, both).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*os.ReadNet(ifname), NetLimits{});
+  EXPECT_NE(Sh("tc -n " + net.a() + " qdisc show dev " + ifname + " | grep -q -e htb -e ingress"), 0);
+  ASSERT_EQ(Sh("ip -n " + net.a() + " link del " + ifb), 0);
+
+  auto released = Transfer(net.b(), net.a(), net.addr_a(), kBytes);
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_GT(released->Mbit(), 60.0);
+  std::cout << "[net] ingress limit 20 Mbit/s: TCP goodput " << limited->Mbit()
             << " Mbit/s; released: " << released->Mbit() << " Mbit/s\n";
 }
 

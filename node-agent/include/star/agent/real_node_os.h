@@ -8,9 +8,11 @@
 // 8 bit/s; MemoryNodeOs does the same). Only a root qdisc "htb 1:" is considered ours:
 // ReadNet reports no limit for any other root qdisc and a removal leaves it alone.
 //
-// NOT implemented: ingress limits. WriteNet with ingress_bits_per_second != 0 returns
-// Unimplemented and changes nothing (libnl-route 3.7 has no police action to attach to an
-// ingress filter); ReadNet always reports ingress 0.
+// Ingress: an IFB device per interface (named "stbi" + 8 hex digits of an FNV-1a hash of
+// the interface name) carrying htb 1:/1:1 at the ingress rate, fed by an ingress qdisc
+// ffff: on the interface with a u32 match-all filter whose mirred action redirects to the
+// IFB; ingress 0 removes both. A failed WriteNet puts the previous limits back. Needs the
+// ifb, act_mirred and cls_u32 kernel modules.
 #pragma once
 
 #include <memory>
