@@ -408,6 +408,9 @@ TEST(RealNodeOs, VethEgressIsLimitedToTheRateAndReleased) {
 // Ingress on veth_a = traffic arriving in namespace a: sent from b to a.
 TEST(RealNodeOs, VethIngressIsLimitedToTheRateAndReleased) {
   if (!IsRoot()) GTEST_SKIP() << "needs root";
+  // When the ifb module is not loaded yet, load it without its default devices (ifb0,
+  // ifb1 in the root namespace), so the test leaves no interface behind.
+  if (Sh("test -d /sys/module/ifb") != 0) Sh("modprobe ifb numifbs=0");
   NetnsPair net;
   ASSERT_TRUE(net.ok());
   auto made = NodeOsIn(net.a());
