@@ -8,26 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/temp_dir_for_test.h"
+
 namespace star::agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "star-source-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing_support::TempDir;
 
 // Replaces the file atomically (as kubectl/ConfigMap updates do): a new inode each time.
 void WriteFile(const std::string& path, const std::string& text) {

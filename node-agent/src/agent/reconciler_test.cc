@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/temp_dir_for_test.h"
+
 #include "star/agent/faulty_node_os.h"
 #include "star/agent/memory_node_os.h"
 
@@ -15,21 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "star-reconcile-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing_support::TempDir;
 
 std::string Uid(int i) {
   char buf[40];
