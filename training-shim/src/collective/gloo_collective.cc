@@ -13,6 +13,8 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
+#include <csignal>
+#include <mutex>
 
 #include "store/gloo_store.h"
 
@@ -208,6 +210,10 @@ class GlooCollective final : public Collective {
 
 StatusOr<std::unique_ptr<Collective>> ConnectGloo(std::shared_ptr<Store> store, int rank, int size,
                                                   const GlooOptions& options) {
+  // Gloo writes to peer sockets without MSG_NOSIGNAL: a peer that died would kill this
+  // process with SIGPIPE instead of failing the operation. Ignore it, once, process-wide.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   if (size < 1 || rank < 0 || rank >= size) {
     return Status::InvalidArgument("gloo: rank " + std::to_string(rank) + " out of range for size " +
                                    std::to_string(size));

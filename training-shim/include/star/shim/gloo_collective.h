@@ -31,6 +31,8 @@ struct GlooOptions {
 // parent's TCP device and store; they stay usable after the parent is destroyed.
 // Zero-length AllReduceSum/Broadcast/Send/Recv return OK without communicating (every
 // rank passes the same count); RecvFromAny of 0 floats is InvalidArgument.
+// The first call sets SIGPIPE to ignored for the process: Gloo writes to peer sockets
+// without MSG_NOSIGNAL, and a dead peer must be an error, not the end of this process.
 [[nodiscard]] StatusOr<std::unique_ptr<Collective>> ConnectGloo(std::shared_ptr<Store> store,
                                                                 int rank, int size,
                                                                 const GlooOptions& options);
