@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/least_squares_for_test.h"
+
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -89,47 +91,7 @@ std::vector<float> Assemble(const std::vector<size_t>& sizes, const std::vector<
   return flat;
 }
 
-// A least-squares problem y = x . w* + noise, generated with a fixed seed.
-struct Problem {
-  static constexpr size_t kDim = 5;
-  std::vector<std::vector<float>> x;
-  std::vector<float> y;
-
-  explicit Problem(size_t samples) {
-    std::mt19937 rng(42);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    const float w_star[kDim] = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f};
-    for (size_t i = 0; i < samples; ++i) {
-      std::vector<float> xi(kDim);
-      float yi = 0;
-      for (size_t d = 0; d < kDim; ++d) {
-        xi[d] = u(rng);
-        yi += xi[d] * w_star[d];
-      }
-      x.push_back(xi);
-      y.push_back(yi + 0.01f * u(rng));
-    }
-  }
-  // Gradient of 0.5 (x.w - y)^2 summed over samples [begin, begin + count).
-  std::vector<float> GradSum(std::span<const float> w, size_t begin, size_t count) const {
-    std::vector<float> g(kDim, 0.0f);
-    for (size_t i = begin; i < begin + count; ++i) {
-      float r = -y[i];
-      for (size_t d = 0; d < kDim; ++d) r += x[i][d] * w[d];
-      for (size_t d = 0; d < kDim; ++d) g[d] += r * x[i][d];
-    }
-    return g;
-  }
-  double Loss(std::span<const float> w) const {
-    double l = 0;
-    for (size_t i = 0; i < y.size(); ++i) {
-      double r = -y[i];
-      for (size_t d = 0; d < kDim; ++d) r += x[i][d] * w[d];
-      l += 0.5 * r * r;
-    }
-    return l / static_cast<double>(y.size());
-  }
-};
+using Problem = testing_support::LeastSquaresProblem;
 
 const std::vector<size_t> kProblemTensors = {2, 2, 1};  // Problem::kDim floats
 const std::vector<float> kInit = {0.1f, -0.2f, 0.3f, 0.0f, 0.5f};
