@@ -1,0 +1,165 @@
+// JobControlLoop: one job's controller without Kubernetes ("local mode", and the core of
+// the operator). Worker reports go in; core decisions come out (detect stragglers,
+// select the sync mode, per-worker AMP, per-worker batches), and a timeline of every
+// change is kept.
+//
+// Pure like core: no clock (time is the reports' time_seconds), no I/O, no threads,
+// no logging. Not thread-safe; one instance per job. Copyable.
+//
+// How it decides
+// --------------
+// * Baseline. Before any decision the job runs SSGD with k = n, AMP off and equal
+//   batches (global / n, the remainder spread to the lowest ranks): the launcher starts
+//   the workers that way. A Decision is issued only when something differs from the
+//   current one (mode, k, groups, any worker's amp or batch), so a clean run issues NO
+//   decision at all and Observe keeps returning nullopt. The first Decision has epoch 1.
+// * Rounds. A round closes when every worker 0..n-1 has reported since the previous
+//   round. At each round close the AMP policy observes every worker's detector state.
+//   The loop re-decides at every `decide_every_rounds`-th round, at a round where the
+//   AMP policy flipped a worker, and immediately on a report whose detector sample
+//   raised, reclassified or cleared a straggler.
+// * Mode (spec.synchronization.policy): Auto -> select::Select on the per-worker mean
+//   iteration_seconds (compute + communication) over the last `time_window` reports,
+//   batch_per_worker = global / n, and the online noise scale (NoiseScaleEstimator fed
+//   with reports that carry both gradient norms) or `default_noise_scale` until it has
+//   an estimate. SSGD / ASGD map to that mode; FixedK uses k = max(StarKStar, minK)
+//   clamped to [1, n]; Groups uses select::ClusterByTime. For fixed_k the decision's
+//   groups are [all ranks fastest first]; a reordering that keeps the same first k
+//   (ring) members is not a change. The ML selector is not
+//   available here: selector ML falls back to the heuristic.
+// * AMP: amp::AmpPolicy (compute stragglers only; spec.mitigation.amp.enabled).
+// * Batches (BOA: static stragglers get batches): once a STATIC straggler was seen
+//   with spec.mitigation.batchAdaptation.enabled, batches are planned from then on by
+//   batch::PlanBatches on per-worker linear fits of compute_seconds over local_batch
+//   (batch::FitLinear on the last `time_window` reports; with fewer than 2 distinct
+//   batch sizes alpha = mean t / b, beta = 0). A new plan replaces the current batches
+//   only if it lowers the modelled makespan by more than `min_batch_gain` (no jitter).
+//   Otherwise batches stay equal.
+// * apply_at_iteration = the largest iteration any worker reported + apply_margin.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "star/core/amp/policy.h"
+#include "star/core/api/decision.h"
+#include "star/core/api/training_job.h"
+#include "star/core/api/worker_report.h"
+#include "star/core/converge/noise_scale_estimator.h"
+#include "star/core/detect/detector.h"
+#include "star/core/select/selector.h"
+#include "star/core/status.h"
+
+namespace star::op {
+
+struct LoopOptions {
+  // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
+  int decide_every_rounds = 10;
+  // A decision applies this many iterations after the largest reported one, so every
+  // worker learns it (on its next report) before it applies. >= 0; default 5.
+  int64_t apply_margin_iterations = 5;
+  // Reports per worker kept for the mean iteration time and the batch fits. >= 1;
+  // default 20.
+  int time_window = 20;
+  // Noise scale phi used by Auto/FixedK until the online estimate exists. >= 0;
+  // default 1000 (samples; typical of small image models early in training).
+  double default_noise_scale = 1000;
+  // A new batch plan must lower the modelled makespan by more than this fraction of the
+  // current batches' makespan. In [0, 1); default 0.05.
+  double min_batch_gain = 0.05;
+  // Detector settings other than rule, window and threshold (those come from
+  // spec.mitigation.detection). Default: DetectorOptions{}.
+  detect::DetectorOptions detector;
+  // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
+  amp::AmpOptions amp;
+  // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}.
+  select::SelectOptions select;
+  // Noise scale estimator options. Default NoiseScaleOptions{}.
+  converge::NoiseScaleOptions noise_scale;
+};
+
+// One change, at the time_seconds of the report that caused it.
+// event: "straggler" (detail "cause=compute kind=static slowdown=2.01"), "recovered",
+// "mode" (detail "ssgd k=4" / "fixed_k k=3" / "groups [[0,1],[2]]"), "amp_on", "amp_off",
+// "batches" (detail "[32,32,16,48]"). worker is -1 for job-wide events (mode, batches).
+struct TimelineEvent {
+  double t = 0;
+  std::string event;
+  int worker = -1;
+  std::string detail;
+
+  friend bool operator==(const TimelineEvent&, const TimelineEvent&) = default;
+};
+
+class JobControlLoop {
+ public:
+  // Errors: InvalidArgument from api::Validate(spec) or naming a bad option
+  // ("options.decide_every_rounds: must be >= 1, got 0").
+  [[nodiscard]] static StatusOr<JobControlLoop> Create(const api::TrainingJobSpec& spec,
+                                                       LoopOptions options = {});
+
+  // Feeds one report. Returns the Decision to send back on this report's response: the
+  // latest decision (so every worker learns it on its next report), or nullopt before
+  // any. Errors (InvalidArgument naming the field, nothing changes): worker outside
+  // [0, n); iteration < 0 or lower than this worker's previous report; iterations < 1;
+  // negative or non-finite times; local_batch < 1; negative or non-finite gradient
+  // norms. Amortised O(window + n) per report; a decision costs Select's and
+  // PlanBatches' complexity.
+  [[nodiscard]] StatusOr<std::optional<api::Decision>> Observe(const api::WorkerReport& report);
+
+  // Every change so far, in order.
+  [[nodiscard]] const std::vector<TimelineEvent>& timeline() const { return timeline_; }
+  // Workers the detector currently flags, ascending.
+  [[nodiscard]] std::vector<int> stragglers() const { return detector_.Stragglers(); }
+  // The latest decision; nullptr before any.
+  [[nodiscard]] const api::Decision* current() const {
+    return decision_ ? &*decision_ : nullptr;
+  }
+  [[nodiscard]] int num_workers() const { return n_; }
+  // Completed rounds.
+  [[nodiscard]] int64_t rounds() const { return rounds_; }
+
+ private:
+  struct WorkerData {
+    int64_t last_iteration = -1;
+    // Last time_window reports: (local_batch, compute_seconds) and iteration_seconds.
+    std::vector<std::pair<double, double>> batch_compute;
+    std::vector<double> iteration_seconds;
+    int next = 0;  // ring position
+  };
+
+  JobControlLoop(api::TrainingJobSpec spec, LoopOptions options, amp::AmpPolicy amp);
+
+  [[nodiscard]] Status CheckReport(const api::WorkerReport& r) const;
+  void ObserveNoise(const api::WorkerReport& r);
+  void Decide(double t);
+  [[nodiscard]] std::vector<double> MeanTimes() const;
+  [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current) const;
+  [[nodiscard]] int64_t UpdateBatch(int worker) const;
+
+  api::TrainingJobSpec spec_;
+  LoopOptions options_;
+  int n_ = 0;
+  detect::Detector detector_;
+  amp::AmpPolicy amp_;
+  converge::NoiseScaleEstimator noise_;
+  std::vector<WorkerData> workers_;
+  std::vector<bool> reported_;  // since the last round
+  int reported_count_ = 0;
+  int64_t rounds_ = 0;
+  int64_t max_iteration_ = -1;
+  bool adapt_batches_ = false;  // a static straggler was seen (sticky)
+  std::optional<api::Decision> decision_;
+  // The state in force (the baseline before any decision).
+  api::SyncMode mode_ = api::SyncMode::kSsgd;
+  int k_ = 1;
+  std::vector<std::vector<int>> groups_;
+  std::vector<bool> amp_state_;
+  std::vector<int64_t> batches_;
+  std::vector<TimelineEvent> timeline_;
+};
+
+}  // namespace star::op

@@ -1,0 +1,397 @@
+#include "star/operator/control_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "star/core/batch/planner.h"
+#include "star/core/select/clustering.h"
+#include "star/core/select/cost_model.h"
+
+namespace star::op {
+namespace {
+
+detect::Rule ToDetectRule(api::DetectionRule r) {
+  switch (r) {
+    case api::DetectionRule::kMad: return detect::Rule::kMad;
+    case api::DetectionRule::kRelativeScore: return detect::Rule::kRelativeScore;
+    case api::DetectionRule::kStar: return detect::Rule::kStar;
+    case api::DetectionRule::kChangePoint: return detect::Rule::kChangePoint;
+  }
+  return detect::Rule::kMad;
+}
+
+bool Finite(double x) { return std::isfinite(x); }
+
+std::string GroupsString(const std::vector<std::vector<int>>& groups) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t g = 0; g < groups.size(); ++g) {
+    os << (g ? ",[" : "[");
+    for (size_t i = 0; i < groups[g].size(); ++i) os << (i ? "," : "") << groups[g][i];
+    os << ']';
+  }
+  os << ']';
+  return os.str();
+}
+
+std::string BatchesString(const std::vector<int64_t>& b) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < b.size(); ++i) os << (i ? "," : "") << b[i];
+  os << ']';
+  return os.str();
+}
+
+std::vector<int64_t> EqualBatches(int64_t global, int n) {
+  std::vector<int64_t> b(static_cast<size_t>(n), global / n);
+  for (int64_t i = 0; i < global % n; ++i) ++b[static_cast<size_t>(i)];
+  return b;
+}
+
+double Makespan(const std::vector<batch::WorkerModel>& m, const std::vector<int64_t>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    worst = std::max(worst, m[i].alpha * static_cast<double>(b[i]) + m[i].beta);
+  }
+  return worst;
+}
+
+}  // namespace
+
+StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec,
+                                                LoopOptions options) {
+  STAR_RETURN_IF_ERROR(api::Validate(spec));
+  if (options.decide_every_rounds < 1) {
+    return Status::InvalidArgument("options.decide_every_rounds: must be >= 1, got " +
+                                   std::to_string(options.decide_every_rounds));
+  }
+  if (options.apply_margin_iterations < 0) {
+    return Status::InvalidArgument("options.apply_margin_iterations: must be >= 0, got " +
+                                   std::to_string(options.apply_margin_iterations));
+  }
+  if (options.time_window < 1) {
+    return Status::InvalidArgument("options.time_window: must be >= 1, got " +
+                                   std::to_string(options.time_window));
+  }
+  if (!(options.default_noise_scale >= 0) || !Finite(options.default_noise_scale)) {
+    return Status::InvalidArgument("options.default_noise_scale: must be finite and >= 0");
+  }
+  if (!(options.min_batch_gain >= 0 && options.min_batch_gain < 1)) {
+    return Status::InvalidArgument("options.min_batch_gain: must be in [0, 1)");
+  }
+  const api::DetectionSpec& det = spec.mitigation.detection;
+  options.detector.rule = ToDetectRule(det.rule);
+  options.detector.window = det.window;
+  options.detector.threshold = det.threshold.value_or(0);
+  if (Status s = detect::Validate(options.detector); !s.ok()) {
+    return s.WithPrefix("spec.mitigation.detection");
+  }
+  options.amp.enabled = spec.mitigation.amp.enabled;
+  if (Status s = amp::Validate(options.amp); !s.ok()) return s.WithPrefix("options.amp");
+  options.select.min_k = spec.synchronization.min_k.value_or(1);
+  if (Status s = select::Validate(options.select); !s.ok()) {
+    return s.WithPrefix("options.select");
+  }
+  STAR_ASSIGN_OR_RETURN(converge::NoiseScaleEstimator noise,
+                        converge::NoiseScaleEstimator::Create(options.noise_scale));
+  amp::AmpPolicy amp(options.amp);
+  JobControlLoop loop(spec, std::move(options), std::move(amp));
+  loop.noise_ = std::move(noise);
+  return loop;
+}
+
+JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
+                               amp::AmpPolicy amp)
+    : spec_(std::move(spec)),
+      options_(std::move(options)),
+      n_(spec_.workers.replicas),
+      detector_(options_.detector),
+      amp_(std::move(amp)),
+      workers_(static_cast<size_t>(n_)),
+      reported_(static_cast<size_t>(n_), false),
+      k_(n_),
+      amp_state_(static_cast<size_t>(n_), false),
+      batches_(EqualBatches(spec_.training.global_batch_size, n_)) {}
+
+Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
+  auto bad = [](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument(field + ": " + why);
+  };
+  if (r.worker < 0 || r.worker >= n_) {
+    return bad("worker", "must be in [0, " + std::to_string(n_) + "), got " +
+                             std::to_string(r.worker));
+  }
+  if (r.iteration < 0) return bad("iteration", "must be >= 0, got " + std::to_string(r.iteration));
+  const int64_t prev = workers_[static_cast<size_t>(r.worker)].last_iteration;
+  if (r.iteration < prev) {
+    return bad("iteration", "must be >= the worker's previous report (" + std::to_string(prev) +
+                                "), got " + std::to_string(r.iteration));
+  }
+  if (r.iterations < 1) {
+    return bad("iterations", "must be >= 1, got " + std::to_string(r.iterations));
+  }
+  const std::pair<const char*, double> times[] = {
+      {"time_seconds", r.time_seconds},
+      {"compute_seconds", r.compute_seconds},
+      {"communication_seconds", r.communication_seconds},
+      {"wait_seconds", r.wait_seconds}};
+  for (const auto& [name, v] : times) {
+    if (!Finite(v) || v < 0) return bad(name, "must be finite and >= 0");
+  }
+  if (r.local_batch < 1) {
+    return bad("local_batch", "must be >= 1, got " + std::to_string(r.local_batch));
+  }
+  if (r.local_grad_sq_norm && (!Finite(*r.local_grad_sq_norm) || *r.local_grad_sq_norm < 0)) {
+    return bad("local_grad_sq_norm", "must be finite and >= 0");
+  }
+  if (r.global_grad_sq_norm &&
+      (!Finite(*r.global_grad_sq_norm) || *r.global_grad_sq_norm < 0)) {
+    return bad("global_grad_sq_norm", "must be finite and >= 0");
+  }
+  return Status::Ok();
+}
+
+int64_t JobControlLoop::UpdateBatch(int worker) const {
+  switch (mode_) {
+    case api::SyncMode::kSsgd:
+      return spec_.training.global_batch_size;
+    case api::SyncMode::kAsgd:
+      return batches_[static_cast<size_t>(worker)];
+    case api::SyncMode::kFixedK:
+      return std::accumulate(batches_.begin(), batches_.end(), int64_t{0}) * k_ / n_;
+    case api::SyncMode::kGroups:
+      for (const auto& g : groups_) {
+        if (std::find(g.begin(), g.end(), worker) == g.end()) continue;
+        int64_t sum = 0;
+        for (int w : g) sum += batches_[static_cast<size_t>(w)];
+        return sum;
+      }
+      return batches_[static_cast<size_t>(worker)];
+  }
+  return spec_.training.global_batch_size;
+}
+
+void JobControlLoop::ObserveNoise(const api::WorkerReport& r) {
+  if (!r.local_grad_sq_norm || !r.global_grad_sq_norm) return;
+  const double b_small = r.local_batch;
+  const double b_big = static_cast<double>(UpdateBatch(r.worker));
+  if (!(b_big > b_small)) return;  // no aggregation: nothing to learn
+  // Inputs were checked; a rejected observation leaves the estimator unchanged.
+  (void)noise_.Observe(b_small, *r.local_grad_sq_norm, b_big, *r.global_grad_sq_norm);
+}
+
+StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::WorkerReport& r) {
+  STAR_RETURN_IF_ERROR(CheckReport(r));
+  const size_t w = static_cast<size_t>(r.worker);
+  WorkerData& wd = workers_[w];
+  wd.last_iteration = r.iteration;
+  const size_t cap = static_cast<size_t>(options_.time_window);
+  if (wd.iteration_seconds.size() < cap) {
+    wd.iteration_seconds.push_back(r.iteration_seconds());
+    wd.batch_compute.emplace_back(r.local_batch, r.compute_seconds);
+  } else {
+    wd.iteration_seconds[static_cast<size_t>(wd.next)] = r.iteration_seconds();
+    wd.batch_compute[static_cast<size_t>(wd.next)] = {r.local_batch, r.compute_seconds};
+  }
+  wd.next = static_cast<int>((static_cast<size_t>(wd.next) + 1) % cap);
+  max_iteration_ = std::max(max_iteration_, r.iteration);
+  ObserveNoise(r);
+
+  bool decide = false;
+  std::vector<detect::Event> events;
+  detector_.Observe(r, &events);
+  for (const detect::Event& e : events) {
+    decide = true;
+    if (e.state == detect::State::kStraggler) {
+      if (e.kind == api::StragglerKind::kStatic && spec_.mitigation.batch_adaptation.enabled) {
+        adapt_batches_ = true;
+      }
+      std::ostringstream detail;
+      detail << "cause=" << api::ToString(e.cause) << " kind=" << api::ToString(e.kind)
+             << " slowdown=" << std::round(e.slowdown * 100) / 100;
+      timeline_.push_back({r.time_seconds, "straggler", e.worker, detail.str()});
+    } else {
+      timeline_.push_back({r.time_seconds, "recovered", e.worker, ""});
+    }
+  }
+
+  if (!reported_[w]) {
+    reported_[w] = true;
+    ++reported_count_;
+  }
+  if (reported_count_ == n_) {
+    ++rounds_;
+    std::fill(reported_.begin(), reported_.end(), false);
+    reported_count_ = 0;
+    std::vector<amp::AmpPolicy::Change> changes;
+    for (int i = 0; i < n_; ++i) {
+      const detect::WorkerView v = detector_.View(i);
+      // Iterations are non-decreasing per worker (checked), so this cannot fail.
+      (void)amp_.Observe(i, v.straggler, v.cause, workers_[static_cast<size_t>(i)].last_iteration,
+                         &changes);
+    }
+    if (!changes.empty()) decide = true;
+    if (rounds_ % options_.decide_every_rounds == 0) decide = true;
+  }
+  if (decide) Decide(r.time_seconds);
+  return decision_;
+}
+
+std::vector<double> JobControlLoop::MeanTimes() const {
+  std::vector<double> t(static_cast<size_t>(n_), 0);
+  for (size_t i = 0; i < t.size(); ++i) {
+    const auto& s = workers_[i].iteration_seconds;
+    if (!s.empty()) t[i] = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size());
+  }
+  return t;
+}
+
+std::vector<int64_t> JobControlLoop::PlanWorkerBatches(
+    const std::vector<int64_t>& current) const {
+  const int64_t global = spec_.training.global_batch_size;
+  if (!adapt_batches_) return EqualBatches(global, n_);
+  batch::PlanInput in;
+  in.global_batch = global;
+  in.min_batch = spec_.mitigation.batch_adaptation.min_local_batch;
+  for (const WorkerData& wd : workers_) {
+    batch::WorkerModel m;
+    std::set<double> sizes;
+    for (const auto& [b, t] : wd.batch_compute) sizes.insert(b);
+    if (sizes.size() >= 2) {
+      StatusOr<batch::WorkerModel> fit = batch::FitLinear(wd.batch_compute);
+      if (fit.ok()) m = fit.value();
+    } else if (!wd.batch_compute.empty()) {
+      double per_sample = 0;
+      for (const auto& [b, t] : wd.batch_compute) per_sample += t / b;
+      m.alpha = per_sample / static_cast<double>(wd.batch_compute.size());
+    }
+    in.workers.push_back(m);
+  }
+  StatusOr<batch::BatchPlan> plan = batch::PlanBatches(in);
+  if (!plan.ok()) return current;
+  const double old_span = Makespan(in.workers, current);
+  if (plan.value().makespan_seconds < old_span * (1 - options_.min_batch_gain)) {
+    return plan.value().batches;
+  }
+  return current;
+}
+
+void JobControlLoop::Decide(double t) {
+  const std::vector<double> times = MeanTimes();
+  const bool measured =
+      std::all_of(times.begin(), times.end(), [](double x) { return x > 0 && std::isfinite(x); });
+  const double phi = noise_.NoiseScale().value_or(options_.default_noise_scale);
+  const double batch_per_worker =
+      static_cast<double>(spec_.training.global_batch_size) / static_cast<double>(n_);
+
+  api::SyncMode mode = mode_;
+  int k = k_;
+  std::vector<std::vector<int>> groups = groups_;
+  // Workers fastest first (ties by rank), for fixed_k.
+  auto speed_order = [&] {
+    std::vector<int> order(static_cast<size_t>(n_));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return times[static_cast<size_t>(a)] < times[static_cast<size_t>(b)];
+    });
+    return std::vector<std::vector<int>>{order};
+  };
+  switch (spec_.synchronization.policy) {
+    case api::SyncPolicy::kSsgd:
+      mode = api::SyncMode::kSsgd, k = n_, groups.clear();
+      break;
+    case api::SyncPolicy::kAsgd:
+      mode = api::SyncMode::kAsgd, k = 1, groups.clear();
+      break;
+    case api::SyncPolicy::kFixedK:
+      if (measured) {
+        mode = api::SyncMode::kFixedK;
+        k = std::clamp(std::max(select::StarKStar(times, batch_per_worker, phi),
+                                options_.select.min_k),
+                       1, n_);
+        groups = speed_order();
+      }
+      break;
+    case api::SyncPolicy::kGroups:
+      if (measured) {
+        mode = api::SyncMode::kGroups, k = n_;
+        groups = select::ClusterByTime(times, options_.select.group_threshold_seconds,
+                                       options_.select.group_threshold_relative);
+      }
+      break;
+    case api::SyncPolicy::kAuto: {
+      if (!measured) break;
+      select::SelectionInput in{spec_.architecture, batch_per_worker, phi, times};
+      StatusOr<select::Selection> sel = select::Select(in, options_.select);
+      if (!sel.ok()) break;  // keep the mode in force
+      mode = sel.value().mode;
+      k = std::clamp(sel.value().k, 1, n_);
+      if (mode == api::SyncMode::kSsgd || mode == api::SyncMode::kAsgd) {
+        groups.clear();
+      } else if (mode == api::SyncMode::kFixedK) {
+        groups = speed_order();
+      } else {
+        groups = sel.value().groups;
+      }
+      break;
+    }
+  }
+
+  // fixed_k: a new speed order among equally placed workers (noise) is no change as
+  // long as the ring (the first k) keeps the same members.
+  if (mode == api::SyncMode::kFixedK && mode_ == mode && k == k_ && groups_.size() == 1 &&
+      groups.size() == 1) {
+    std::vector<int> a(groups[0].begin(), groups[0].begin() + k);
+    std::vector<int> b(groups_[0].begin(), groups_[0].begin() + k);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    if (a == b) groups = groups_;
+  }
+
+  std::vector<bool> amp_state = amp_.States(n_);
+  std::vector<int64_t> batches = PlanWorkerBatches(batches_);
+
+  const bool mode_changed = mode != mode_ || k != k_ || groups != groups_;
+  const bool batches_changed = batches != batches_;
+  if (!mode_changed && !batches_changed && amp_state == amp_state_) return;
+
+  api::Decision d;
+  d.epoch = decision_ ? decision_->epoch + 1 : 1;
+  d.apply_at_iteration = std::max<int64_t>(max_iteration_, 0) + options_.apply_margin_iterations;
+  d.mode = mode;
+  d.k = k;
+  d.groups = groups;
+  for (int i = 0; i < n_; ++i) {
+    d.workers.push_back({i, static_cast<bool>(amp_state[static_cast<size_t>(i)]),
+                         batches[static_cast<size_t>(i)]});
+  }
+  if (!api::Validate(d).ok()) return;  // never hand out an invalid decision
+
+  if (mode_changed) {
+    std::ostringstream detail;
+    detail << api::ToString(mode) << " k=" << k;
+    if (mode == api::SyncMode::kGroups || mode == api::SyncMode::kFixedK) {
+      detail << ' ' << GroupsString(groups);
+    }
+    timeline_.push_back({t, "mode", -1, detail.str()});
+  }
+  for (int i = 0; i < n_; ++i) {
+    const size_t s = static_cast<size_t>(i);
+    if (amp_state[s] != amp_state_[s]) {
+      timeline_.push_back({t, amp_state[s] ? "amp_on" : "amp_off", i, ""});
+    }
+  }
+  if (batches_changed) timeline_.push_back({t, "batches", -1, BatchesString(batches)});
+
+  mode_ = mode;
+  k_ = k;
+  groups_ = std::move(groups);
+  amp_state_ = std::move(amp_state);
+  batches_ = std::move(batches);
+  decision_ = std::move(d);
+}
+
+}  // namespace star::op

@@ -1,0 +1,286 @@
+#include "star/operator/control_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace star::op {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int64_t kGlobalBatch = 256;
+constexpr int kReportEvery = 5;
+
+api::TrainingJobSpec Spec(api::SyncPolicy policy, bool amp, bool batches) {
+  api::TrainingJobSpec s;
+  s.workers.replicas = kWorkers;
+  s.training.global_batch_size = kGlobalBatch;
+  s.training.target_accuracy = 0.9;
+  s.synchronization.policy = policy;
+  s.mitigation.detection.window = 6;
+  s.mitigation.amp.enabled = amp;
+  s.mitigation.batch_adaptation.enabled = batches;
+  return s;
+}
+
+// Compute slowdown of worker w at iteration i.
+using Slowdown = std::function<double(int w, int64_t i)>;
+
+struct RunResult {
+  std::vector<api::Decision> decisions;  // every distinct decision, in issue order
+  int nonempty_responses = 0;
+};
+
+// A synthetic job of kWorkers workers that follows the loop's decisions: a worker's
+// compute time is 0.1 s per 64 samples x slowdown x (0.7 with AMP), communication
+// 0.02 s, both with 5% lognormal noise (fixed seed). Every worker reports every
+// kReportEvery iterations. Checks on the way that every new decision applies after
+// every iteration reported before it.
+RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
+              uint64_t seed = 7) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  RunResult out;
+  std::optional<api::Decision> latest;
+  int64_t max_reported = -1;
+  for (int64_t i = kReportEvery; i <= iterations; i += kReportEvery) {
+    for (int w = 0; w < kWorkers; ++w) {
+      int64_t batch = kGlobalBatch / kWorkers;
+      bool amp = false;
+      if (latest && latest->apply_at_iteration <= i) {
+        batch = latest->workers[static_cast<size_t>(w)].batch;
+        amp = latest->workers[static_cast<size_t>(w)].amp;
+      }
+      api::WorkerReport r;
+      r.worker = w;
+      r.iteration = i;
+      r.iterations = kReportEvery;
+      r.time_seconds = static_cast<double>(i) * 0.15;
+      r.local_batch = static_cast<int>(batch);
+      r.amp = amp;
+      r.compute_seconds = 0.1 * static_cast<double>(batch) / 64.0 * slow(w, i) *
+                          (amp ? 0.7 : 1.0) * noise(rng);
+      r.communication_seconds = 0.02 * noise(rng);
+      max_reported = std::max(max_reported, i);
+      StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
+      EXPECT_TRUE(d.ok()) << d.status();
+      if (!d.ok() || !d.value()) continue;
+      ++out.nonempty_responses;
+      const api::Decision& dec = *d.value();
+      if (!latest || dec.epoch != latest->epoch) {
+        EXPECT_TRUE(api::Validate(dec).ok());
+        EXPECT_GT(dec.apply_at_iteration, max_reported) << "epoch " << dec.epoch;
+        if (latest) {
+          EXPECT_EQ(dec.epoch, latest->epoch + 1);
+        }
+        out.decisions.push_back(dec);
+        latest = dec;
+      }
+    }
+  }
+  return out;
+}
+
+JobControlLoop MakeLoop(const api::TrainingJobSpec& spec) {
+  StatusOr<JobControlLoop> loop = JobControlLoop::Create(spec);
+  EXPECT_TRUE(loop.ok()) << loop.status();
+  return std::move(loop).value();
+}
+
+std::vector<const TimelineEvent*> Events(const JobControlLoop& loop, const std::string& event,
+                                         int worker) {
+  std::vector<const TimelineEvent*> out;
+  for (const TimelineEvent& e : loop.timeline()) {
+    if (e.event == event && e.worker == worker) out.push_back(&e);
+  }
+  return out;
+}
+
+TEST(JobControlLoop, CleanRunIssuesNoDecisionAndRecordsNothing) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, true));
+  RunResult r = RunJob(loop, 300, [](int, int64_t) { return 1.0; });
+  // Decided contract: the baseline (SSGD, equal batches, AMP off) needs no decision.
+  EXPECT_TRUE(r.decisions.empty());
+  EXPECT_EQ(r.nonempty_responses, 0);
+  EXPECT_EQ(loop.current(), nullptr);
+  EXPECT_TRUE(loop.timeline().empty());
+  EXPECT_TRUE(loop.stragglers().empty());
+  EXPECT_GE(loop.rounds(), 300 / kReportEvery);
+}
+
+TEST(JobControlLoop, ComputeStragglerGetsAmpAndLosesItAfterRecoveryWithHysteresis) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, true, false));
+  RunResult r = RunJob(loop, 600, [](int w, int64_t i) {
+    return (w == 2 && i >= 100 && i < 300) ? 3.0 : 1.0;
+  });
+  auto straggler = Events(loop, "straggler", 2);
+  auto recovered = Events(loop, "recovered", 2);
+  auto amp_on = Events(loop, "amp_on", 2);
+  auto amp_off = Events(loop, "amp_off", 2);
+  ASSERT_FALSE(straggler.empty());
+  EXPECT_NE(straggler.front()->detail.find("cause=compute"), std::string::npos);
+  EXPECT_GE(straggler.front()->t, 100 * 0.15);
+  ASSERT_EQ(amp_on.size(), 1u);
+  ASSERT_EQ(amp_off.size(), 1u);
+  ASSERT_FALSE(recovered.empty());
+  EXPECT_GE(amp_on.front()->t, straggler.front()->t);
+  // Hysteresis: AMP stays on for a while after recovery.
+  EXPECT_GT(amp_off.front()->t, recovered.front()->t);
+  // No other worker is touched.
+  for (int w : {0, 1, 3}) {
+    EXPECT_TRUE(Events(loop, "amp_on", w).empty()) << w;
+    EXPECT_TRUE(Events(loop, "straggler", w).empty()) << w;
+  }
+  bool saw_amp = false;
+  for (const api::Decision& d : r.decisions) {
+    saw_amp = saw_amp || d.workers[2].amp;
+    EXPECT_EQ(d.mode, api::SyncMode::kSsgd);
+  }
+  EXPECT_TRUE(saw_amp);
+  ASSERT_NE(loop.current(), nullptr);
+  EXPECT_FALSE(loop.current()->workers[2].amp);
+}
+
+TEST(JobControlLoop, AmpDisabledNeverTurnsAmpOn) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
+  RunJob(loop, 300, [](int w, int64_t i) { return (w == 2 && i >= 100) ? 3.0 : 1.0; });
+  EXPECT_FALSE(Events(loop, "straggler", 2).empty());
+  EXPECT_TRUE(Events(loop, "amp_on", 2).empty());
+}
+
+Slowdown Severe() {
+  return [](int w, int64_t i) { return (w == 2 && i >= 100) ? 4.0 : 1.0; };
+}
+
+TEST(JobControlLoop, AutoLeavesSsgdForASevereStraggler) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false));
+  RunResult r = RunJob(loop, 300, Severe());
+  ASSERT_FALSE(r.decisions.empty());
+  EXPECT_NE(r.decisions.back().mode, api::SyncMode::kSsgd);
+  EXPECT_FALSE(Events(loop, "mode", -1).empty());
+  const api::Decision& d = r.decisions.back();
+  if (d.mode == api::SyncMode::kFixedK) {
+    // Fastest first: the straggler comes last and is not in the ring.
+    ASSERT_EQ(d.groups.size(), 1u);
+    EXPECT_EQ(d.groups[0].back(), 2);
+    EXPECT_LT(d.k, kWorkers);
+  }
+}
+
+TEST(JobControlLoop, SsgdPolicyNeverChangesMode) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
+  RunResult r = RunJob(loop, 300, Severe());
+  EXPECT_FALSE(Events(loop, "straggler", 2).empty());
+  EXPECT_TRUE(Events(loop, "mode", -1).empty());
+  for (const api::Decision& d : r.decisions) EXPECT_EQ(d.mode, api::SyncMode::kSsgd);
+}
+
+TEST(JobControlLoop, FixedKPolicyOrdersWorkersFastestFirstWithTheStragglerOutOfTheRing) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kFixedK, false, false));
+  RunResult r = RunJob(loop, 300, Severe());
+  ASSERT_FALSE(r.decisions.empty());
+  for (const api::Decision& d : r.decisions) EXPECT_EQ(d.mode, api::SyncMode::kFixedK);
+  const api::Decision& d = r.decisions.back();
+  ASSERT_EQ(d.groups.size(), 1u);
+  std::vector<int> ranks = d.groups[0];
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(d.groups[0].back(), 2);
+  EXPECT_LT(d.k, kWorkers);
+}
+
+TEST(JobControlLoop, GroupsPolicySeparatesTheSevereStraggler) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kGroups, false, false));
+  RunResult r = RunJob(loop, 300, Severe());
+  ASSERT_FALSE(r.decisions.empty());
+  const api::Decision& d = r.decisions.back();
+  EXPECT_EQ(d.mode, api::SyncMode::kGroups);
+  EXPECT_EQ(d.groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+}
+
+TEST(JobControlLoop, StaticSlowWorkerGetsSmallerBatchSummingToGlobal) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, true));
+  RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });
+  auto straggler = Events(loop, "straggler", 2);
+  ASSERT_FALSE(straggler.empty());
+  EXPECT_NE(straggler.front()->detail.find("kind=static"), std::string::npos);
+  ASSERT_FALSE(Events(loop, "batches", -1).empty());
+  ASSERT_NE(loop.current(), nullptr);
+  const api::Decision& d = *loop.current();
+  int64_t sum = 0;
+  for (const api::WorkerSetting& s : d.workers) sum += s.batch;
+  EXPECT_EQ(sum, kGlobalBatch);
+  for (int w : {0, 1, 3}) EXPECT_LT(d.workers[2].batch, d.workers[static_cast<size_t>(w)].batch);
+  for (const api::Decision& dec : r.decisions) {
+    int64_t s = 0;
+    for (const api::WorkerSetting& ws : dec.workers) s += ws.batch;
+    EXPECT_EQ(s, kGlobalBatch);
+  }
+}
+
+TEST(JobControlLoop, WithoutBatchAdaptationBatchesStayEqual) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
+  RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });
+  EXPECT_TRUE(Events(loop, "batches", -1).empty());
+  for (const api::Decision& d : r.decisions) {
+    for (const api::WorkerSetting& s : d.workers) EXPECT_EQ(s.batch, kGlobalBatch / kWorkers);
+  }
+}
+
+TEST(JobControlLoop, BadReportsAreRejectedNamingTheFieldAndChangeNothing) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, true));
+  RunJob(loop, 50, [](int, int64_t) { return 1.0; });
+  const auto timeline = loop.timeline();
+  const int64_t rounds = loop.rounds();
+
+  api::WorkerReport good;
+  good.worker = 0;
+  good.iteration = 55;
+  good.local_batch = 64;
+  good.compute_seconds = 0.1;
+
+  struct Case {
+    std::function<void(api::WorkerReport&)> mutate;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[](api::WorkerReport& r) { r.worker = kWorkers; }, "worker"},
+      {[](api::WorkerReport& r) { r.worker = -1; }, "worker"},
+      {[](api::WorkerReport& r) { r.iteration = 10; }, "iteration"},
+      {[](api::WorkerReport& r) { r.iterations = 0; }, "iterations"},
+      {[](api::WorkerReport& r) { r.compute_seconds = -1; }, "compute_seconds"},
+      {[](api::WorkerReport& r) { r.time_seconds = std::nan(""); }, "time_seconds"},
+      {[](api::WorkerReport& r) { r.local_batch = 0; }, "local_batch"},
+      {[](api::WorkerReport& r) { r.global_grad_sq_norm = -2; }, "global_grad_sq_norm"},
+  };
+  for (const Case& c : cases) {
+    api::WorkerReport r = good;
+    c.mutate(r);
+    StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
+    ASSERT_FALSE(d.ok()) << c.field;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(d.status().message().rfind(c.field + ":", 0), 0u) << d.status();
+  }
+  EXPECT_EQ(loop.timeline(), timeline);
+  EXPECT_EQ(loop.rounds(), rounds);
+  EXPECT_TRUE(loop.Observe(good).ok());
+}
+
+TEST(JobControlLoop, CreateRejectsBadOptionsAndSpecs) {
+  LoopOptions o;
+  o.decide_every_rounds = 0;
+  StatusOr<JobControlLoop> l = JobControlLoop::Create(Spec(api::SyncPolicy::kAuto, true, true), o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("decide_every_rounds"), std::string::npos);
+
+  api::TrainingJobSpec bad = Spec(api::SyncPolicy::kAuto, true, true);
+  bad.workers.replicas = 0;
+  EXPECT_FALSE(JobControlLoop::Create(bad).ok());
+}
+
+}  // namespace
+}  // namespace star::op
