@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/least_squares_for_test.h"
+#include "engine/engine_test_support.h"
 
 #include <atomic>
 #include <cmath>
@@ -22,26 +22,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Runs fn(rank, communicator) on n threads; returns each rank's status.
-std::vector<Status> RunRanks(int n, milliseconds timeout,
-                             const std::function<Status(int, std::unique_ptr<Collective>)>& fn) {
-  auto comms = NewLocalGroup(n, timeout);
-  std::vector<Status> result(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      result[static_cast<size_t>(r)] = fn(r, std::move(comms[static_cast<size_t>(r)]));
-    });
-  }
-  for (auto& t : threads) t.join();
-  return result;
-}
-
-void ExpectAllOk(const std::vector<Status>& statuses) {
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
-  }
-}
+using testing_support::ExpectAllOk;
+using testing_support::RunRanks;
 
 // What the servers of one run ended with.
 struct ServerResult {

@@ -1,12 +1,42 @@
-// Test support: a small least-squares problem for the engines' tests.
+// Test support for the engines' tests: ranks as threads, and a small least-squares problem.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
+#include <memory>
+#include <thread>
 #include <random>
 #include <span>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "star/shim/local_collective.h"
+
 namespace star::shim::testing_support {
+
+// Runs fn(rank, communicator) on n threads over NewLocalGroup; returns each rank's status.
+inline std::vector<Status> RunRanks(
+    int n, std::chrono::milliseconds timeout,
+    const std::function<Status(int, std::unique_ptr<Collective>)>& fn) {
+  auto comms = NewLocalGroup(n, timeout);
+  std::vector<Status> result(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      result[static_cast<size_t>(r)] = fn(r, std::move(comms[static_cast<size_t>(r)]));
+    });
+  }
+  for (auto& t : threads) t.join();
+  return result;
+}
+
+inline void ExpectAllOk(const std::vector<Status>& statuses) {
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+  }
+}
 
 // A least-squares problem y = x . w* + noise, generated with a fixed seed.
 struct LeastSquaresProblem {
