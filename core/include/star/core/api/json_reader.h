@@ -63,8 +63,8 @@ class ObjectReader {
   ObjectReader& IntArray(std::string_view key, std::vector<int64_t>* out,
                          Need need = Need::kRequired);
 
-  // Range checks on an already-read value; they only run while the reader is OK, and
-  // only when the field is present (pass `present = true` for computed values).
+  // Range checks on an already-read value (or its default, when the field was absent);
+  // they only run while the reader is OK.
   ObjectReader& AtLeast(std::string_view key, double value, double min);
   ObjectReader& AtMost(std::string_view key, double value, double max);
   ObjectReader& Greater(std::string_view key, double value, double bound);
