@@ -274,6 +274,16 @@ StatusOr<StepStats> SyncEngine::StepImpl(std::span<const float> grad, int64_t ba
     }
     inbox_->arrivals.clear();
   }
+  // A barrier first, so waiting on slower peers is measured as wait and the all-reduce
+  // after it as communication (without it a fast worker's all-reduce time includes the
+  // wait, and every worker of a synchronous job looks as slow as its slowest).
+  Collective* sync_group = mode_ == api::SyncMode::kSsgd ? world_.get() : local_.get();
+  if (options_.measure_wait && sync_group != nullptr && sync_group->size() > 1) {
+    const Clock::time_point tw = Clock::now();
+    STAR_RETURN_IF_ERROR(sync_group->Barrier().WithPrefix(
+        std::string(api::ToString(mode_)) + " arrival barrier"));
+    stats.wait_seconds += Since(tw);
+  }
   const Clock::time_point t0 = Clock::now();
   if (mode_ == api::SyncMode::kSsgd) {
     STAR_RETURN_IF_ERROR(world_->AllReduceSum(buf.data(), buf.size()).WithPrefix("ssgd all-reduce"));

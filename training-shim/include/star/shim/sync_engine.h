@@ -76,13 +76,17 @@ struct EngineOptions {
   // fixed-k parent waiting for its children's last gradients at a switch). Collective
   // operations use their communicator's own timeout. Default 30 s, > 0.
   std::chrono::milliseconds timeout{30000};
+  // Runs a barrier before each all-reduce so StepStats separates waiting on slower peers
+  // (wait_seconds) from the all-reduce itself (communication_seconds); the straggler
+  // detector needs that split. Costs one small collective per iteration. Default true.
+  bool measure_wait = true;
 };
 
 // What one Step did, for timing reports and the noise-scale estimate.
 struct StepStats {
   int64_t iteration = 0;             // iteration() after the step
   double communication_seconds = 0;  // in all-reduces / sends (ring, group, world)
-  double wait_seconds = 0;           // child: waiting for the parent's parameters
+  double wait_seconds = 0;           // arrival barrier; child: waiting for the parent's parameters
   double switch_seconds = 0;         // applying a decision (check, reconcile, setup)
   bool updated = false;              // this worker computed an update (false for children)
   int64_t update_batch = 0;          // samples summed into the update, when updated
