@@ -79,6 +79,17 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
   if (!(options.default_noise_scale >= 0) || !Finite(options.default_noise_scale)) {
     return Status::InvalidArgument("options.default_noise_scale: must be finite and >= 0");
   }
+  if (options.warmup_iterations < 0) {
+    return Status::InvalidArgument("options.warmup_iterations: must be >= 0, got " +
+                                   std::to_string(options.warmup_iterations));
+  }
+  if (options.mode_dwell_rounds < 0) {
+    return Status::InvalidArgument("options.mode_dwell_rounds: must be >= 0, got " +
+                                   std::to_string(options.mode_dwell_rounds));
+  }
+  if (!(options.amp_release_slowdown >= 1) || !Finite(options.amp_release_slowdown)) {
+    return Status::InvalidArgument("options.amp_release_slowdown: must be finite and >= 1");
+  }
   if (!(options.min_batch_gain >= 0 && options.min_batch_gain < 1)) {
     return Status::InvalidArgument("options.min_batch_gain: must be in [0, 1)");
   }
@@ -114,7 +125,8 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
       reported_(static_cast<size_t>(n_), false),
       k_(n_),
       amp_state_(static_cast<size_t>(n_), false),
-      batches_(EqualBatches(spec_.training.global_batch_size, n_)) {}
+      batches_(EqualBatches(spec_.training.global_batch_size, n_)),
+      amp_on_round_(static_cast<size_t>(n_), -1) {}
 
 Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
   auto bad = [](const std::string& field, const std::string& why) {
@@ -192,17 +204,28 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
   if (wd.iteration_seconds.size() < cap) {
     wd.iteration_seconds.push_back(r.iteration_seconds());
     wd.batch_compute.emplace_back(r.local_batch, r.compute_seconds);
+    wd.batch_amp.push_back(r.amp);
   } else {
     wd.iteration_seconds[static_cast<size_t>(wd.next)] = r.iteration_seconds();
     wd.batch_compute[static_cast<size_t>(wd.next)] = {r.local_batch, r.compute_seconds};
+    wd.batch_amp[static_cast<size_t>(wd.next)] = r.amp;
   }
   wd.next = static_cast<int>((static_cast<size_t>(wd.next) + 1) % cap);
   max_iteration_ = std::max(max_iteration_, r.iteration);
+  {
+    // Exponential moving averages of compute per sample, with and without AMP.
+    constexpr double kAlpha = 0.3;
+    const double per_sample = r.compute_seconds / r.local_batch;
+    double& ema = r.amp ? wd.ema_amp : wd.ema_fp32;
+    ema = ema > 0 ? (1 - kAlpha) * ema + kAlpha * per_sample : per_sample;
+    if (r.amp) ++wd.amp_samples;
+  }
   ObserveNoise(r);
 
   bool decide = false;
   std::vector<detect::Event> events;
-  detector_.Observe(r, &events);
+  // Warm-up iterations (allocator, caches, connections) say nothing about stragglers.
+  if (r.iteration > options_.warmup_iterations) detector_.Observe(r, &events);
   for (const detect::Event& e : events) {
     decide = true;
     if (e.state == detect::State::kStraggler) {
@@ -227,17 +250,100 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
     std::fill(reported_.begin(), reported_.end(), false);
     reported_count_ = 0;
     std::vector<amp::AmpPolicy::Change> changes;
+    const double typical = TypicalComputePerSample();
+    for (int i = 0; i < n_; ++i) MeasureAmpSpeedup(i);
     for (int i = 0; i < n_; ++i) {
       const detect::WorkerView v = detector_.View(i);
+      bool straggling = v.straggler;
+      api::StragglerCause cause = v.cause;
+      // AMP hides the contention it offsets: a worker running AMP no longer looks slow.
+      // It keeps AMP while its full-precision equivalent (compute per sample with AMP x
+      // AMP's measured speedup) is still slow next to the typical worker.
+      if (amp_.Enabled(i) && !(straggling && cause == api::StragglerCause::kCompute) &&
+          StillContended(i, typical)) {
+        straggling = true;
+        cause = api::StragglerCause::kCompute;
+      }
       // Iterations are non-decreasing per worker (checked), so this cannot fail.
-      (void)amp_.Observe(i, v.straggler, v.cause, workers_[static_cast<size_t>(i)].last_iteration,
+      (void)amp_.Observe(i, straggling, cause, workers_[static_cast<size_t>(i)].last_iteration,
                          &changes);
+    }
+    for (const auto& c : changes) {
+      WorkerData& cw = workers_[static_cast<size_t>(c.worker)];
+      if (c.amp) {
+        amp_on_round_[static_cast<size_t>(c.worker)] = rounds_;
+        cw.fp32_at_amp_on = cw.ema_fp32;
+        cw.ema_amp = 0;
+        cw.amp_samples = 0;
+        cw.amp_speedup = 0;
+      }
     }
     if (!changes.empty()) decide = true;
     if (rounds_ % options_.decide_every_rounds == 0) decide = true;
   }
   if (decide) Decide(r.time_seconds);
   return decision_;
+}
+
+double JobControlLoop::ComputePerSample(int worker) const {
+  const auto& bc = workers_[static_cast<size_t>(worker)].batch_compute;
+  if (bc.empty()) return 0;
+  double sum = 0;
+  for (const auto& [b, t] : bc) sum += t / b;
+  return sum / static_cast<double>(bc.size());
+}
+
+void JobControlLoop::MeasureAmpSpeedup(int worker) {
+  // AMP's speedup, measured once per episode a detection window after AMP went on,
+  // under the contention that triggered it.
+  WorkerData& wd = workers_[static_cast<size_t>(worker)];
+  const int64_t since = amp_on_round_[static_cast<size_t>(worker)];
+  if (!amp_.Enabled(worker) || wd.amp_speedup > 0 || since < 0 ||
+      rounds_ - since < spec_.mitigation.detection.window || wd.amp_samples < 3 ||
+      wd.fp32_at_amp_on <= 0 || wd.ema_amp <= 0) {
+    return;
+  }
+  wd.amp_speedup = std::max(1.0, wd.fp32_at_amp_on / wd.ema_amp);
+}
+
+bool JobControlLoop::StillContended(int worker, double typical) const {
+  const WorkerData& wd = workers_[static_cast<size_t>(worker)];
+  if (wd.amp_speedup <= 0) return true;  // AMP is settling: keep it
+  return typical > 0 && wd.ema_amp * wd.amp_speedup > options_.amp_release_slowdown * typical;
+}
+
+double JobControlLoop::TypicalComputePerSample() const {
+  // The median over workers running full precision (all workers if every one runs AMP).
+  std::vector<double> v;
+  for (int i = 0; i < n_; ++i) {
+    const double c = ComputePerSample(i);
+    if (c > 0 && !amp_.Enabled(i)) v.push_back(c);
+  }
+  if (v.empty()) {
+    for (int i = 0; i < n_; ++i) {
+      const double c = ComputePerSample(i);
+      if (c > 0) v.push_back(c);
+    }
+  }
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int> JobControlLoop::ModeStragglers() const {
+  std::vector<int> out;
+  const bool amp_enabled = spec_.mitigation.amp.enabled;
+  const int settle = spec_.mitigation.detection.window;
+  for (int w : detector_.Stragglers()) {
+    const detect::WorkerView v = detector_.View(w);
+    if (amp_enabled && v.cause == api::StragglerCause::kCompute) {
+      const int64_t since = amp_on_round_[static_cast<size_t>(w)];
+      // AMP goes on at the next round close; give it a detection window to show.
+      if (!amp_.Enabled(w) || since < 0 || rounds_ - since < settle) continue;
+    }
+    out.push_back(w);
+  }
+  return out;
 }
 
 std::vector<double> JobControlLoop::MeanTimes() const {
@@ -256,17 +362,25 @@ std::vector<int64_t> JobControlLoop::PlanWorkerBatches(
   batch::PlanInput in;
   in.global_batch = global;
   in.min_batch = spec_.mitigation.batch_adaptation.min_local_batch;
-  for (const WorkerData& wd : workers_) {
+  for (int w = 0; w < n_; ++w) {
+    const WorkerData& wd = workers_[static_cast<size_t>(w)];
+    // Only samples taken in the worker's current AMP state describe its speed now.
+    const bool amp_now = amp_.Enabled(w);
+    std::vector<std::pair<double, double>> samples;
+    for (size_t j = 0; j < wd.batch_compute.size(); ++j) {
+      if (wd.batch_amp[j] == amp_now) samples.push_back(wd.batch_compute[j]);
+    }
+    if (samples.empty()) samples = wd.batch_compute;
     batch::WorkerModel m;
     std::set<double> sizes;
-    for (const auto& [b, t] : wd.batch_compute) sizes.insert(b);
+    for (const auto& [b, t] : samples) sizes.insert(b);
     if (sizes.size() >= 2) {
-      StatusOr<batch::WorkerModel> fit = batch::FitLinear(wd.batch_compute);
+      StatusOr<batch::WorkerModel> fit = batch::FitLinear(samples);
       if (fit.ok()) m = fit.value();
-    } else if (!wd.batch_compute.empty()) {
+    } else if (!samples.empty()) {
       double per_sample = 0;
-      for (const auto& [b, t] : wd.batch_compute) per_sample += t / b;
-      m.alpha = per_sample / static_cast<double>(wd.batch_compute.size());
+      for (const auto& [b, t] : samples) per_sample += t / b;
+      m.alpha = per_sample / static_cast<double>(samples.size());
     }
     in.workers.push_back(m);
   }
@@ -324,6 +438,15 @@ void JobControlLoop::Decide(double t) {
       break;
     case api::SyncPolicy::kAuto: {
       if (!measured) break;
+      if (ModeStragglers().empty()) {
+        // Nobody straggles, or AMP is taking care of it: synchronous is best.
+        mode = api::SyncMode::kSsgd, k = n_, groups.clear();
+        break;
+      }
+      if (mode_ != api::SyncMode::kSsgd && last_mode_round_ >= 0 &&
+          rounds_ - last_mode_round_ < options_.mode_dwell_rounds) {
+        break;  // recently switched between asynchronous modes: let it settle
+      }
       select::SelectionInput in{spec_.architecture, batch_per_worker, phi, times};
       StatusOr<select::Selection> sel = select::Select(in, options_.select);
       if (!sel.ok()) break;  // keep the mode in force
@@ -355,6 +478,7 @@ void JobControlLoop::Decide(double t) {
   std::vector<int64_t> batches = PlanWorkerBatches(batches_);
 
   const bool mode_changed = mode != mode_ || k != k_ || groups != groups_;
+  if (mode_changed) last_mode_round_ = rounds_;
   const bool batches_changed = batches != batches_;
   if (!mode_changed && !batches_changed && amp_state == amp_state_) return;
 

@@ -41,7 +41,7 @@ struct RunResult {
 // kReportEvery iterations. Checks on the way that every new decision applies after
 // every iteration reported before it.
 RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
-              uint64_t seed = 7) {
+              uint64_t seed = 7, double amp_factor = 0.7) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> noise(0.0, 0.05);
   RunResult out;
@@ -63,7 +63,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
       r.local_batch = static_cast<int>(batch);
       r.amp = amp;
       r.compute_seconds = 0.1 * static_cast<double>(batch) / 64.0 * slow(w, i) *
-                          (amp ? 0.7 : 1.0) * noise(rng);
+                          (amp ? amp_factor : 1.0) * noise(rng);
       r.communication_seconds = 0.02 * noise(rng);
       max_reported = std::max(max_reported, i);
       StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
@@ -143,6 +143,23 @@ TEST(JobControlLoop, ComputeStragglerGetsAmpAndLosesItAfterRecoveryWithHysteresi
   EXPECT_TRUE(saw_amp);
   ASSERT_NE(loop.current(), nullptr);
   EXPECT_FALSE(loop.current()->workers[2].amp);
+}
+
+// bf16 on a CPU with AMX: AMP makes compute ~4.5x faster, which hides a 4x contention
+// completely. AMP must stay on while the contention lasts (no off/on flapping), go off
+// after it ends, and under Auto the job stays synchronous: AMP handles the straggler.
+TEST(JobControlLoop, AmpThatHidesTheContentionStaysOnUntilTheContentionEnds) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, false));
+  RunResult r = RunJob(
+      loop, 900, [](int w, int64_t i) { return (w == 2 && i >= 100 && i < 500) ? 4.0 : 1.0; },
+      /*seed=*/11, /*amp_factor=*/1 / 4.5);
+  auto amp_on = Events(loop, "amp_on", 2);
+  auto amp_off = Events(loop, "amp_off", 2);
+  ASSERT_EQ(amp_on.size(), 1u);
+  ASSERT_EQ(amp_off.size(), 1u);
+  EXPECT_GE(amp_off.front()->t, 500 * 0.15);  // not before the contention ended
+  for (const api::Decision& d : r.decisions) EXPECT_EQ(d.mode, api::SyncMode::kSsgd);
+  EXPECT_TRUE(Events(loop, "mode", -1).empty());
 }
 
 TEST(JobControlLoop, AmpDisabledNeverTurnsAmpOn) {

@@ -18,7 +18,11 @@
 //   The loop re-decides at every `decide_every_rounds`-th round, at a round where the
 //   AMP policy flipped a worker, and immediately on a report whose detector sample
 //   raised, reclassified or cleared a straggler.
-// * Mode (spec.synchronization.policy): Auto -> select::Select on the per-worker mean
+// * Mode (spec.synchronization.policy): Auto -> SSGD while no worker straggles, or
+//   while every straggler is a compute straggler that AMP handles (AMP on for less
+//   than a detection window, or not yet on: AMP is tried first, being local and cheap);
+//   otherwise select::Select, and after a change between non-SSGD modes the mode holds
+//   for `mode_dwell_rounds` rounds. Select runs on the per-worker mean
 //   iteration_seconds (compute + communication) over the last `time_window` reports,
 //   batch_per_worker = global / n, and the online noise scale (NoiseScaleEstimator fed
 //   with reports that carry both gradient norms) or `default_noise_scale` until it has
@@ -27,7 +31,11 @@
 //   groups are [all ranks fastest first]; a reordering that keeps the same first k
 //   (ring) members is not a change. The ML selector is not
 //   available here: selector ML falls back to the heuristic.
-// * AMP: amp::AmpPolicy (compute stragglers only; spec.mitigation.amp.enabled).
+// * AMP: amp::AmpPolicy (compute stragglers only; spec.mitigation.amp.enabled). AMP
+//   hides the contention it offsets, so a worker running AMP counts as still contended
+//   while its compute per sample with AMP times AMP's speedup (measured a detection
+//   window after AMP went on, against its full-precision time when it went on) exceeds
+//   `amp_release_slowdown` x the typical full-precision worker's; AMP does not flap.
 // * Batches (BOA: static stragglers get batches): once a STATIC straggler was seen
 //   with spec.mitigation.batchAdaptation.enabled, batches are planned from then on by
 //   batch::PlanBatches on per-worker linear fits of compute_seconds over local_batch
@@ -68,13 +76,24 @@ struct LoopOptions {
   // default 1000 (samples; typical of small image models early in training).
   double default_noise_scale = 1000;
   // A new batch plan must lower the modelled makespan by more than this fraction of the
-  // current batches' makespan. In [0, 1); default 0.05.
-  double min_batch_gain = 0.05;
+  // current batches' makespan. In [0, 1); default 0.15 (measured times are noisy:
+  // smaller gains re-plan on noise).
+  double min_batch_gain = 0.15;
   // Detector settings other than rule, window and threshold (those come from
   // spec.mitigation.detection). Default: DetectorOptions{}.
   detect::DetectorOptions detector;
   // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
   amp::AmpOptions amp;
+  // Reports of iterations up to this one are not shown to the detector (warm-up:
+  // allocator, caches, connections). >= 0; default 20.
+  int64_t warmup_iterations = 20;
+  // Auto: after a change between modes, the mode stays for at least this many rounds
+  // (returning to SSGD when no straggler is left is always allowed). >= 0; default 20.
+  int mode_dwell_rounds = 20;
+  // A worker with AMP on keeps it while its full-precision equivalent compute per
+  // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
+  // multiple of the typical full-precision worker's. >= 1; default 1.2.
+  double amp_release_slowdown = 1.2;
   // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}.
   select::SelectOptions select;
   // Noise scale estimator options. Default NoiseScaleOptions{}.
@@ -127,8 +146,16 @@ class JobControlLoop {
     int64_t last_iteration = -1;
     // Last time_window reports: (local_batch, compute_seconds) and iteration_seconds.
     std::vector<std::pair<double, double>> batch_compute;
+    std::vector<bool> batch_amp;  // the AMP flag of each batch_compute sample
     std::vector<double> iteration_seconds;
     int next = 0;  // ring position
+    // Compute seconds per sample, exponential moving averages over reports without and
+    // with AMP; the fp32 one when AMP last went on; AMP's measured speedup (0 unknown).
+    double ema_fp32 = 0;
+    double ema_amp = 0;
+    int amp_samples = 0;
+    double fp32_at_amp_on = 0;
+    double amp_speedup = 0;
   };
 
   JobControlLoop(api::TrainingJobSpec spec, LoopOptions options, amp::AmpPolicy amp);
@@ -137,6 +164,15 @@ class JobControlLoop {
   void ObserveNoise(const api::WorkerReport& r);
   void Decide(double t);
   [[nodiscard]] std::vector<double> MeanTimes() const;
+  // Whether a worker running AMP would still straggle without it (see the options).
+  [[nodiscard]] bool StillContended(int worker, double typical) const;
+  void MeasureAmpSpeedup(int worker);
+  // Mean compute seconds per sample over the window (0 before any report).
+  [[nodiscard]] double ComputePerSample(int worker) const;
+  [[nodiscard]] double TypicalComputePerSample() const;  // median over workers
+  // Stragglers the sync mode must handle: all of them, except compute stragglers that
+  // AMP is (about to be) handling and has had less than a detection window to fix.
+  [[nodiscard]] std::vector<int> ModeStragglers() const;
   [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current) const;
   [[nodiscard]] int64_t UpdateBatch(int worker) const;
 
@@ -160,6 +196,8 @@ class JobControlLoop {
   std::vector<bool> amp_state_;
   std::vector<int64_t> batches_;
   std::vector<TimelineEvent> timeline_;
+  int64_t last_mode_round_ = -1;     // round of the last mode change
+  std::vector<int64_t> amp_on_round_;  // per worker: round AMP last went on; -1 never
 };
 
 }  // namespace star::op
