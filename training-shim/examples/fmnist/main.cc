@@ -11,11 +11,22 @@
 // Every flag can also come from the environment variable named in --help (STAR_*),
 // which is how the operator and `star local` configure workers.
 //
+// With --snapshot-dir, worker 0 writes its parameters every --snapshot-every iterations
+// (snap-<iteration>.bin, written to a temporary name and renamed), and a separate process
+// started with --evaluate DIR evaluates each snapshot in order and prints one JSON line
+// per snapshot: {"iteration":I,"time_seconds":T,"accuracy":A} (T on the job clock of
+// --clock-origin). That keeps evaluation off the workers' iterations (how `star local`
+// measures time to accuracy the same way for every sync mode).
+//
 // stdout: progress lines, then one final JSON line
 //   {"final_accuracy":A,"seconds":S,"iterations":I,...}
 // Errors go to stderr with exit status 1; a bad flag exits with CLI11's code.
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -75,6 +86,12 @@ struct Flags {
   int64_t report_every = 10;       // iterations per WorkerReport
   std::string metrics;             // host:port of the Prometheus endpoint ("" = off)
   int64_t timeout_ms = 60000;      // bound on every rendezvous and collective wait
+  double clock_origin = -1;        // monotonic-clock seconds report times count from (-1: start)
+  std::string snapshot_dir;        // worker 0 writes parameter snapshots here ("" = none)
+  int64_t snapshot_every = 20;     // iterations per snapshot
+  std::string evaluate_dir;        // evaluator role: evaluate the snapshots in this directory
+  int64_t eval_samples = 0;        // test samples per evaluation (0: the whole test set)
+  bool no_eval = false;            // never evaluate in the training loop (an evaluator does)
 };
 
 double Seconds(Clock::time_point since) {
@@ -153,7 +170,115 @@ std::vector<size_t> TensorSizes(const FashionCnn& model) {
   return sizes;
 }
 
+// A parameter snapshot: "STARSNP1", int64 iteration, double time_seconds, int64 count,
+// then count float32 parameters (host byte order: written and read on one machine).
+constexpr char kSnapshotMagic[8] = {'S', 'T', 'A', 'R', 'S', 'N', 'P', '1'};
+
+Status WriteSnapshot(const std::string& dir, int64_t iteration, double time_seconds,
+                     std::span<const float> params) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "snap-%012lld.bin", static_cast<long long>(iteration));
+  const std::string path = dir + "/" + name;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const auto count = static_cast<int64_t>(params.size());
+    out.write(kSnapshotMagic, sizeof(kSnapshotMagic));
+    out.write(reinterpret_cast<const char*>(&iteration), sizeof(iteration));
+    out.write(reinterpret_cast<const char*>(&time_seconds), sizeof(time_seconds));
+    out.write(reinterpret_cast<const char*>(&count), sizeof(count));
+    out.write(reinterpret_cast<const char*>(params.data()),
+              static_cast<std::streamsize>(params.size_bytes()));
+    if (!out) return Status::Unavailable("--snapshot-dir: cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::Unavailable("--snapshot-dir: cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+struct Snapshot {
+  int64_t iteration = 0;
+  double time_seconds = 0;
+  std::vector<float> params;
+};
+
+StatusOr<Snapshot> ReadSnapshot(const std::string& path, size_t expected) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  Snapshot snap;
+  int64_t count = 0;
+  in.read(magic, sizeof(magic));
+  in.read(reinterpret_cast<char*>(&snap.iteration), sizeof(snap.iteration));
+  in.read(reinterpret_cast<char*>(&snap.time_seconds), sizeof(snap.time_seconds));
+  in.read(reinterpret_cast<char*>(&count), sizeof(count));
+  if (!in || std::memcmp(magic, kSnapshotMagic, sizeof(magic)) != 0 ||
+      count != static_cast<int64_t>(expected)) {
+    return Status::InvalidArgument(path + ": not a snapshot of this model");
+  }
+  snap.params.resize(expected);
+  in.read(reinterpret_cast<char*>(snap.params.data()),
+          static_cast<std::streamsize>(expected * sizeof(float)));
+  if (!in) return Status::InvalidArgument(path + ": truncated snapshot");
+  return snap;
+}
+
+// The evaluator role: evaluates every snapshot in --evaluate's directory in iteration
+// order, printing one JSON line each and deleting it. Ends (0) once the file "done"
+// exists there and no snapshot is left; fails (1) when no snapshot arrives for
+// --timeout-ms.
+int RunEvaluator(const Flags& flags) {
+  auto fail = [](const Status& s) {
+    std::cerr << "star-fmnist: evaluator: " << s << "\n";
+    return 1;
+  };
+  torch::set_num_threads(flags.threads);
+  auto test = LoadFashionMnist(flags.data_dir, FashionMnistSplit::kTest);
+  if (!test.ok()) return fail(test.status());
+  auto amp = AmpSwitch::Create(AmpOptions{}, CpuHasNativeBf16());
+  if (!amp.ok()) return fail(amp.status());
+  FashionCnn model;
+  const auto n = static_cast<size_t>(ParameterCount(*model));
+  const std::filesystem::path dir(flags.evaluate_dir);
+  auto idle_since = Clock::now();
+  while (true) {
+    std::vector<std::filesystem::path> snaps;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with("snap-") && name.ends_with(".bin")) snaps.push_back(e.path());
+    }
+    if (ec) return fail(Status::Unavailable("--evaluate " + dir.string() + ": " + ec.message()));
+    if (snaps.empty()) {
+      if (std::filesystem::exists(dir / "done")) return 0;
+      if (Seconds(idle_since) * 1000 > static_cast<double>(flags.timeout_ms)) {
+        return fail(Status::DeadlineExceeded("no snapshot within --timeout-ms"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    std::sort(snaps.begin(), snaps.end());
+    auto snap = ReadSnapshot(snaps.front().string(), n);
+    if (!snap.ok()) return fail(snap.status());
+    if (Status s = FlatToParameters(snap->params, *model); !s.ok()) return fail(s);
+    StatusOr<double> acc = 0.0;
+    {
+      AmpSwitch::Scope scope(*amp);
+      acc = Evaluate(model, *test, flags.eval_samples > 0 ? flags.eval_samples : -1);
+    }
+    if (!acc.ok()) return fail(acc.status());
+    nlohmann::json line = {{"iteration", snap->iteration},
+                           {"time_seconds", snap->time_seconds},
+                           {"accuracy", *acc}};
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+    std::filesystem::remove(snaps.front(), ec);
+    idle_since = Clock::now();
+  }
+}
+
 int Run(const Flags& flags) {
+  if (!flags.evaluate_dir.empty()) return RunEvaluator(flags);
   torch::set_num_threads(flags.threads);
   torch::manual_seed(flags.seed);
   auto fail = [](const Status& s) {
@@ -241,6 +366,8 @@ int Run(const Flags& flags) {
   IterationTimerOptions timer_options;
   timer_options.job = flags.job;
   timer_options.worker = worker;
+  if (flags.clock_origin >= 0) timer_options.origin_seconds = flags.clock_origin;
+  const double origin = flags.clock_origin >= 0 ? flags.clock_origin : MonotonicSeconds();
   IterationTimer timer(timer_options);
   int64_t local_batch = flags.batch;
   std::optional<star::api::Decision> pending;  // applies its per-worker settings when due
@@ -366,17 +493,26 @@ int Run(const Flags& flags) {
       window_loss = 0;
       window_iters = 0;
     }
-    if (eval_every > 0 && iteration % eval_every == 0) {
+    if (!flags.snapshot_dir.empty() && worker == 0 && flags.snapshot_every > 0 &&
+        iteration % flags.snapshot_every == 0) {
+      if (Status s = WriteSnapshot(flags.snapshot_dir, iteration, MonotonicSeconds() - origin,
+                                   engine->params());
+          !s.ok()) {
+        return fail(s);
+      }
+    }
+    if (!flags.no_eval && eval_every > 0 && iteration % eval_every == 0) {
       if (Status s = evaluate("eval epoch"); !s.ok()) return fail(s);
     }
     // An epoch ends when this worker has seen its whole shard once more.
     if (!together && batches->samples_seen() >= (epoch + 1) * shard->size()) {
       ++epoch;
+      if (flags.no_eval) continue;
       if (Status s = evaluate("end of epoch"); !s.ok()) return fail(s);
     }
   }
   if (Status s = engine->Finish(); !s.ok()) return fail(s);  // parameter servers stop
-  if (accuracy < 0 || (max_iterations > 0 && iteration == max_iterations)) {
+  if (!flags.no_eval && (accuracy < 0 || (max_iterations > 0 && iteration == max_iterations))) {
     if (Status s = evaluate("final epoch"); !s.ok()) return fail(s);
   }
   const double seconds = Seconds(start);
@@ -466,6 +602,19 @@ int main(int argc, char** argv) {
       ->envname("STAR_METRICS_ADDRESS");
   app.add_option("--timeout-ms", flags.timeout_ms, "bound on every rendezvous and collective wait")
       ->envname("STAR_TIMEOUT_MS")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--clock-origin", flags.clock_origin,
+                 "monotonic-clock seconds that report and snapshot times count from (-1: start)")
+      ->envname("STAR_CLOCK_ORIGIN");
+  app.add_option("--snapshot-dir", flags.snapshot_dir, "worker 0 writes parameter snapshots here")
+      ->envname("STAR_SNAPSHOT_DIR");
+  app.add_option("--snapshot-every", flags.snapshot_every, "iterations per snapshot")
+      ->envname("STAR_SNAPSHOT_EVERY")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--evaluate", flags.evaluate_dir,
+                 "evaluator role: evaluate the snapshots appearing in this directory");
+  app.add_option("--eval-samples", flags.eval_samples, "test samples per evaluation (0: all)")
+      ->envname("STAR_EVAL_SAMPLES")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_flag("--no-eval", flags.no_eval, "never evaluate in the training loop")
+      ->envname("STAR_NO_EVAL");
   CLI11_PARSE(app, argc, argv);
   return Run(flags);
 }
