@@ -1,7 +1,9 @@
-// star: the command-line tool. Tool verbs over the decision core (detect, select,
-// plan-batches), JSON on stdout, errors on stderr with a non-zero exit.
+// star: the command-line tool. `star local` runs a TrainingJob on this machine (see
+// local/runtime.h); tool verbs over the decision core (detect, select, plan-batches).
+// JSON on stdout, errors on stderr with a non-zero exit.
 //
-// Exit codes: 0 success, 1 bad input or a failure while running, 2 bad usage.
+// Exit codes: 0 success, 1 bad input or a failure while running, 2 bad usage,
+// 130 `star local` interrupted.
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -9,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "input.h"
+#include "local/command.h"
 #include "star/core/batch/planner.h"
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
@@ -125,6 +128,35 @@ int main(int argc, char** argv) {
                    "JSON {global_batch, min_batch, workers:[{alpha, beta}]}; - for stdin")
       ->required();
 
+  star::local::LocalArgs local_args;
+  auto* local = app.add_subcommand(
+      "local", "Run a TrainingJob manifest on this machine: real worker processes in their own "
+               "cgroups and network namespaces, injected contention, the STAR control loop");
+  local->add_option("JOB.yaml", local_args.manifest, "TrainingJob manifest (YAML or JSON)")
+      ->required();
+  local->add_option("--policy", local_args.policy,
+                    "auto | ssgd | asgd | fixed-k | groups | amp | boa (default: the manifest's)");
+  local->add_option("--inject", local_args.injects,
+                    "worker=W,cpu=F | neighbor=N[,guarantee=C] | bandwidth=RATE | delay=D "
+                    "[,start=DUR][,end=DUR] (repeatable)");
+  local->add_option("--report", local_args.report, "write the full JSON report here");
+  local->add_option("--plot", local_args.plot, "draw iteration times, events and accuracy (PNG)");
+  local->add_option("--timeout", local_args.timeout, "bound on the whole run (default 30m)");
+  local->add_option("--log-dir", local_args.log_dir,
+                    "keep the processes' logs here (default: a temporary directory, removed "
+                    "unless the run fails)");
+  local->add_flag("--no-network", local_args.no_network,
+                  "no network namespaces: workers share loopback (bandwidth and delay "
+                  "injections unavailable)");
+  local->add_flag("--quiet", local_args.quiet, "no progress output");
+
+  int busy_threads = 1;
+  double busy_seconds = 60;
+  auto* busy = app.add_subcommand("busy", "Spin N threads for S seconds (a co-located neighbor)");
+  busy->group("");  // internal: started by `star local`
+  busy->add_option("--threads", busy_threads)->check(CLI::Range(1, 256));
+  busy->add_option("--seconds", busy_seconds)->check(CLI::Range(0.0, 86400.0));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -141,5 +173,7 @@ int main(int argc, char** argv) {
   if (*detect) return RunDetect(detect_args);
   if (*select) return RunSelect(select_input);
   if (*plan) return RunPlanBatches(plan_input);
+  if (*local) return star::local::RunLocalCommand(local_args);
+  if (*busy) return star::local::RunBusy(busy_threads, busy_seconds);
   return 2;
 }

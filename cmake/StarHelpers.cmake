@@ -1,8 +1,9 @@
-# star_add_test(NAME SOURCES... LABELS l1 [l2] LIBS lib...)
+# star_add_test(NAME SOURCES... LABELS l1 [l2] LIBS lib... [SERIAL])
+# SERIAL: its tests run alone (they load every core or measure contention).
 # One GoogleTest executable per test file; its cases are registered with ctest and
 # labelled by component so `ctest -L core` runs one component's tests.
 function(star_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LABELS;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;LABELS;LIBS" ${ARGN})
   if(NOT STAR_BUILD_TESTS)
     return()
   endif()
@@ -13,9 +14,13 @@ function(star_add_test name)
   # ("LABELS shim e2e" would set only "shim"). CTest includes this file after the
   # discovered tests, whose names are in ${name}_TESTS.
   set(_labels_file ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  set(_serial "")
+  if(ARG_SERIAL)
+    set(_serial " RUN_SERIAL TRUE")
+  endif()
   file(WRITE ${_labels_file}
     "if(DEFINED ${name}_TESTS)\n"
-    "  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+    "  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\"${_serial})\n"
     "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_labels_file})
 endfunction()

@@ -12,6 +12,7 @@ PACKAGES=(
   libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev
   libtorch-dev dataset-fashion-mnist
   libcgroup-dev libnl-3-dev libnl-route-3-dev iproute2
+  libyaml-cpp-dev gnuplot-nox
 )
 
 missing=()

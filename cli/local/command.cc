@@ -1,0 +1,208 @@
+#include "local/command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "local/inject_spec.h"
+#include "local/manifest.h"
+#include "local/plot.h"
+#include "local/runtime.h"
+#include "local/sandbox.h"
+
+namespace star::local {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+int Fail(const Status& s) {
+  std::cerr << "star local: " << s.message() << "\n";
+  return 1;
+}
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.parent_path().string();
+}
+
+bool Executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
+
+// The bundled trainer: $STAR_TRAINER_BINARY, next to star, in the build tree, on PATH.
+std::string FindTrainer() {
+  if (const char* env = std::getenv("STAR_TRAINER_BINARY")) return env;
+  const std::string beside = SelfDir() + "/star-fmnist";
+  if (Executable(beside)) return beside;
+#ifdef STAR_FMNIST_BUILD_PATH
+  if (Executable(STAR_FMNIST_BUILD_PATH)) return STAR_FMNIST_BUILD_PATH;
+#endif
+  if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    size_t start = 0;
+    while (start <= dirs.size()) {
+      size_t end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      const std::string candidate = dirs.substr(start, end - start) + "/star-fmnist";
+      if (Executable(candidate)) return candidate;
+      start = end + 1;
+    }
+  }
+  return beside;
+}
+
+// The run for a human, on stderr: the timeline and one line of outcome.
+void PrintTimeline(const nlohmann::json& r) {
+  std::cerr << "timeline:\n";
+  for (const auto& e : r["timeline"]) {
+    const int w = e["worker"].get<int>();
+    char line[512];
+    std::snprintf(line, sizeof(line), "  %7.1fs  %-18s %-9s %s\n", e["t"].get<double>(),
+                  e["event"].get<std::string>().c_str(),
+                  w < 0 ? "job" : ("worker " + std::to_string(w)).c_str(),
+                  e["detail"].get<std::string>().c_str());
+    std::cerr << line;
+  }
+  char line[512];
+  const auto& tta = r["tta_seconds"];
+  std::snprintf(line, sizeof(line),
+                "policy %s: %s; %.1f s wall, %lld iterations, final accuracy %s (target %.3f)\n",
+                r["policy"].get<std::string>().c_str(),
+                tta.is_null() ? "target not reached"
+                              : ("target reached in " + std::to_string(tta.get<double>()).substr(0, 6) + " s").c_str(),
+                r["wall_seconds"].get<double>(), static_cast<long long>(r["iterations"].get<int64_t>()),
+                r["final_accuracy"].is_null() ? "-" : std::to_string(r["final_accuracy"].get<double>()).substr(0, 6).c_str(),
+                r["target_accuracy"].get<double>());
+  std::cerr << line;
+}
+
+}  // namespace
+
+int RunLocalCommand(const LocalArgs& args) {
+  // Every input is checked before anything is created.
+  auto job = LoadManifest(args.manifest);
+  if (!job.ok()) return Fail(job.status());
+  RunOptions options;
+  if (!args.policy.empty()) {
+    auto p = ParsePolicy(args.policy);
+    if (!p.ok()) return Fail(p.status());
+    options.policy = *p;
+  }
+  for (const std::string& spec : args.injects) {
+    auto inj = ParseInjection(spec);
+    if (!inj.ok()) return Fail(inj.status());
+    options.injections.push_back(*inj);
+  }
+  if (Status s = ValidateInjections(options.injections, job->job.spec.workers.replicas); !s.ok()) {
+    return Fail(s);
+  }
+  auto timeout = ParseDuration(args.timeout);
+  if (!timeout.ok()) return Fail(timeout.status().WithPrefix("--timeout"));
+  if (*timeout <= 0) return Fail(Status::InvalidArgument("--timeout: must be > 0"));
+  for (const auto* out : {&args.report, &args.plot}) {
+    if (out->empty()) continue;
+    auto dir = std::filesystem::path(*out).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+      return Fail(Status::InvalidArgument(std::string(out == &args.report ? "--report" : "--plot") +
+                                          ": directory " + dir.string() + " does not exist"));
+    }
+  }
+  if (::geteuid() != 0) {
+    return Fail(Status::FailedPrecondition(
+        "needs root: each worker runs in its own cgroup (and network namespace); run it with "
+        "sudo"));
+  }
+
+  options.job = *job;
+  options.trainer_binary = FindTrainer();
+  std::string self = SelfDir() + "/star";
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) self = exe.string();
+  options.busy_command = {self, "busy"};
+  options.timeout_seconds = *timeout;
+  options.network = !args.no_network;
+  options.log_dir = args.log_dir;
+  options.stop = &g_stop;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  auto last_plain = std::chrono::steady_clock::now() - std::chrono::seconds(60);
+  if (!args.quiet) {
+    options.progress = [tty, &last_plain](const std::string& line) {
+      if (tty) {
+        std::cerr << "\r\033[K" << line << std::flush;
+        return;
+      }
+      // Logs and pipes: a line every 5 s.
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_plain < std::chrono::seconds(5)) return;
+      last_plain = now;
+      std::cerr << line << "\n";
+    };
+  }
+  options.notice = [tty, quiet = args.quiet](const std::string& line) {
+    if (quiet) return;
+    std::cerr << (tty ? "\r\033[K" : "") << "star local: " << line << "\n";
+  };
+
+  auto swept = SweepStaleSandboxes();
+  if (swept.ok() && *swept > 0) {
+    options.notice("removed " + std::to_string(*swept) + " sandbox(es) left by a killed run");
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+
+  RunResult result = RunLocalJob(options);
+  if (tty && !args.quiet) std::cerr << "\r\033[K";
+  if (result.report.is_null()) return Fail(result.status);  // nothing started
+
+  if (!args.report.empty()) {
+    std::ofstream out(args.report);
+    out << result.report.dump(2) << "\n";
+    if (!out) std::cerr << "star local: --report " << args.report << ": write failed\n";
+  }
+  if (!args.plot.empty()) {
+    if (Status s = WritePlot(result.report, args.plot); !s.ok()) {
+      std::cerr << "star local: " << s.message() << "\n";
+    }
+  }
+  if (!args.quiet) PrintTimeline(result.report);
+  nlohmann::json summary = result.report;
+  summary.erase("samples");
+  std::cout << summary.dump() << std::endl;
+  if (result.status.code() == StatusCode::kAborted) {
+    std::cerr << "star local: interrupted; every worker, cgroup and namespace was removed\n";
+    return 130;
+  }
+  if (!result.status.ok()) return Fail(result.status);
+  return 0;
+}
+
+int RunBusy(int threads, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(seconds));
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) {
+    pool.emplace_back([deadline] {
+      volatile uint64_t x = 0;
+      while (std::chrono::steady_clock::now() < deadline) {
+        for (int j = 0; j < 100000; ++j) x = x + static_cast<uint64_t>(j);
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return 0;
+}
+
+}  // namespace star::local
