@@ -1,0 +1,251 @@
+#include "crd_fixtures.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "star/core/api/node_allocation.h"
+#include "star/core/api/training_job.h"
+#include "star/core/api/types.h"
+
+namespace star::crds {
+
+using nlohmann::json;
+
+namespace {
+
+// Every field of the schema set, none to its default, the cross-field rules kept.
+json TrainingJobExample() {
+  return json::parse(R"({
+    "apiVersion": "star.dev/v1alpha1",
+    "kind": "TrainingJob",
+    "metadata": {"name": "fmnist", "namespace": "research"},
+    "spec": {
+      "architecture": "ParameterServer",
+      "workers": {
+        "replicas": 4,
+        "template": {
+          "metadata": {"labels": {"app": "fmnist"}},
+          "spec": {"containers": [{
+            "name": "trainer", "image": "star/fmnist:1", "command": ["star-run"],
+            "args": ["--epochs", "3"],
+            "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "500m"}}}]}}},
+      "parameterServers": {
+        "replicas": 2,
+        "template": {"spec": {"containers": [{"name": "ps", "image": "star/fmnist:1"}]}}},
+      "training": {"globalBatchSize": 256, "targetAccuracy": 0.88, "maxIterations": 10000},
+      "synchronization": {"policy": "FixedK", "selector": "ML", "minK": 2},
+      "mitigation": {
+        "detection": {"rule": "STAR", "window": 30, "threshold": 2.5},
+        "amp": {"enabled": false, "dtype": "float16"},
+        "batchAdaptation": {"enabled": false, "minLocalBatch": 8},
+        "resourceReallocation": {"enabled": false}}
+    },
+    "status": {
+      "phase": "Running",
+      "conditions": [{"type": "Ready", "status": "True", "reason": "WorkersRunning",
+                      "message": "4 of 4 workers running",
+                      "lastTransitionTime": "2024-05-01T12:30:00Z", "observedGeneration": 3}],
+      "observedGeneration": 3,
+      "syncMode": "fixed_k",
+      "k": 3,
+      "groups": [[0, 1], [2, 3]],
+      "stragglers": [{"worker": 2, "node": "node-b", "cause": "compute", "kind": "static",
+                      "slowdown": 1.8, "since": "2024-05-01T12:31:00Z"}],
+      "workers": [{"batch": 64, "amp": true}],
+      "iteration": 1200,
+      "accuracy": 0.71,
+      "estimatedTTASeconds": 340.5
+    }
+  })");
+}
+
+// Restores TrainingJob's cross-field rules (the CEL rules on spec) after `changed` was
+// set or removed, changing only other fields: the job a user would write around it.
+void RepairTrainingJob(json& doc, const Path& changed) {
+  if (!doc.contains("spec") || !doc["spec"].is_object()) return;
+  json& spec = doc["spec"];
+  const std::string at = ToString(changed);
+  const auto get = [&spec](const char* pointer, json fallback) {
+    const json::json_pointer p(pointer);
+    return spec.contains(p) ? spec[p] : fallback;
+  };
+  const auto is_int = [](const json& v) { return v.is_number_integer(); };
+
+  // architecture, parameterServers, policy.
+  const std::string arch = get("/architecture", "AllReduce").get<std::string>();
+  const bool has_ps = spec.contains("parameterServers");
+  const json ps = get("/parameterServers/replicas", 0);
+  auto make_allreduce = [&] {
+    // An absent architecture already means AllReduce (and must stay absent).
+    if (spec.contains("architecture")) spec["architecture"] = "AllReduce";
+    if (spec.contains("parameterServers")) spec["parameterServers"]["replicas"] = 0;
+    if (get("/synchronization/policy", "Auto") == "ASGD")
+      spec["synchronization"]["policy"] = "Auto";
+  };
+  auto make_ps = [&] {
+    spec["architecture"] = "ParameterServer";
+    if (!spec.contains("parameterServers")) spec["parameterServers"] = {{"replicas", 1}};
+    if (!is_int(spec["parameterServers"]["replicas"]) || spec["parameterServers"]["replicas"] < 1) {
+      spec["parameterServers"]["replicas"] = 1;
+    }
+  };
+  if (at == "spec.architecture") {
+    arch == "ParameterServer" ? make_ps() : make_allreduce();
+  } else if (at == "spec.parameterServers" && !has_ps) {
+    make_allreduce();
+  } else if (at == "spec.parameterServers.replicas" && is_int(ps)) {
+    ps.get<int64_t>() >= 1 ? make_ps() : make_allreduce();
+  } else if (at == "spec.synchronization.policy" &&
+             get("/synchronization/policy", "Auto") == "ASGD") {
+    make_ps();
+  }
+
+  // workers.replicas, globalBatchSize, minK, minLocalBatch.
+  json n = get("/workers/replicas", 1);
+  json g = get("/training/globalBatchSize", 1);
+  json mlb = get("/mitigation/batchAdaptation/minLocalBatch", 1);
+  json min_k = get("/synchronization/minK", nullptr);
+  if (!is_int(n) || !is_int(g) || !is_int(mlb) || n < 1 || g < 1 || mlb < 1) return;
+  int64_t workers = n.get<int64_t>();
+  int64_t global = g.get<int64_t>();
+  int64_t min_local = mlb.get<int64_t>();
+  if (at == "spec.synchronization.minK" && is_int(min_k)) {
+    workers = std::max(workers, min_k.get<int64_t>());
+  }
+  if (at == "spec.training.globalBatchSize") {
+    workers = std::min(workers, global);
+    min_local = std::min(min_local, global / workers);
+  } else {
+    global = std::max(global, workers * min_local);
+  }
+  if (at != "spec.synchronization.minK" && is_int(min_k)) {
+    spec["synchronization"]["minK"] = std::min(min_k.get<int64_t>(), workers);
+  }
+  spec["workers"]["replicas"] = workers;
+  spec["training"]["globalBatchSize"] = global;
+  if (spec.contains(json::json_pointer("/mitigation/batchAdaptation/minLocalBatch"))) {
+    spec["mitigation"]["batchAdaptation"]["minLocalBatch"] = min_local;
+  }
+}
+
+// One document per cross-field rule, each keeping every single-field rule.
+std::vector<std::pair<std::string, json>> TrainingJobViolations() {
+  std::vector<std::pair<std::string, json>> out;
+  auto with = [&out](const char* field, auto edit) {
+    json doc = TrainingJobExample();
+    edit(doc["spec"]);
+    out.emplace_back(field, std::move(doc));
+  };
+  with("spec.training.globalBatchSize", [](json& s) {
+    s["training"]["globalBatchSize"] = 3;  // < 4 workers
+    s["mitigation"]["batchAdaptation"]["minLocalBatch"] = 1;
+  });
+  with("spec.synchronization.minK", [](json& s) { s["synchronization"]["minK"] = 5; });
+  with("spec.mitigation.batchAdaptation.minLocalBatch",
+       [](json& s) { s["mitigation"]["batchAdaptation"]["minLocalBatch"] = 65; });  // 256/4 = 64
+  with("spec.parameterServers", [](json& s) { s.erase("parameterServers"); });
+  with("spec.parameterServers.replicas", [](json& s) { s["parameterServers"]["replicas"] = 0; });
+  with("spec.parameterServers.replicas", [](json& s) { s["architecture"] = "AllReduce"; });
+  with("spec.synchronization.policy", [](json& s) {
+    s["architecture"] = "AllReduce";
+    s.erase("parameterServers");
+    s["synchronization"]["policy"] = "ASGD";
+  });
+  return out;
+}
+
+json NodeAllocationExample() {
+  return json::parse(R"({
+    "apiVersion": "star.dev/v1alpha1",
+    "kind": "NodeAllocation",
+    "metadata": {"name": "node-a.cluster.local"},
+    "spec": {"pods": [{
+      "namespace": "research", "name": "fmnist-worker-0", "uid": "0b6e2f3c-5d1a",
+      "cpu": {"quotaMillicores": 1500, "weight": 200},
+      "network": {"egressBitsPerSecond": 100000000, "ingressBitsPerSecond": 50000000,
+                  "priority": 2},
+      "guaranteed": true}]},
+    "status": {
+      "observedGeneration": 4,
+      "applied": [{
+        "namespace": "research", "name": "fmnist-worker-0", "uid": "0b6e2f3c-5d1a",
+        "cpu": {"quotaMillicores": 1500, "weight": 200},
+        "network": {"egressBitsPerSecond": 100000000, "ingressBitsPerSecond": 50000000,
+                    "priority": 2}}],
+      "conditions": [{"type": "Applied", "status": "True", "reason": "InSync",
+                      "message": "cgroups and tc match the spec",
+                      "lastTransitionTime": "2024-05-01T12:30:00+02:00",
+                      "observedGeneration": 4}],
+      "usage": {"cpuMillicores": 1200.5, "egressBitsPerSecond": 80000000.5,
+                "ingressBitsPerSecond": 10000000.25}
+    }
+  })");
+}
+
+// Every wire name of enum E: its values are 0, 1, ... and ToString names any other
+// value "unknown".
+template <typename E>
+void AddNames(std::vector<std::string>* out) {
+  for (int i = 0;; ++i) {
+    const std::string_view name = api::ToString(static_cast<E>(i));
+    if (name == "unknown") return;
+    out->emplace_back(name);
+  }
+}
+
+// metav1.Condition.status, which C++ checks as a string enum.
+const char* const kConditionStatuses[] = {"True", "False", "Unknown"};
+
+template <typename T, typename Decode>
+RoundTrip MakeRoundTrip(Decode decode) {
+  return [decode](const json& doc) -> StatusOr<json> {
+    StatusOr<T> v = decode(doc);
+    if (!v.ok()) return v.status();
+    return api::ToJson(*v);
+  };
+}
+
+}  // namespace
+
+Kind TrainingJobKind() {
+  Kind k;
+  k.model.kind = "TrainingJob";
+  k.model.crd_file = "trainingjobs.star.dev.yaml";
+  k.model.example = TrainingJobExample();
+  k.model.repair = RepairTrainingJob;
+  k.model.cross_field_violations = TrainingJobViolations();
+  std::vector<std::string>& names = k.model.cpp_enum_names;
+  AddNames<api::Architecture>(&names);
+  AddNames<api::SyncPolicy>(&names);
+  AddNames<api::ModeSelector>(&names);
+  AddNames<api::DetectionRule>(&names);
+  AddNames<api::AmpDtype>(&names);
+  AddNames<api::JobPhase>(&names);
+  AddNames<api::SyncMode>(&names);
+  AddNames<api::StragglerCause>(&names);
+  AddNames<api::StragglerKind>(&names);
+  names.insert(names.end(), std::begin(kConditionStatuses), std::end(kConditionStatuses));
+  k.round_trip =
+      MakeRoundTrip<api::TrainingJob>([](const json& j) { return api::TrainingJobFromJson(j); });
+  return k;
+}
+
+Kind NodeAllocationKind() {
+  Kind k;
+  k.model.kind = "NodeAllocation";
+  k.model.crd_file = "nodeallocations.star.dev.yaml";
+  k.model.example = NodeAllocationExample();
+  k.model.repair = [](json&, const Path&) {};
+  k.model.cpp_enum_names.assign(std::begin(kConditionStatuses), std::end(kConditionStatuses));
+  k.round_trip = MakeRoundTrip<api::NodeAllocation>(
+      [](const json& j) { return api::NodeAllocationFromJson(j); });
+  return k;
+}
+
+std::vector<Kind> AllKinds() { return {TrainingJobKind(), NodeAllocationKind()}; }
+
+}  // namespace star::crds
