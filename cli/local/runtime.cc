@@ -310,9 +310,12 @@ Status Runner::Setup() {
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
   token_ = RandomToken();
+  shim::ReportServerOptions ro;
+  ro.host = sandbox_->host_address();
+  ro.port = 0;
+  ro.token = token_;
   auto reports = shim::ReportServer::Start(
-      shim::ReportServerOptions{sandbox_->host_address(), 0, token_},
-      [this](const api::WorkerReport& r) { return OnReport(r); });
+      ro, [this](const api::WorkerReport& r) { return OnReport(r); });
   if (!reports.ok()) return reports.status();
   reports_ = std::move(*reports);
 

@@ -83,6 +83,9 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
     return Status::InvalidArgument("options.warmup_iterations: must be >= 0, got " +
                                    std::to_string(options.warmup_iterations));
   }
+  if (!(options.auto_switch_margin >= 0 && options.auto_switch_margin < 1)) {
+    return Status::InvalidArgument("options.auto_switch_margin: must be in [0, 1)");
+  }
   if (options.mode_dwell_rounds < 0) {
     return Status::InvalidArgument("options.mode_dwell_rounds: must be >= 0, got " +
                                    std::to_string(options.mode_dwell_rounds));
@@ -269,6 +272,7 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
                          &changes);
     }
     for (const auto& c : changes) {
+      last_amp_change_round_ = rounds_;
       WorkerData& cw = workers_[static_cast<size_t>(c.worker)];
       if (c.amp) {
         amp_on_round_[static_cast<size_t>(c.worker)] = rounds_;
@@ -349,6 +353,13 @@ std::vector<int> JobControlLoop::ModeStragglers() const {
 std::vector<double> JobControlLoop::MeanTimes() const {
   std::vector<double> t(static_cast<size_t>(n_), 0);
   for (size_t i = 0; i < t.size(); ++i) {
+    // The detector's windowed median once it has one (robust, and as recent as the
+    // detection itself), else the mean of the reports so far.
+    const detect::WorkerView v = detector_.View(static_cast<int>(i));
+    if (v.ready && v.median_seconds > 0) {
+      t[i] = v.median_seconds;
+      continue;
+    }
     const auto& s = workers_[i].iteration_seconds;
     if (!s.empty()) t[i] = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size());
   }
@@ -438,18 +449,39 @@ void JobControlLoop::Decide(double t) {
       break;
     case api::SyncPolicy::kAuto: {
       if (!measured) break;
-      if (ModeStragglers().empty()) {
-        // Nobody straggles, or AMP is taking care of it: synchronous is best.
+      const bool flagged = !ModeStragglers().empty();
+      const std::vector<bool> amp_now = amp_.States(n_);
+      const bool amp_in_play =
+          std::find(amp_now.begin(), amp_now.end(), true) != amp_now.end() ||
+          (last_amp_change_round_ >= 0 &&
+           rounds_ - last_amp_change_round_ < spec_.mitigation.detection.window);
+      if (!flagged && (!detector_.Stragglers().empty() || amp_in_play)) {
+        // Every straggler is AMP's to fix for now, or AMP runs somewhere (its workers'
+        // times are not what they will be without it): stay synchronous meanwhile.
         mode = api::SyncMode::kSsgd, k = n_, groups.clear();
         break;
       }
       if (mode_ != api::SyncMode::kSsgd && last_mode_round_ >= 0 &&
           rounds_ - last_mode_round_ < options_.mode_dwell_rounds) {
-        break;  // recently switched between asynchronous modes: let it settle
+        break;  // recently switched: let it settle
       }
       select::SelectionInput in{spec_.architecture, batch_per_worker, phi, times};
       StatusOr<select::Selection> sel = select::Select(in, options_.select);
       if (!sel.ok()) break;  // keep the mode in force
+      if (!flagged && sel.value().mode != api::SyncMode::kSsgd) {
+        // Nobody the detector flags (or AMP is handling them): leave SSGD only for a
+        // clear gain (noise must not switch modes; with half of the workers slow the
+        // detector's typical worker is slow too, so it flags nobody).
+        double ssgd_cost = 0;
+        for (const auto& c : sel.value().candidates) {
+          if (c.mode == api::SyncMode::kSsgd) ssgd_cost = c.estimated_seconds_per_progress;
+        }
+        if (!(sel.value().estimated_seconds_per_progress <
+              (1 - options_.auto_switch_margin) * ssgd_cost)) {
+          mode = api::SyncMode::kSsgd, k = n_, groups.clear();
+          break;
+        }
+      }
       mode = sel.value().mode;
       k = std::clamp(sel.value().k, 1, n_);
       if (mode == api::SyncMode::kSsgd || mode == api::SyncMode::kAsgd) {

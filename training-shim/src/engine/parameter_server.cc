@@ -336,11 +336,18 @@ Status ParameterServer::Fire(const std::vector<int>& workers) {
     taken.push_back(std::move(a));
   }
   const float inv = 1.0f / static_cast<float>(batch);
+  // Asynchrony begets momentum (Mitliagkas et al., 2016): n workers updating one at a
+  // time add an implicit momentum of about 1 - 1/n, so ASGD runs with the explicit
+  // momentum lowered by that much (with 0.9 and 4 workers, 0.9 unchanged diverges).
+  float mu = optimizer_.momentum;
+  if (regime_.mode == api::SyncMode::kAsgd && num_workers_ > 1) {
+    mu = std::max(0.0f, mu - (1.0f - 1.0f / static_cast<float>(num_workers_)));
+  }
   const bool momentum = optimizer_.momentum > 0;
   for (size_t j = 0; j < n; ++j) {
     float step = sum[j] * inv + optimizer_.weight_decay * shard_[j];
     if (momentum) {
-      velocity_[j] = optimizer_.momentum * velocity_[j] + step;
+      velocity_[j] = mu * velocity_[j] + step;
       step = velocity_[j];
     }
     shard_[j] -= optimizer_.lr * step;

@@ -18,11 +18,16 @@
 //   The loop re-decides at every `decide_every_rounds`-th round, at a round where the
 //   AMP policy flipped a worker, and immediately on a report whose detector sample
 //   raised, reclassified or cleared a straggler.
-// * Mode (spec.synchronization.policy): Auto -> SSGD while no worker straggles, or
-//   while every straggler is a compute straggler that AMP handles (AMP on for less
-//   than a detection window, or not yet on: AMP is tried first, being local and cheap);
-//   otherwise select::Select, and after a change between non-SSGD modes the mode holds
-//   for `mode_dwell_rounds` rounds. Select runs on the per-worker mean
+// * Mode (spec.synchronization.policy): Auto -> select::Select. While no worker
+//   straggles, or every straggler is a compute straggler that AMP handles (AMP on for
+//   less than a detection window, or not yet on: AMP is tried first, being local and
+//   cheap), the job stays SSGD; while the detector flags nobody and no worker runs AMP
+//   (nor switched it within a detection window),
+//   Select's choice replaces SSGD only when it is estimated `auto_switch_margin`
+//   faster than SSGD (noise must not switch modes; with half of the workers slow the
+//   detector flags nobody). After a mode change the mode holds for `mode_dwell_rounds`
+//   rounds. Select runs on the detector's per-worker windowed median (once its window
+//   is full; before that the mean
 //   iteration_seconds (compute + communication) over the last `time_window` reports,
 //   batch_per_worker = global / n, and the online noise scale (NoiseScaleEstimator fed
 //   with reports that carry both gradient norms) or `default_noise_scale` until it has
@@ -87,8 +92,11 @@ struct LoopOptions {
   // Reports of iterations up to this one are not shown to the detector (warm-up:
   // allocator, caches, connections). >= 0; default 20.
   int64_t warmup_iterations = 20;
-  // Auto: after a change between modes, the mode stays for at least this many rounds
-  // (returning to SSGD when no straggler is left is always allowed). >= 0; default 20.
+  // Auto without a straggler the mode must handle: another mode replaces SSGD only if
+  // Select estimates it at least this fraction faster than SSGD. In [0, 1); default 0.3.
+  double auto_switch_margin = 0.3;
+  // Auto: after a mode change, the mode stays for at least this many rounds. >= 0;
+  // default 20.
   int mode_dwell_rounds = 20;
   // A worker with AMP on keeps it while its full-precision equivalent compute per
   // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
@@ -197,6 +205,7 @@ class JobControlLoop {
   std::vector<int64_t> batches_;
   std::vector<TimelineEvent> timeline_;
   int64_t last_mode_round_ = -1;     // round of the last mode change
+  int64_t last_amp_change_round_ = -1;  // round of the last AMP on/off of any worker
   std::vector<int64_t> amp_on_round_;  // per worker: round AMP last went on; -1 never
 };
 

@@ -17,7 +17,8 @@
 //    The update is normalised by the samples actually summed. A worker receives the
 //    parameters of the update that consumed its gradient.
 //  - asgd: every gradient is applied alone on arrival (normalised by its own batch) and
-//    the new parameters are replied at once.
+//    the new parameters are replied at once. The optimizer's momentum is lowered by
+//    1 - 1/n for n workers (asynchrony adds that much implicit momentum), floored at 0.
 //  - groups: not supported by the parameter-server architecture (Unimplemented).
 // Whatever the mode, an update also fires when no further gradient can arrive before it
 // (every worker still running has a gradient waiting on this server), so a server never
