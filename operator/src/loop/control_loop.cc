@@ -83,6 +83,9 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
     return Status::InvalidArgument("options.warmup_iterations: must be >= 0, got " +
                                    std::to_string(options.warmup_iterations));
   }
+  if (!(options.auto_min_spread >= 1) || !Finite(options.auto_min_spread)) {
+    return Status::InvalidArgument("options.auto_min_spread: must be finite and >= 1");
+  }
   if (!(options.auto_switch_margin >= 0 && options.auto_switch_margin < 1)) {
     return Status::InvalidArgument("options.auto_switch_margin: must be in [0, 1)");
   }
@@ -285,6 +288,7 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
     if (!changes.empty()) decide = true;
     if (rounds_ % options_.decide_every_rounds == 0) decide = true;
   }
+  if (redecide_ && decision_ && MinIteration() >= decision_->apply_at_iteration) decide = true;
   if (decide) Decide(r.time_seconds);
   return decision_;
 }
@@ -404,7 +408,21 @@ std::vector<int64_t> JobControlLoop::PlanWorkerBatches(
   return current;
 }
 
+int64_t JobControlLoop::MinIteration() const {
+  int64_t m = workers_.empty() ? -1 : workers_[0].last_iteration;
+  for (const WorkerData& wd : workers_) m = std::min(m, wd.last_iteration);
+  return m;
+}
+
 void JobControlLoop::Decide(double t) {
+  // A decision replaces the previous one only after every worker has passed the
+  // previous one's iteration: a worker that never saw it (it reports the newest only)
+  // would otherwise skip a switch the others make.
+  if (decision_ && MinIteration() < decision_->apply_at_iteration) {
+    redecide_ = true;
+    return;
+  }
+  redecide_ = false;
   const std::vector<double> times = MeanTimes();
   const bool measured =
       std::all_of(times.begin(), times.end(), [](double x) { return x > 0 && std::isfinite(x); });
@@ -468,6 +486,13 @@ void JobControlLoop::Decide(double t) {
       select::SelectionInput in{spec_.architecture, batch_per_worker, phi, times};
       StatusOr<select::Selection> sel = select::Select(in, options_.select);
       if (!sel.ok()) break;  // keep the mode in force
+      const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
+      if (!flagged && sel.value().mode != api::SyncMode::kSsgd &&
+          *tmax < options_.auto_min_spread * *tmin) {
+        // No worker is really slower than another: noise.
+        mode = api::SyncMode::kSsgd, k = n_, groups.clear();
+        break;
+      }
       if (!flagged && sel.value().mode != api::SyncMode::kSsgd) {
         // Nobody the detector flags (or AMP is handling them): leave SSGD only for a
         // clear gain (noise must not switch modes; with half of the workers slow the

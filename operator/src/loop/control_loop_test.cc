@@ -47,6 +47,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
   RunResult out;
   std::optional<api::Decision> latest;
   int64_t max_reported = -1;
+  std::vector<int64_t> last_reported(kWorkers, -1);
   for (int64_t i = kReportEvery; i <= iterations; i += kReportEvery) {
     for (int w = 0; w < kWorkers; ++w) {
       int64_t batch = kGlobalBatch / kWorkers;
@@ -66,6 +67,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
                           (amp ? amp_factor : 1.0) * noise(rng);
       r.communication_seconds = 0.02 * noise(rng);
       max_reported = std::max(max_reported, i);
+      last_reported[static_cast<size_t>(w)] = i;
       StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
       EXPECT_TRUE(d.ok()) << d.status();
       if (!d.ok() || !d.value()) continue;
@@ -76,6 +78,12 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
         EXPECT_GT(dec.apply_at_iteration, max_reported) << "epoch " << dec.epoch;
         if (latest) {
           EXPECT_EQ(dec.epoch, latest->epoch + 1);
+          // Every worker passed the previous decision before this one replaced it (a
+          // worker learns only the newest decision).
+          for (int v = 0; v < kWorkers; ++v) {
+            EXPECT_GE(last_reported[static_cast<size_t>(v)], latest->apply_at_iteration)
+                << "epoch " << dec.epoch << " worker " << v;
+          }
         }
         out.decisions.push_back(dec);
         latest = dec;

@@ -48,7 +48,10 @@
 //   batch sizes alpha = mean t / b, beta = 0). A new plan replaces the current batches
 //   only if it lowers the modelled makespan by more than `min_batch_gain` (no jitter).
 //   Otherwise batches stay equal.
-// * apply_at_iteration = the largest iteration any worker reported + apply_margin.
+// * apply_at_iteration = the largest iteration any worker reported + apply_margin. A
+//   new decision waits until every worker has reported an iteration at or past the
+//   previous decision's apply_at_iteration (workers learn only the newest decision, so
+//   one that never saw the previous decision would not make its switch).
 #pragma once
 
 #include <cstdint>
@@ -95,6 +98,9 @@ struct LoopOptions {
   // Auto without a straggler the mode must handle: another mode replaces SSGD only if
   // Select estimates it at least this fraction faster than SSGD. In [0, 1); default 0.3.
   double auto_switch_margin = 0.3;
+  // ... and only when the slowest worker is at least this many times slower than the
+  // fastest (>= 1; default 1.5).
+  double auto_min_spread = 1.5;
   // Auto: after a mode change, the mode stays for at least this many rounds. >= 0;
   // default 20.
   int mode_dwell_rounds = 20;
@@ -204,7 +210,9 @@ class JobControlLoop {
   std::vector<bool> amp_state_;
   std::vector<int64_t> batches_;
   std::vector<TimelineEvent> timeline_;
+  [[nodiscard]] int64_t MinIteration() const;  // the lowest last reported iteration
   int64_t last_mode_round_ = -1;     // round of the last mode change
+  bool redecide_ = false;            // a decision waits for the previous one to apply
   int64_t last_amp_change_round_ = -1;  // round of the last AMP on/off of any worker
   std::vector<int64_t> amp_on_round_;  // per worker: round AMP last went on; -1 never
 };
