@@ -1,0 +1,148 @@
+// A Kubernetes API client (cpprestsdk + nlohmann/json): the operator's and the node
+// agent's only way to the API server.
+//
+// Objects are nlohmann::json in their wire form. Resources are named by ResourceRef
+// ({group, version, plural resource, namespaced}); well-known ones are below.
+//
+// Errors (every method): the server's Status is turned into a star::Status whose message
+// is the server's message:
+//   404 NotFound -> NotFound;  409 AlreadyExists (create) -> AlreadyExists;
+//   409 Conflict (stale resourceVersion) -> Aborted;  410 Gone -> OutOfRange;
+//   400/422 -> InvalidArgument;  401/403 -> FailedPrecondition;
+//   429 and 5xx -> retried inside with exponential backoff (honouring Retry-After) up to
+//   ClientOptions::max_retries, then Unavailable;  connection failures -> Unavailable
+//   (retried the same way);  no answer within the request timeout -> DeadlineExceeded.
+// Thread-safe: one Client is shared by every thread of a process.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/status.h"
+
+namespace star::kube {
+
+struct ResourceRef {
+  std::string group;     // "" for the core group
+  std::string version;   // "v1", "v1alpha1"
+  std::string resource;  // plural: "pods", "trainingjobs"
+  bool namespaced = true;
+  std::string kind;      // "Pod", "TrainingJob" (for messages and object construction)
+};
+
+// Well-known resources.
+ResourceRef Pods();              // core/v1 pods
+ResourceRef Services();          // core/v1 services
+ResourceRef Events();            // core/v1 events
+ResourceRef Leases();            // coordination.k8s.io/v1 leases
+ResourceRef TrainingJobs();      // star.dev/v1alpha1 trainingjobs (namespaced)
+ResourceRef NodeAllocations();   // star.dev/v1alpha1 nodeallocations (cluster-scoped)
+
+struct ClientOptions {
+  std::string server;         // "https://host:port" or "http://host:port"; required
+  std::string token;          // bearer token ("" = none)
+  std::string ca_file;        // PEM CA bundle for https ("" = system roots)
+  bool insecure_skip_tls_verify = false;
+  std::string default_namespace = "default";
+  std::chrono::milliseconds request_timeout{10000};  // per request (not watches)
+  int max_retries = 5;                               // for 429 / 5xx / connection errors
+  std::chrono::milliseconds initial_backoff{100};    // doubles per retry, capped at 5 s
+  std::string user_agent = "star-operator";
+  // PEM CA bundle contents (a kubeconfig's decoded certificate-authority-data); used when
+  // ca_file is "". Added after the fields above so existing initializers keep working.
+  std::string ca_data;
+};
+
+// Kubeconfig files: the current context (or `context`), its cluster (server,
+// certificate-authority, certificate-authority-data, insecure-skip-tls-verify) and user
+// (token, tokenFile); namespace from the context. InvalidArgument naming the missing or
+// bad field ("kubeconfig /path: users[0].user: no token (client certificates are not
+// supported)"); NotFound when the file does not exist. `path` "" = $KUBECONFIG (its first
+// existing entry when it lists several, ':'-separated), else ~/.kube/config. A relative
+// certificate-authority or tokenFile is relative to the kubeconfig's directory.
+StatusOr<ClientOptions> OptionsFromKubeconfig(const std::string& path,
+                                              const std::string& context = "");
+// In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service-account token, CA and namespace
+// under /var/run/secrets/kubernetes.io/serviceaccount (`root` overrides that directory
+// for tests). FailedPrecondition when not running in a pod.
+StatusOr<ClientOptions> InClusterOptions(
+    const std::string& root = "/var/run/secrets/kubernetes.io/serviceaccount");
+
+struct WatchEvent {
+  std::string type;     // "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
+  nlohmann::json object;
+};
+
+struct ListOptions {
+  std::string label_selector;  // "" = all
+  std::string field_selector;  // "" = all
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;  // events after this version ("" = from now)
+  bool allow_bookmarks = true;
+  std::chrono::seconds timeout{300};  // server-side timeoutSeconds
+};
+
+class Client {
+ public:
+  static StatusOr<std::unique_ptr<Client>> Create(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const ClientOptions& options() const;
+
+  // ns is ignored for cluster-scoped resources; "" = options().default_namespace.
+  StatusOr<nlohmann::json> Get(const ResourceRef& r, const std::string& ns, const std::string& name);
+  // The List object: {"items": [...], "metadata": {"resourceVersion": ...}}. ns "" with a
+  // namespaced resource = all namespaces.
+  StatusOr<nlohmann::json> List(const ResourceRef& r, const std::string& ns,
+                                const ListOptions& options = {});
+  StatusOr<nlohmann::json> Create(const ResourceRef& r, const std::string& ns,
+                                  const nlohmann::json& object);
+  // PUT; Aborted on a stale metadata.resourceVersion.
+  StatusOr<nlohmann::json> Update(const ResourceRef& r, const std::string& ns,
+                                  const nlohmann::json& object);
+  // PUT .../status.
+  StatusOr<nlohmann::json> UpdateStatus(const ResourceRef& r, const std::string& ns,
+                                        const nlohmann::json& object);
+  // application/merge-patch+json; `status` = the /status subresource.
+  StatusOr<nlohmann::json> MergePatch(const ResourceRef& r, const std::string& ns,
+                                      const std::string& name, const nlohmann::json& patch,
+                                      bool status = false);
+  // propagationPolicy Background. NotFound when already gone.
+  Status Delete(const ResourceRef& r, const std::string& ns, const std::string& name);
+
+  // Streams events until the handler returns false, `stop` becomes true, the server
+  // ends the stream (timeout), or an error. Returns OK in the first three cases (the
+  // caller re-watches from the last resourceVersion it saw), OutOfRange for 410 Gone
+  // (as an HTTP status or an ERROR event: the caller must re-list), and the mapped
+  // error otherwise. BOOKMARK events are passed to the handler (their object carries
+  // only metadata.resourceVersion). Blocks the calling thread; the handler runs on it as
+  // each event arrives. `stop` is looked at every 100 ms (also while connecting and during
+  // retry backoffs), so setting it ends the call within about that. ns "" with a
+  // namespaced resource = all namespaces (as List).
+  Status Watch(const ResourceRef& r, const std::string& ns, const WatchOptions& options,
+               const std::function<bool(const WatchEvent&)>& handler,
+               const std::atomic<bool>* stop = nullptr);
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Retries `update` (a read-modify-write that returns Aborted on a conflict) up to
+// `attempts` times; returns the first non-Aborted result.
+Status RetryOnConflict(const std::function<Status()>& update, int attempts = 5);
+
+}  // namespace star::kube

@@ -1,0 +1,208 @@
+// Informer: list, then watch from the list's resourceVersion, re-listing after errors.
+#include "star/operator/kube/informer.h"
+
+#include <algorithm>
+
+namespace star::kube {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kMaxRelistBackoff{10000};
+
+std::string MetaString(const json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto value = meta->find(field);
+  return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string KeyOf(const json& object) {
+  const std::string ns = MetaString(object, "namespace");
+  const std::string name = MetaString(object, "name");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+Informer::Informer(Client* client, ResourceRef resource, InformerOptions options, Handler handler)
+    : client_(client), resource_(std::move(resource)), options_(std::move(options)), handler_(std::move(handler)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable() || stop_) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [this] { return synced_ || stop_; });
+  return synced_;
+}
+
+bool Informer::synced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_;
+}
+
+std::optional<json> Informer::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<json> Informer::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<json> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, object] : cache_) out.push_back(object);
+  return out;
+}
+
+int Informer::lists() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lists_;
+}
+
+void Informer::Run() {
+  // Waits `d` unless stopped; false when stopping.
+  const auto sleep = [this](milliseconds d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  };
+  const std::string api_version = resource_.group.empty() ? resource_.version : resource_.group + "/" + resource_.version;
+  // List items come without apiVersion and kind from a real API server; watch events with.
+  const auto typed = [&](json object) {
+    if (object.is_object()) {
+      if (!object.contains("apiVersion")) object["apiVersion"] = api_version;
+      if (!object.contains("kind") && !resource_.kind.empty()) object["kind"] = resource_.kind;
+    }
+    return object;
+  };
+  const auto notify = [this](const std::vector<std::pair<std::string, json>>& events) {
+    if (!handler_) return;
+    for (const auto& [type, object] : events) handler_(type, object);
+  };
+
+  milliseconds backoff = std::max(options_.relist_backoff, milliseconds(1));
+  const auto fail = [&] {  // waits the backoff and doubles it; false when stopping
+    const bool go_on = sleep(backoff);
+    backoff = std::min(backoff * 2, std::max(kMaxRelistBackoff, options_.relist_backoff));
+    return go_on;
+  };
+  bool need_list = true;
+  std::string rv;
+  Clock::time_point last_list;
+  while (!stop_) {
+    if (need_list) {
+      StatusOr<json> list = client_->List(resource_, options_.ns, ListOptions{options_.label_selector, ""});
+      if (stop_) return;
+      if (!list.ok()) {
+        if (!fail()) return;
+        continue;
+      }
+      rv = MetaString(*list, "resourceVersion");
+      std::map<std::string, json> next;
+      for (const auto& item : (*list)["items"]) {
+        json object = typed(item);
+        const std::string key = KeyOf(object);
+        next[key] = std::move(object);
+      }
+      // The difference to the cache, as events.
+      std::vector<std::pair<std::string, json>> events;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& [key, object] : next) {
+          auto old = cache_.find(key);
+          if (old == cache_.end()) {
+            events.emplace_back("ADDED", object);
+          } else if (MetaString(old->second, "resourceVersion") != MetaString(object, "resourceVersion")) {
+            events.emplace_back("MODIFIED", object);
+          }
+        }
+        for (const auto& [key, object] : cache_) {
+          if (next.count(key) == 0) events.emplace_back("DELETED", object);
+        }
+        cache_ = std::move(next);
+        ++lists_;
+        synced_ = true;
+      }
+      cv_.notify_all();
+      notify(events);
+      last_list = Clock::now();
+      need_list = false;
+    }
+
+    WatchOptions watch;
+    watch.label_selector = options_.label_selector;
+    watch.resource_version = rv;
+    watch.allow_bookmarks = true;
+    watch.timeout = std::max(options_.watch_timeout, std::chrono::seconds(1));
+    if (options_.resync.count() > 0) {
+      const auto left = options_.resync - (Clock::now() - last_list);
+      if (left <= Clock::duration::zero()) {
+        need_list = true;
+        continue;
+      }
+      watch.timeout = std::clamp(std::chrono::ceil<std::chrono::seconds>(left), std::chrono::seconds(1), watch.timeout);
+    }
+    const auto started = Clock::now();
+    bool changed = false;
+    const Status watched = client_->Watch(
+        resource_, options_.ns, watch,
+        [&](const WatchEvent& e) {
+          const std::string event_rv = MetaString(e.object, "resourceVersion");
+          if (e.type == "BOOKMARK") {
+            if (!event_rv.empty()) rv = event_rv;
+            return !stop_;
+          }
+          if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return !stop_;
+          json object = typed(e.object);
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (e.type == "DELETED") {
+              cache_.erase(KeyOf(object));
+            } else {
+              cache_[KeyOf(object)] = object;
+            }
+          }
+          if (!event_rv.empty()) rv = event_rv;
+          changed = true;
+          notify({{e.type, object}});
+          return !stop_;
+        },
+        &stop_);
+    if (stop_) return;
+    if (!watched.ok()) {  // 410 Gone or another error: re-list after the backoff
+      need_list = true;
+      if (!fail()) return;
+      continue;
+    }
+    // The server ended the stream. At its timeout: watch again from rv. Earlier (a dropped
+    // connection, a restarting server): re-list, so nothing missed stays missed.
+    const bool full = Clock::now() - started >= watch.timeout - std::chrono::seconds(1);
+    if (full || changed) backoff = std::max(options_.relist_backoff, milliseconds(1));
+    if (!full) {
+      need_list = true;
+      if (!changed && !fail()) return;
+    }
+    if (options_.resync.count() > 0 && Clock::now() - last_list >= options_.resync) need_list = true;
+  }
+}
+
+}  // namespace star::kube

@@ -1,0 +1,192 @@
+// Client options from kubeconfig files (the emulator's and hand-written ones) and from a
+// pod's service account.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "kube/test_env.h"
+#include "star/operator/kube/client.h"
+
+namespace star::kube {
+namespace {
+
+using testing::EmulatorTest;
+using testing::ScopedEnv;
+using testing::TempDir;
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// "-----BEGIN CERTIFICATE-----\nstar test ca\n-----END CERTIFICATE-----\n" in base64.
+constexpr char kCaText[] = "-----BEGIN CERTIFICATE-----\nstar test ca\n-----END CERTIFICATE-----\n";
+constexpr char kCaBase64[] =
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCnN0YXIgdGVzdCBjYQotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==";
+
+constexpr char kTwoContexts[] = R"(apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev
+  cluster:
+    server: https://dev.example.com:6443
+    insecure-skip-tls-verify: true
+- name: prod
+  cluster:
+    server: https://prod.example.com:6443
+    certificate-authority-data: )";
+
+constexpr char kTwoContextsRest[] = R"(
+users:
+- name: dev
+  user:
+    token: dev-token
+- name: prod
+  user:
+    tokenFile: prod.token
+contexts:
+- name: dev
+  context:
+    cluster: dev
+    user: dev
+- name: prod
+  context:
+    cluster: prod
+    user: prod
+    namespace: team-a
+)";
+
+class KubeconfigTest : public EmulatorTest {
+ protected:
+  std::string WriteConfig(const std::string& text, const std::string& name = "config") {
+    const std::string path = dir_.path() + "/" + name;
+    Write(path, text);
+    return path;
+  }
+  TempDir dir_;
+};
+
+TEST_F(KubeconfigTest, TheEmulatorsKubeconfigGivesAWorkingClient) {
+  const std::string path = dir_.path() + "/emulator.yaml";
+  ASSERT_TRUE(server_->WriteKubeconfig(path).ok());
+  auto options = OptionsFromKubeconfig(path);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->server, server_->url());
+  EXPECT_EQ(options->token, "star-emulator-token");
+  EXPECT_EQ(options->default_namespace, "default");
+  auto client = Client::Create(*options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->Create(Pods(), "", Pod("p")).ok());
+  auto list = (*client)->List(Pods(), "default");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ((*list)["items"].size(), 1u);
+}
+
+TEST_F(KubeconfigTest, AHandWrittenKubeconfigWithCaDataAndATokenFile) {
+  const std::string path = WriteConfig(std::string(kTwoContexts) + kCaBase64 + kTwoContextsRest);
+  Write(dir_.path() + "/prod.token", "prod-token\n");
+
+  auto dev = OptionsFromKubeconfig(path);
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  EXPECT_EQ(dev->server, "https://dev.example.com:6443");
+  EXPECT_EQ(dev->token, "dev-token");
+  EXPECT_TRUE(dev->insecure_skip_tls_verify);
+  EXPECT_EQ(dev->default_namespace, "default");
+
+  auto prod = OptionsFromKubeconfig(path, "prod");
+  ASSERT_TRUE(prod.ok()) << prod.status();
+  EXPECT_EQ(prod->server, "https://prod.example.com:6443");
+  EXPECT_EQ(prod->ca_data, kCaText);
+  EXPECT_TRUE(prod->ca_file.empty());
+  EXPECT_EQ(prod->token, "prod-token") << "read relative to the kubeconfig, newline trimmed";
+  EXPECT_EQ(prod->default_namespace, "team-a");
+  EXPECT_FALSE(prod->insecure_skip_tls_verify);
+}
+
+TEST_F(KubeconfigTest, KubeconfigEnvironmentVariableIsUsedWhenNoPathIsGiven) {
+  const std::string path = dir_.path() + "/emulator.yaml";
+  ASSERT_TRUE(server_->WriteKubeconfig(path).ok());
+  ScopedEnv env("KUBECONFIG", (dir_.path() + "/absent.yaml:" + path).c_str());
+  auto options = OptionsFromKubeconfig("");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->server, server_->url());
+}
+
+TEST_F(KubeconfigTest, ErrorsNameTheFileAndTheField) {
+  const auto error = [&](const std::string& text, const std::string& context = "") {
+    const std::string path = WriteConfig(text, "bad");
+    return OptionsFromKubeconfig(path, context).status();
+  };
+  const std::string base = "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
+
+  Status s = error(base + "clusters:\n- name: k\n  cluster: {}\nusers:\n- name: u\n  user: {token: t}\n");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("clusters[0].cluster.server: missing"), std::string::npos) << s;
+  EXPECT_NE(s.message().find(dir_.path() + "/bad"), std::string::npos) << s;
+
+  s = error(base + "clusters:\n- name: k\n  cluster: {server: 'https://k:6443'}\n"
+                   "users:\n- name: u\n  user: {client-certificate-data: Zm9v, client-key-data: YmFy}\n");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("users[0].user: no token (client certificates are not supported)"), std::string::npos)
+      << s;
+
+  s = error(base + "clusters:\n- name: k\n  cluster: {server: 'https://k:6443', certificate-authority-data: '***'}\n");
+  EXPECT_NE(s.message().find("clusters[0].cluster.certificate-authority-data: not base64"), std::string::npos) << s;
+
+  s = error(base + "clusters:\n- name: k\n  cluster: {server: 'https://k:6443'}\n"
+                   "users:\n- name: u\n  user: {tokenFile: missing.token}\n");
+  EXPECT_NE(s.message().find("users[0].user.tokenFile"), std::string::npos) << s;
+
+  s = error(base, "other");
+  EXPECT_NE(s.message().find("contexts: no entry named \"other\""), std::string::npos) << s;
+
+  s = error("contexts: []\n");
+  EXPECT_NE(s.message().find("current-context: not set"), std::string::npos) << s;
+
+  s = error("current-context: c\ncontexts:\n- name: c\n  context: {user: u}\n");
+  EXPECT_NE(s.message().find("contexts[0].context.cluster: missing"), std::string::npos) << s;
+
+  s = error("{ not: yaml: at all");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+
+  EXPECT_EQ(OptionsFromKubeconfig(dir_.path() + "/nothing-here").status().code(), StatusCode::kNotFound);
+}
+
+TEST(InClusterTest, ServiceAccountFilesAndEnvironment) {
+  TempDir root;
+  Write(root.path() + "/token", "sa-token\n");
+  Write(root.path() + "/namespace", "star-system");
+  Write(root.path() + "/ca.crt", kCaText);
+  ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
+  auto options = InClusterOptions(root.path());
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->server, "https://10.96.0.1:443");
+  EXPECT_EQ(options->token, "sa-token");
+  EXPECT_EQ(options->default_namespace, "star-system");
+  EXPECT_EQ(options->ca_file, root.path() + "/ca.crt");
+
+  ScopedEnv v6("KUBERNETES_SERVICE_HOST", "fd00::1");
+  auto ipv6 = InClusterOptions(root.path());
+  ASSERT_TRUE(ipv6.ok()) << ipv6.status();
+  EXPECT_EQ(ipv6->server, "https://[fd00::1]:443");
+}
+
+TEST(InClusterTest, OutsideAPodIsFailedPrecondition) {
+  TempDir root;
+  {
+    ScopedEnv host("KUBERNETES_SERVICE_HOST", nullptr);
+    ScopedEnv port("KUBERNETES_SERVICE_PORT", nullptr);
+    EXPECT_EQ(InClusterOptions(root.path()).status().code(), StatusCode::kFailedPrecondition);
+  }
+  ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
+  const Status no_token = InClusterOptions(root.path()).status();
+  EXPECT_EQ(no_token.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(no_token.message().find(root.path() + "/token"), std::string::npos) << no_token;
+}
+
+}  // namespace
+}  // namespace star::kube
