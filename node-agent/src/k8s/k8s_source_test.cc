@@ -1,0 +1,319 @@
+// K8sSource against the in-process API emulator (tests/apiserver) with the agent's real
+// Reconciler on a MemoryNodeOs: creating, updating, breaking and deleting this node's
+// NodeAllocation, and watches that drop or expire. Each test drives the agent's loop
+// (poll, reconcile or release, report status) by hand until the state it expects shows,
+// within a bounded deadline; the source wakes the loop when the watch delivers.
+#include "star/agent/k8s_source.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "apiserver/server.h"
+#include "star/agent/journal.h"
+#include "star/agent/memory_node_os.h"
+#include "star/agent/reconciler.h"
+#include "star/operator/kube/client.h"
+
+namespace star::agent {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kNode[] = "node-1";
+constexpr char kUid[] = "7a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d";
+const std::string kCgroup = std::string("kubepods/burstable/pod") + kUid;
+const CpuLimits kOriginal{200000, 100000, 100};
+
+json Allocation(int64_t quota_millicores) {
+  return {{"apiVersion", "star.dev/v1alpha1"},
+          {"kind", "NodeAllocation"},
+          {"metadata", {{"name", kNode}}},
+          {"spec",
+           {{"pods",
+             {{{"namespace", "ns"},
+               {"name", "worker-0"},
+               {"uid", kUid},
+               {"cpu", {{"quotaMillicores", quota_millicores}, {"weight", 100}}}}}}}}};
+}
+
+class K8sSourceTest : public ::testing::Test {
+ protected:
+  // Faults, when given, are active before the source's first request.
+  void Start(std::vector<apiserver::FaultRule> faults = {}) {
+    apiserver::ApiServerOptions options;
+    options.crds_dir = STAR_CRDS_DIR;
+    options.faults = std::move(faults);
+    server_ = std::make_unique<apiserver::ApiServer>(options);
+    ASSERT_TRUE(server_->Start().ok());
+    kube::ClientOptions client_options;
+    client_options.server = server_->url();
+    client_options.initial_backoff = 10ms;
+    auto client = kube::Client::Create(client_options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(client).value();
+    os_.AddCgroup(kCgroup, kOriginal);
+    ReconcilerOptions r;
+    r.sleep = [](std::chrono::milliseconds) {};
+    reconciler_ = std::make_unique<Reconciler>(os_, journal_, r);
+    K8sSourceOptions s;
+    s.initial_backoff = 10ms;
+    s.max_backoff = 200ms;
+    source_ = std::make_unique<K8sSource>(*client_, kNode, s);
+    source_->Start();
+  }
+  void TearDown() override {
+    if (source_) source_->Stop();
+    source_.reset();
+    client_.reset();
+    if (server_) server_->Stop();
+  }
+
+  // One pass of star-agent's loop; returns what Poll said.
+  Status Pass() {
+    auto polled = source_->Poll();
+    std::optional<StatusOr<ReconcileResult>> r;
+    if (source_->desired()) {
+      r = reconciler_->Reconcile(source_->desired()->allocation, source_->desired()->interfaces);
+    } else if (source_->released()) {
+      r = reconciler_->ReleaseAll();
+    }
+    EXPECT_TRUE(source_->ReportStatus(r ? &*r : nullptr).ok());
+    return polled.status();
+  }
+  // Runs passes until `done` holds; false if it does not within 20 s.
+  bool RunUntil(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    for (;;) {
+      const Status polled = Pass();
+      if (done()) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        ADD_FAILURE() << "last poll: " << polled << "; desired " << source_->desired().has_value()
+                      << ", released " << source_->released() << "; object " << Get().dump()
+                      << "; emulator " << server_->api().Stats().dump();
+        return false;
+      }
+      // Woken by the watch; the bound only makes room for a status read-back to change.
+      source_->WaitForUpdate(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::min<std::chrono::steady_clock::duration>(deadline - now, 50ms)));
+    }
+  }
+  // Runs passes while the watch keeps delivering (our own status writes); bounded.
+  void Drain() {
+    for (int i = 0; i < 20 && source_->WaitForUpdate(200ms); ++i) (void)Pass();
+  }
+
+  json Get() {
+    auto o = client_->Get(kube::NodeAllocations(), "", kNode);
+    return o.ok() ? *o : json();
+  }
+  int64_t ObservedGeneration() {
+    return Get().value(json::json_pointer("/status/observedGeneration"), int64_t{-1});
+  }
+  std::string Condition(const std::string& type, const std::string& field = "status") {
+    const json o = Get();
+    for (const json& c : o.value(json::json_pointer("/status/conditions"), json::array())) {
+      if (c.value("type", "") == type) return c.value(field, "");
+    }
+    return "";
+  }
+  int64_t QuotaUs() {
+    auto c = os_.ReadCpu(kCgroup);
+    return c.ok() ? c->quota_us : -2;
+  }
+
+  std::unique_ptr<apiserver::ApiServer> server_;
+  std::unique_ptr<kube::Client> client_;
+  MemoryNodeOs os_;
+  Journal journal_ = Journal::InMemory();
+  std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<K8sSource> source_;
+};
+
+TEST_F(K8sSourceTest, CreateAppliesLimitsAndUpdateMovesObservedGeneration) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(source_->WaitForSync(20s));
+  (void)Pass();
+  EXPECT_TRUE(source_->released()) << "no object yet: nothing to keep";
+  EXPECT_EQ(QuotaUs(), kOriginal.quota_us);
+
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
+  ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000 && ObservedGeneration() == 1; }))
+      << "quota " << QuotaUs() << ", observedGeneration " << ObservedGeneration();
+  EXPECT_EQ(Condition("Ready"), "True");
+  EXPECT_EQ(Condition("Applied"), "True");
+  EXPECT_EQ(Condition("Valid"), "True");
+  const json applied = Get()["status"]["applied"];
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0]["uid"], kUid);
+  EXPECT_EQ(applied[0]["cpu"]["quotaMillicores"], 500);
+
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::NodeAllocations(), "", kNode,
+                               {{"spec", Allocation(250)["spec"]}})
+                  .ok());
+  ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 25000 && ObservedGeneration() == 2; }))
+      << "quota " << QuotaUs() << ", observedGeneration " << ObservedGeneration();
+  EXPECT_EQ(Get()["status"]["applied"][0]["cpu"]["quotaMillicores"], 250);
+
+  // Our own status writes come back as MODIFIED events; none of them makes another write.
+  Drain();
+  EXPECT_EQ(source_->status_writes(), 2) << "one status write per change";
+}
+
+TEST_F(K8sSourceTest, InvalidObjectSetsValidFalseAndChangesNothing) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
+  ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000 && ObservedGeneration() == 1; }));
+  const int64_t writes = os_.cpu_writes();
+
+  // The CRD schema does not look at annotations; the agent refuses a hostile interface.
+  const std::string key = std::string("ifname.star.dev/") + kUid;
+  json bad = Allocation(100);
+  bad["metadata"]["annotations"] = {{key, "veth/evil"}};
+  ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", kNode, bad).ok());
+  ASSERT_TRUE(RunUntil([&] { return Condition("Valid") == "False"; }));
+  const std::string message = Condition("Valid", "message");
+  EXPECT_NE(message.find("metadata.annotations[\"" + key + "\"]"), std::string::npos) << message;
+  EXPECT_EQ(Condition("Valid", "reason"), "InvalidSpec");
+  EXPECT_EQ(Condition("Ready"), "False");
+  EXPECT_EQ(ObservedGeneration(), 1) << "the last good spec stays in force";
+  EXPECT_EQ(QuotaUs(), 50000);
+  EXPECT_EQ(os_.cpu_writes(), writes);
+  const Status polled = Pass();
+  EXPECT_EQ(polled.code(), StatusCode::kInvalidArgument);
+
+  // Fixed: the new spec applies.
+  json fixed = Allocation(100);
+  fixed["metadata"]["annotations"] = {{key, nullptr}};
+  ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", kNode, fixed).ok());
+  ASSERT_TRUE(RunUntil([&] { return Condition("Valid") == "True" && QuotaUs() == 10000; }));
+  EXPECT_EQ(Condition("Ready"), "True");
+}
+
+TEST_F(K8sSourceTest, DeletionRestoresOriginals) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
+  ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000; }));
+  ASSERT_NE(journal_.Find(kUid), nullptr);
+
+  ASSERT_TRUE(client_->Delete(kube::NodeAllocations(), "", kNode).ok());
+  ASSERT_TRUE(RunUntil([&] { return QuotaUs() == kOriginal.quota_us; }));
+  EXPECT_TRUE(source_->released());
+  EXPECT_FALSE(source_->desired().has_value());
+  EXPECT_EQ(journal_.Find(kUid), nullptr);
+  auto cpu = os_.ReadCpu(kCgroup);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(*cpu, kOriginal);
+}
+
+TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {
+  // The first watch is told its resourceVersion expired (410), the re-list that follows
+  // fails once, and every later watch stream is cut after one event.
+  apiserver::FaultRule gone;
+  gone.verb = "watch";
+  gone.resource = "nodeallocations";
+  gone.status = 410;
+  gone.count = 1;
+  apiserver::FaultRule list_fails;
+  list_fails.verb = "list";
+  list_fails.resource = "nodeallocations";
+  list_fails.status = 500;
+  list_fails.count = 1;
+  apiserver::FaultRule drop;
+  drop.verb = "watch";
+  drop.resource = "nodeallocations";
+  drop.drop_watch_after = 1;
+  ASSERT_NO_FATAL_FAILURE(Start({gone, drop, list_fails}));
+
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
+  ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000 && ObservedGeneration() == 1; }));
+  for (int64_t q : {300, 700, 200}) {
+    json patch = {{"spec", Allocation(q)["spec"]}};
+    ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", kNode, patch).ok());
+    ASSERT_TRUE(RunUntil([&] { return QuotaUs() == q * 100; })) << q << ": " << QuotaUs();
+  }
+  ASSERT_TRUE(RunUntil([&] { return ObservedGeneration() == 4; }));
+  const auto counters = server_->api().faults().counters();
+  EXPECT_GE(counters.errors, 1u) << "the 410 fired";
+  EXPECT_GE(counters.dropped_watches, 1u);
+}
+
+TEST(BuildStatusTest, DecodeErrorKeepsTheAppliedGenerationAndNamesTheField) {
+  api::NodeAllocationStatus previous;
+  previous.observed_generation = 3;
+  previous.applied.push_back({"ns", "worker-0", kUid, {500, 100}, {}});
+  StatusInputs in;
+  in.generation = 4;
+  in.decode_error = Status::InvalidArgument("spec.pods[0].cpu.weight: must be <= 10000");
+  in.have_desired = true;
+  in.desired_generation = 3;
+  ReconcileResult ok;
+  PodResult pod;
+  pod.uid = kUid;
+  pod.namespace_ = "ns";
+  pod.name = "worker-0";
+  pod.cpu = {500, 100};
+  ok.pods.push_back(pod);
+  const StatusOr<ReconcileResult> result = ok;
+  in.result = &result;
+  in.now = "2025-01-01T00:00:00Z";
+
+  const api::NodeAllocationStatus s = BuildStatus(in, previous);
+  EXPECT_EQ(s.observed_generation, 3);
+  EXPECT_EQ(s.applied, previous.applied);
+  ASSERT_EQ(s.conditions.size(), 3u);
+  const api::Condition& ready = s.conditions[0];
+  const api::Condition& valid = s.conditions[1];
+  EXPECT_EQ(ready.type, "Ready");
+  EXPECT_EQ(ready.status, "False");
+  EXPECT_EQ(valid.type, "Valid");
+  EXPECT_EQ(valid.status, "False");
+  EXPECT_EQ(valid.reason, "InvalidSpec");
+  EXPECT_NE(valid.message.find("spec.pods[0].cpu.weight"), std::string::npos);
+  EXPECT_EQ(valid.observed_generation, 4);
+  EXPECT_EQ(s.conditions[2].status, "True") << "generation 3 is still applied";
+
+  // The same inputs later: nothing changes, transition times included.
+  in.now = "2025-01-01T00:05:00Z";
+  EXPECT_EQ(BuildStatus(in, s), s);
+}
+
+TEST(BuildStatusTest, FailedPodsAndRefusalsAreNotApplied) {
+  StatusInputs in;
+  in.generation = 2;
+  in.have_desired = true;
+  in.desired_generation = 2;
+  in.now = "2025-01-01T00:00:00Z";
+  ReconcileResult partly;
+  PodResult failed;
+  failed.uid = kUid;
+  failed.namespace_ = "ns";
+  failed.name = "worker-0";
+  failed.action = PodAction::kFailed;
+  failed.status = Status::NotFound("no cgroup for pod " + std::string(kUid));
+  partly.pods.push_back(failed);
+  const StatusOr<ReconcileResult> r1 = partly;
+  in.result = &r1;
+  api::NodeAllocationStatus s = BuildStatus(in, {});
+  EXPECT_EQ(s.observed_generation, 2);
+  EXPECT_TRUE(s.applied.empty());
+  EXPECT_EQ(s.conditions[2].reason, "PodsFailed");
+  EXPECT_NE(s.conditions[2].message.find("ns/worker-0"), std::string::npos);
+  EXPECT_EQ(s.conditions[0].status, "False");
+
+  const StatusOr<ReconcileResult> refused = Status::InvalidArgument("guarantee violated");
+  in.result = &refused;
+  in.generation = in.desired_generation = 3;
+  s = BuildStatus(in, s);
+  EXPECT_EQ(s.observed_generation, 2) << "a refused spec is not observed as applied";
+  EXPECT_EQ(s.conditions[2].reason, "Refused");
+}
+
+}  // namespace
+}  // namespace star::agent
