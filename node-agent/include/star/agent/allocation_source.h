@@ -1,6 +1,6 @@
 // Sources of the desired state. FileSource: a NodeAllocation object in a JSON file (the
 // form `kubectl get nodeallocation NAME -o json` prints), re-read when it changes. The
-// Kubernetes watch source is not written yet.
+// Kubernetes source (watching the node's NodeAllocation object) is k8s_source.h.
 //
 // Pod interfaces come from the object's annotations, one per pod:
 //   "metadata": {"annotations": {"ifname.star.dev/<pod uid>": "<host-side veth>"}}
