@@ -541,7 +541,17 @@ void JobControlLoop::Decide(double t) {
 
   api::Decision d;
   d.epoch = decision_ ? decision_->epoch + 1 : 1;
-  d.apply_at_iteration = std::max<int64_t>(max_iteration_, 0) + options_.apply_margin_iterations;
+  // The margin is in the slowest worker's iterations: in fixed_k, groups and asgd the
+  // fastest workers run ahead by the speed ratio, and the slowest must still report
+  // (and learn the decision) before the fastest reach it.
+  double ratio = 1;
+  if (measured) {
+    const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
+    ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
+  }
+  d.apply_at_iteration =
+      std::max<int64_t>(max_iteration_, 0) +
+      static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
   d.mode = mode;
   d.k = k;
   d.groups = groups;
