@@ -90,6 +90,8 @@ std::vector<TypePtr> BuiltinTypes() {
                           {Column("Status", ".status.phase"), AgeColumn()}));
   types.push_back(Builtin("", "v1", "configmaps", "configmap", "ConfigMap", {"cm"}, true, false,
                           {Column("Data", "#data", "integer"), AgeColumn()}));
+  types.push_back(Builtin("", "v1", "secrets", "secret", "Secret", {}, true, false,
+                          {Column("Type", ".type"), Column("Data", "#data", "integer"), AgeColumn()}));
   types.push_back(Builtin("", "v1", "nodes", "node", "Node", {"no"}, false, true, {AgeColumn()}));
   types.push_back(Builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", {}, true, false,
                           {Column("Holder", ".spec.holderIdentity"), AgeColumn()}));

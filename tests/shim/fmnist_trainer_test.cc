@@ -46,7 +46,7 @@ TEST(FmnistTrainer, TwoWorkersApplyTheControllersDecisionAndStayInSync) {
   decision.k = 2;
   decision.workers = {{0, false, 64}, {1, true, 32}};
   auto server = ReportServer::Start(
-      ReportServerOptions{"127.0.0.1", 0, "secret"},
+      ReportServerOptions{"127.0.0.1", 0, "secret", {}},
       [&](const api::WorkerReport& r) -> std::optional<api::Decision> {
         std::lock_guard<std::mutex> lock(mu);
         reports.push_back(r);
@@ -115,7 +115,7 @@ TEST(FmnistTrainer, ParameterServerJobSwitchesToAsgdAndAppliesEveryGradientOnce)
   asgd.apply_at_iteration = kSwitchAt;
   asgd.mode = api::SyncMode::kAsgd;
   asgd.k = 1;
-  auto server = ReportServer::Start(ReportServerOptions{"127.0.0.1", 0, ""},
+  auto server = ReportServer::Start(ReportServerOptions{"127.0.0.1", 0, "", {}},
                                     [&](const api::WorkerReport&) -> std::optional<api::Decision> {
                                       return asgd;
                                     });

@@ -172,14 +172,23 @@ struct ReportServer::Impl {
       Reply(request, http::status_codes::MethodNotAllowed, ErrorBody("use POST"));
       return;
     }
-    if (!options.token.empty()) {
+    const std::string job = web::uri::decode(segments[2]);
+    std::string token = options.token;
+    if (options.job_token) {
+      std::optional<std::string> t = options.job_token(job);
+      if (!t) {
+        Reply(request, http::status_codes::NotFound, ErrorBody("job \"" + job + "\": not known here"));
+        return;
+      }
+      token = std::move(*t);
+    }
+    if (!token.empty()) {
       auto it = request.headers().find(http::header_names::authorization);
-      if (it == request.headers().end() || it->second != "Bearer " + options.token) {
+      if (it == request.headers().end() || it->second != "Bearer " + token) {
         Reply(request, http::status_codes::Unauthorized, ErrorBody("missing or wrong bearer token"));
         return;
       }
     }
-    const std::string job = web::uri::decode(segments[2]);
     const std::string body = request.extract_utf8string(/*ignore_content_type=*/true).get();
     json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {

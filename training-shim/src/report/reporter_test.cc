@@ -64,7 +64,7 @@ struct Recorder {
 
 std::unique_ptr<ReportServer> StartServer(Recorder& rec, const std::string& token) {
   StatusOr<std::unique_ptr<ReportServer>> s =
-      ReportServer::Start({.host = "127.0.0.1", .port = 0, .token = token}, rec.Handler());
+      ReportServer::Start({.host = "127.0.0.1", .port = 0, .token = token, .job_token = {}}, rec.Handler());
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(s).value() : nullptr;
 }

@@ -60,6 +60,11 @@ struct ReportServerOptions {
   std::string host = "127.0.0.1";  // address to listen on; default loopback
   int port = 0;                    // default 0 = pick a free port (see port())
   std::string token;               // required bearer token; default "" = accept any request
+  // Per-job tokens (the operator's endpoint); when set it replaces `token`: the token
+  // the path's job must present, or nullopt for a job this server does not know (404
+  // {"error": ...}). Called on server threads, concurrently; must be thread-safe.
+  // Default empty = use `token`.
+  std::function<std::optional<std::string>(const std::string& job)> job_token;
 };
 
 // Decides what to answer a report with; nullopt = no decision. Called one report at a
@@ -68,7 +73,7 @@ struct ReportServerOptions {
 using ReportHandler = std::function<std::optional<api::Decision>(const api::WorkerReport&)>;
 
 // Serves the report endpoint until destroyed. Requests are checked in this order: path
-// and method (404/405), token (401), body (400 with the error naming the field; also
+// and method (404/405), the job (404, with job_token only), token (401), body (400 with the error naming the field; also
 // when the path's job differs from the report's "job"), then the handler. The decision
 // is sent as the handler returns it (not validated here). Thread-safe.
 class ReportServer {

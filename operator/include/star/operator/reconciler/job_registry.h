@@ -1,0 +1,88 @@
+// JobRegistry: the operator's running jobs as the report endpoint sees them. One
+// JobControlLoop per job (the same loop local mode runs), the job's report token, and
+// what changed since the status writer last looked.
+//
+// The reconciler registers a job (Upsert) once its token Secret exists and removes it
+// when the job is deleted; the report endpoint calls Token and Observe; the status
+// writer calls Drain every --status-interval. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/api/decision.h"
+#include "star/core/api/training_job.h"
+#include "star/core/api/worker_report.h"
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+
+// A job's status as the reports made it, ready to merge-patch into status.
+struct JobUpdate {
+  std::string key;            // "<namespace>/<name>"
+  nlohmann::json status;      // syncMode, k, groups, stragglers, workers, iteration
+  std::vector<TimelineEvent> events;  // new since the last Drain, in order
+  int stragglers = 0;
+  std::optional<api::SyncMode> mode;
+};
+
+class JobRegistry {
+ public:
+  // `now` gives RFC 3339 wall-clock time (for stragglers[].since).
+  explicit JobRegistry(std::function<std::string()> now, LoopOptions options = {});
+
+  // Registers `key` or, when the generation changed, replaces its loop (a spec change
+  // restarts decisions from the baseline). InvalidArgument from JobControlLoop::Create.
+  [[nodiscard]] Status Upsert(const std::string& key, int64_t generation,
+                              const api::TrainingJobSpec& spec, const std::string& token);
+  // Node of each rank ("" unknown), for stragglers[].node.
+  void SetWorkerNodes(const std::string& key, std::vector<std::string> nodes);
+  void Remove(const std::string& key);
+  bool Contains(const std::string& key) const;
+  size_t size() const;
+
+  // The token reports of `key` must carry; nullopt for an unknown job.
+  std::optional<std::string> Token(const std::string& key) const;
+
+  // Feeds a report to its job's loop. NotFound for an unknown job; the loop's errors.
+  // `latency_seconds`, when not null, receives how long the loop took.
+  [[nodiscard]] StatusOr<std::optional<api::Decision>> Observe(const api::WorkerReport& report,
+                                                               double* latency_seconds = nullptr,
+                                                               bool* new_decision = nullptr);
+
+  // Jobs with reports since the last Drain.
+  std::vector<JobUpdate> Drain();
+
+ private:
+  struct Job {
+    int64_t generation = 0;
+    std::string token;
+    api::TrainingJobSpec spec;
+    std::unique_ptr<JobControlLoop> loop;
+    std::vector<std::string> nodes;
+    size_t events_sent = 0;  // timeline entries already drained
+    int64_t iteration = 0;
+    bool dirty = false;
+    // Per worker: the latest straggler event's detail and when it started.
+    std::map<int, std::pair<std::string, std::string>> straggling;
+  };
+  JobUpdate Build(const std::string& key, Job& job);
+
+  std::function<std::string()> now_;
+  LoopOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Job> jobs_;
+};
+
+// Parses a straggler timeline detail ("cause=compute kind=static slowdown=2.01").
+api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail);
+
+}  // namespace star::op

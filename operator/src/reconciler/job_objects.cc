@@ -1,0 +1,418 @@
+#include "star/operator/reconciler/job_objects.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace star::op {
+namespace {
+
+using nlohmann::json;
+
+std::string Name(const json& job) { return job["metadata"].value("name", ""); }
+std::string Namespace(const json& job) {
+  return job["metadata"].value("namespace", std::string("default"));
+}
+
+bool AllDigits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+std::string PodPhase(const json& pod) {
+  auto st = pod.find("status");
+  if (st == pod.end() || !st->is_object()) return "Pending";
+  return st->value("phase", std::string("Pending"));
+}
+
+json EnvValue(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+// Replaces (or appends) the entries of `add` in a container's env, by name.
+void SetEnv(json* container, const std::vector<json>& add) {
+  json env = container->value("env", json::array());
+  if (!env.is_array()) env = json::array();
+  std::set<std::string> names;
+  for (const json& e : add) names.insert(e["name"].get<std::string>());
+  json out = json::array();
+  for (const json& e : env) {
+    if (e.is_object() && e.contains("name") && e["name"].is_string() &&
+        names.count(e["name"].get<std::string>())) {
+      continue;
+    }
+    out.push_back(e);
+  }
+  for (const json& e : add) out.push_back(e);
+  (*container)["env"] = std::move(out);
+}
+
+StatusOr<json> RolePod(const json& job, const api::ReplicaSpec& role, const std::string& path,
+                       const std::string& role_name, int rank, const std::string& pod_name,
+                       const std::vector<json>& env) {
+  if (!role.pod_template || !role.pod_template->contains("spec") ||
+      !(*role.pod_template)["spec"].contains("containers")) {
+    return Status::InvalidArgument(path + ".template.spec.containers: required to run pods");
+  }
+  const json& tmpl = *role.pod_template;
+  json meta = tmpl.value("metadata", json::object());
+  json pod_meta = json::object();
+  pod_meta["name"] = pod_name;
+  pod_meta["namespace"] = Namespace(job);
+  json labels = meta.value("labels", json::object());
+  labels[kJobLabel] = Name(job);
+  labels[kRoleLabel] = role_name;
+  labels[kRankLabel] = std::to_string(rank);
+  pod_meta["labels"] = std::move(labels);
+  if (meta.contains("annotations")) pod_meta["annotations"] = meta["annotations"];
+  pod_meta["ownerReferences"] = json::array({OwnerReference(job)});
+
+  json spec = tmpl["spec"];
+  spec["hostname"] = pod_name;
+  spec["subdomain"] = Name(job);
+  if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Never";
+  for (json& c : spec["containers"]) SetEnv(&c, env);
+  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(pod_meta)},
+              {"spec", std::move(spec)}};
+}
+
+}  // namespace
+
+std::string WorkerPodName(const std::string& job, int rank) {
+  return job + "-worker-" + std::to_string(rank);
+}
+std::string PsPodName(const std::string& job, int index) {
+  return job + "-ps-" + std::to_string(index);
+}
+std::string TokenSecretName(const std::string& job) { return job + "-token"; }
+
+bool IsJobPodName(const std::string& job, const std::string& pod) {
+  for (const std::string& prefix : {job + "-worker-", job + "-ps-"}) {
+    if (pod.size() > prefix.size() && pod.compare(0, prefix.size(), prefix) == 0 &&
+        AllDigits(pod.substr(prefix.size()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+json OwnerReference(const json& job) {
+  return {{"apiVersion", job.value("apiVersion", std::string("star.dev/v1alpha1"))},
+          {"kind", "TrainingJob"},
+          {"name", Name(job)},
+          {"uid", job["metadata"].value("uid", "")},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobSpec& spec,
+                                        const PodEnvOptions& options) {
+  const std::string name = Name(job), ns = Namespace(job);
+  const int workers = spec.workers.replicas;
+  const int ps = spec.parameter_servers ? spec.parameter_servers->replicas : 0;
+  const std::string store_host = ps > 0 ? PsPodName(name, 0) : WorkerPodName(name, 0);
+  const std::string store_url =
+      "http://" + store_host + "." + name + "." + ns + ".svc:" + std::to_string(kStorePort);
+  auto common = [&](int rank) {
+    std::vector<json> env = {
+        EnvValue("STAR_RANK", std::to_string(rank)),
+        EnvValue("STAR_WORLD_SIZE", std::to_string(workers)),
+        EnvValue("STAR_PARAMETER_SERVERS", std::to_string(ps)),
+        EnvValue("STAR_STORE_URL", store_url),
+        EnvValue("STAR_CONTROLLER_URL", options.report_url),
+        EnvValue("STAR_JOB", ns + "/" + name),
+        {{"name", "STAR_JOB_TOKEN"},
+         {"valueFrom", {{"secretKeyRef", {{"name", TokenSecretName(name)}, {"key", "token"}}}}}},
+        {{"name", "STAR_LISTEN_HOST"},
+         {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+    };
+    return env;
+  };
+  std::vector<json> pods;
+  for (int i = 0; i < workers; ++i) {
+    std::vector<json> env = common(i);
+    if (ps == 0 && i == 0) env.push_back(EnvValue("STAR_HOST_STORE", "1"));
+    STAR_ASSIGN_OR_RETURN(json pod, RolePod(job, spec.workers, "spec.workers", "worker", i,
+                                            WorkerPodName(name, i), env));
+    pods.push_back(std::move(pod));
+  }
+  for (int i = 0; i < ps; ++i) {
+    std::vector<json> env = common(i);
+    env.push_back(EnvValue("STAR_ROLE", "ps"));
+    if (i == 0) env.push_back(EnvValue("STAR_HOST_STORE", "1"));
+    STAR_ASSIGN_OR_RETURN(json pod, RolePod(job, *spec.parameter_servers, "spec.parameterServers",
+                                            "ps", i, PsPodName(name, i), env));
+    pods.push_back(std::move(pod));
+  }
+  return pods;
+}
+
+json DesiredService(const json& job) {
+  const std::string name = Name(job);
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", Namespace(job)},
+            {"labels", {{kJobLabel, name}}},
+            {"ownerReferences", json::array({OwnerReference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{kJobLabel, name}}},
+            {"ports", json::array({{{"name", "store"}, {"port", kStorePort}}})}}}};
+}
+
+json DesiredSecret(const json& job, const std::string& token) {
+  const std::string name = Name(job);
+  std::string encoded(4 * ((token.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                                reinterpret_cast<const unsigned char*>(token.data()),
+                                static_cast<int>(token.size()));
+  encoded.resize(static_cast<size_t>(n));
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"type", "Opaque"},
+          {"metadata",
+           {{"name", TokenSecretName(name)},
+            {"namespace", Namespace(job)},
+            {"labels", {{kJobLabel, name}}},
+            {"ownerReferences", json::array({OwnerReference(job)})}}},
+          {"data", {{"token", encoded}}}};
+}
+
+std::optional<std::string> SecretToken(const json& secret) {
+  if (!secret.contains("data") || !secret["data"].is_object()) return std::nullopt;
+  const json& data = secret["data"];
+  if (!data.contains("token") || !data["token"].is_string()) return std::nullopt;
+  const std::string in = data["token"].get<std::string>();
+  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
+  std::string out(in.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  if (n < 0) return std::nullopt;
+  size_t pad = 0;
+  if (in.back() == '=') ++pad;
+  if (in.size() >= 2 && in[in.size() - 2] == '=') ++pad;
+  out.resize(static_cast<size_t>(n) - pad);
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+// ---------------------------------------------------------------- phase
+
+PhaseDecision DecidePhase(const PhaseInput& in) {
+  PhaseDecision d;
+  d.phase = in.current;
+  d.restarts = in.restarts;
+  using api::JobPhase;
+
+  std::string failed_pod, failed_message;
+  for (const auto& [name, pod] : in.observed) {
+    if (PodPhase(pod) == "Failed" && failed_pod.empty()) {
+      failed_pod = name;
+      failed_message = pod.contains("status") ? pod["status"].value("message", "") : "";
+    }
+  }
+  auto failed_text = [&] {
+    return "pod " + failed_pod + " failed" + (failed_message.empty() ? "" : ": " + failed_message);
+  };
+  bool any_live = false;  // a pod not finished
+  for (const auto& [name, pod] : in.observed) {
+    const std::string phase = PodPhase(pod);
+    if (phase != "Succeeded" && phase != "Failed") any_live = true;
+  }
+
+  if (in.current == JobPhase::kSucceeded) {
+    d.reason = "WorkersSucceeded";
+    d.message = "every worker succeeded";
+    return d;
+  }
+  if (in.current == JobPhase::kFailed) {
+    d.reason = "Failed";
+    d.action = any_live ? PodAction::kDeleteAll : PodAction::kNone;
+    return d;
+  }
+  if (!failed_pod.empty() && in.current != JobPhase::kRestarting) {
+    if (in.restarts < in.max_restarts) {
+      d.phase = JobPhase::kRestarting;
+      d.restarts = in.restarts + 1;
+      d.reason = "PodFailed";
+      d.message = failed_text() + "; restart " + std::to_string(d.restarts) + " of " +
+                  std::to_string(in.max_restarts);
+    } else {
+      d.phase = JobPhase::kFailed;
+      d.reason = "BackoffLimitExceeded";
+      d.message = failed_text() + "; " + std::to_string(in.restarts) + " restarts used (max " +
+                  std::to_string(in.max_restarts) + ")";
+    }
+    d.action = PodAction::kDeleteAll;
+    return d;
+  }
+  if (in.current == JobPhase::kRestarting) {
+    d.reason = "PodFailed";
+    if (!in.observed.empty()) {
+      d.action = PodAction::kDeleteAll;
+      d.message = "deleting the job's pods before restart " + std::to_string(in.restarts);
+      return d;
+    }
+    if (!in.backoff_elapsed) {
+      d.message = "waiting for the restart backoff";
+      return d;
+    }
+    d.phase = JobPhase::kCreated;
+    d.reason = "PodsCreated";
+    d.message = "restart " + std::to_string(in.restarts) + ": pods created";
+    d.action = PodAction::kCreateMissing;
+    return d;
+  }
+
+  int workers = 0, workers_succeeded = 0, missing = 0, running = 0;
+  for (const std::string& name : in.desired) {
+    const bool worker = name.find("-worker-") != std::string::npos;
+    workers += worker;
+    auto it = in.observed.find(name);
+    if (it == in.observed.end()) {
+      ++missing;
+      continue;
+    }
+    const std::string phase = PodPhase(it->second);
+    if (worker && phase == "Succeeded") ++workers_succeeded;
+    if (phase == "Running") ++running;
+  }
+  if (workers > 0 && workers_succeeded == workers) {
+    d.phase = JobPhase::kSucceeded;
+    d.reason = "WorkersSucceeded";
+    d.message = "every worker succeeded";
+    return d;
+  }
+  if (missing > 0) {
+    d.phase = JobPhase::kCreated;
+    d.reason = "PodsCreated";
+    d.message = std::to_string(in.desired.size()) + " pods created";
+    d.action = PodAction::kCreateMissing;
+    return d;
+  }
+  if (running == static_cast<int>(in.desired.size())) {
+    d.phase = JobPhase::kRunning;
+    d.reason = "AllPodsRunning";
+    d.message = std::to_string(running) + " pods running";
+    return d;
+  }
+  d.phase = JobPhase::kCreated;
+  d.reason = "PodsCreated";
+  d.message = std::to_string(running) + " of " + std::to_string(in.desired.size()) +
+              " pods running";
+  return d;
+}
+
+void SetCondition(std::vector<api::Condition>* conditions, const std::string& type, bool status,
+                  const std::string& reason, const std::string& message,
+                  const std::string& now_rfc3339, int64_t generation) {
+  const std::string s = status ? "True" : "False";
+  auto it = std::find_if(conditions->begin(), conditions->end(),
+                         [&](const api::Condition& c) { return c.type == type; });
+  if (it == conditions->end()) {
+    conditions->push_back({type, s, reason, message, now_rfc3339, generation});
+    return;
+  }
+  if (it->status != s) it->last_transition_time = now_rfc3339;
+  it->status = s;
+  it->reason = reason;
+  it->message = message;
+  it->observed_generation = generation;
+}
+
+void SetPhaseConditions(std::vector<api::Condition>* conditions, const PhaseDecision& d,
+                        const std::string& now, int64_t generation) {
+  using api::JobPhase;
+  const bool created = d.phase != JobPhase::kPending;
+  auto has = [&](const char* type) {
+    return std::any_of(conditions->begin(), conditions->end(),
+                       [&](const api::Condition& c) { return c.type == type; });
+  };
+  if (created && !has("Created")) {
+    SetCondition(conditions, "Created", true, "PodsCreated", "the job's pods were created", now,
+                 generation);
+  }
+  auto set = [&](const char* type, JobPhase phase) {
+    const bool on = d.phase == phase;
+    if (on) {
+      SetCondition(conditions, type, true, d.reason, d.message, now, generation);
+    } else if (has(type)) {
+      SetCondition(conditions, type, false, d.reason, "", now, generation);
+    }
+  };
+  set("Running", JobPhase::kRunning);
+  set("Restarting", JobPhase::kRestarting);
+  set("Succeeded", JobPhase::kSucceeded);
+  set("Failed", JobPhase::kFailed);
+}
+
+int64_t RestartBackoffMillis(int restarts, int64_t base_millis) {
+  if (restarts <= 0) return 0;
+  constexpr int64_t kCap = 5 * 60 * 1000;
+  int64_t d = base_millis;
+  for (int i = 1; i < restarts && d < kCap; ++i) d *= 2;
+  return std::min(d, kCap);
+}
+
+// ---------------------------------------------------------------- NodeAllocation
+
+std::map<std::string, std::vector<api::PodAllocation>> JobAllocationsByNode(
+    const std::vector<json>& pods) {
+  std::map<std::string, std::vector<api::PodAllocation>> out;
+  for (const json& pod : pods) {
+    const json& spec = pod.value("spec", json::object());
+    const std::string node = spec.value("nodeName", "");
+    const std::string phase = PodPhase(pod);
+    if (node.empty() || phase == "Succeeded" || phase == "Failed") continue;
+    if (pod["metadata"].contains("deletionTimestamp")) continue;
+    api::PodAllocation a;
+    a.namespace_ = pod["metadata"].value("namespace", "default");
+    a.name = pod["metadata"].value("name", "");
+    a.uid = pod["metadata"].value("uid", "");
+    if (a.uid.empty()) continue;
+    int64_t quota = 0;
+    bool unlimited = false, guaranteed = true;
+    for (const json& c : spec.value("containers", json::array())) {
+      const json res = c.value("resources", json::object());
+      const json limits = res.value("limits", json::object());
+      const json requests = res.value("requests", json::object());
+      std::optional<int64_t> limit, request;
+      if (limits.contains("cpu")) limit = api::ParseCpuMillicores(limits["cpu"]);
+      // Kubernetes defaults a missing request to the limit.
+      request = requests.contains("cpu") ? api::ParseCpuMillicores(requests["cpu"]) : limit;
+      if (!limit) {
+        unlimited = true;
+        guaranteed = false;
+      } else {
+        quota += *limit;
+        if (!request || *request != *limit) guaranteed = false;
+      }
+    }
+    a.cpu.quota_millicores = unlimited ? 0 : quota;
+    a.guaranteed = guaranteed;
+    out[node].push_back(std::move(a));
+  }
+  return out;
+}
+
+api::NodeAllocationSpec MergeJobAllocations(const api::NodeAllocationSpec& current,
+                                            const std::string& ns, const std::string& job,
+                                            const std::vector<api::PodAllocation>& mine) {
+  api::NodeAllocationSpec out;
+  for (const api::PodAllocation& p : current.pods) {
+    if (p.namespace_ == ns && IsJobPodName(job, p.name)) continue;
+    out.pods.push_back(p);
+  }
+  std::vector<api::PodAllocation> sorted = mine;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const api::PodAllocation& a, const api::PodAllocation& b) { return a.name < b.name; });
+  for (api::PodAllocation& p : sorted) out.pods.push_back(std::move(p));
+  return out;
+}
+
+}  // namespace star::op

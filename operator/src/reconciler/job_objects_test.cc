@@ -1,0 +1,252 @@
+#include "star/operator/reconciler/job_objects.h"
+
+#include <gtest/gtest.h>
+
+namespace star::op {
+namespace {
+
+using nlohmann::json;
+
+json Job(int workers = 2, int ps = 0) {
+  json j = {{"apiVersion", "star.dev/v1alpha1"},
+            {"kind", "TrainingJob"},
+            {"metadata", {{"name", "fm"}, {"namespace", "team"}, {"uid", "u-1"}, {"generation", 1}}},
+            {"spec",
+             {{"architecture", ps ? "ParameterServer" : "AllReduce"},
+              {"workers",
+               {{"replicas", workers},
+                {"template",
+                 {{"metadata", {{"labels", {{"app", "x"}}}}},
+                  {"spec",
+                   {{"containers",
+                     {{{"name", "t"},
+                       {"image", "img"},
+                       {"env", {{{"name", "STAR_RANK"}, {"value", "99"}}, {{"name", "KEEP"}, {"value", "1"}}}},
+                       {"resources",
+                        {{"requests", {{"cpu", "500m"}}}, {"limits", {{"cpu", "500m"}}}}}}}}}}}}}},
+              {"training", {{"globalBatchSize", 64}, {"targetAccuracy", 0.9}}}}}};
+  if (ps) j["spec"]["parameterServers"] = {{"replicas", ps}, {"template", j["spec"]["workers"]["template"]}};
+  return j;
+}
+
+std::map<std::string, std::string> Env(const json& pod) {
+  std::map<std::string, std::string> out;
+  for (const json& e : pod["spec"]["containers"][0]["env"]) {
+    out[e["name"]] = e.contains("value") ? e["value"].get<std::string>() : e["valueFrom"].dump();
+  }
+  return out;
+}
+
+std::vector<json> Pods(const json& job) {
+  auto parsed = api::TrainingJobFromJson(job);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  auto pods = DesiredPods(job, parsed->spec, {"http://op:8443"});
+  EXPECT_TRUE(pods.ok()) << pods.status();
+  return pods.ok() ? *pods : std::vector<json>{};
+}
+
+TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStore) {
+  const auto pods = Pods(Job(3));
+  ASSERT_EQ(pods.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const json& p = pods[i];
+    EXPECT_EQ(p["metadata"]["name"], "fm-worker-" + std::to_string(i));
+    EXPECT_EQ(p["metadata"]["namespace"], "team");
+    EXPECT_EQ(p["metadata"]["labels"]["star.dev/job"], "fm");
+    EXPECT_EQ(p["metadata"]["labels"]["star.dev/role"], "worker");
+    EXPECT_EQ(p["metadata"]["labels"]["star.dev/rank"], std::to_string(i));
+    EXPECT_EQ(p["metadata"]["labels"]["app"], "x") << "template labels are kept";
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], "u-1");
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["controller"], true);
+    EXPECT_EQ(p["spec"]["hostname"], p["metadata"]["name"]);
+    EXPECT_EQ(p["spec"]["subdomain"], "fm");
+    EXPECT_EQ(p["spec"]["restartPolicy"], "Never");
+    auto env = Env(p);
+    EXPECT_EQ(env["STAR_RANK"], std::to_string(i)) << "the template's STAR_RANK is replaced";
+    EXPECT_EQ(env["KEEP"], "1");
+    EXPECT_EQ(env["STAR_WORLD_SIZE"], "3");
+    EXPECT_EQ(env["STAR_PARAMETER_SERVERS"], "0");
+    EXPECT_EQ(env["STAR_STORE_URL"], "http://fm-worker-0.fm.team.svc:29500");
+    EXPECT_EQ(env["STAR_CONTROLLER_URL"], "http://op:8443");
+    EXPECT_EQ(env["STAR_JOB"], "team/fm");
+    EXPECT_NE(env["STAR_JOB_TOKEN"].find("fm-token"), std::string::npos);
+    EXPECT_NE(env["STAR_LISTEN_HOST"].find("status.podIP"), std::string::npos);
+    EXPECT_EQ(env.count("STAR_HOST_STORE"), i == 0 ? 1u : 0u);
+  }
+}
+
+TEST(DesiredPods, ParameterServerZeroHostsTheStore) {
+  const auto pods = Pods(Job(2, 1));
+  ASSERT_EQ(pods.size(), 3u);
+  EXPECT_EQ(pods[2]["metadata"]["name"], "fm-ps-0");
+  EXPECT_EQ(pods[2]["metadata"]["labels"]["star.dev/role"], "ps");
+  EXPECT_EQ(Env(pods[2])["STAR_HOST_STORE"], "1");
+  EXPECT_EQ(Env(pods[0]).count("STAR_HOST_STORE"), 0u);
+  EXPECT_EQ(Env(pods[0])["STAR_STORE_URL"], "http://fm-ps-0.fm.team.svc:29500");
+  EXPECT_EQ(Env(pods[0])["STAR_PARAMETER_SERVERS"], "1");
+}
+
+TEST(DesiredPods, ATemplateWithoutContainersIsRefusedNamingTheField) {
+  json job = Job(2);
+  auto spec = api::TrainingJobFromJson(job);
+  ASSERT_TRUE(spec.ok());
+  spec->spec.workers.pod_template.reset();
+  auto pods = DesiredPods(job, spec->spec, {});
+  ASSERT_FALSE(pods.ok());
+  EXPECT_NE(pods.status().message().find("spec.workers.template"), std::string::npos);
+}
+
+TEST(DesiredObjects, ServiceIsHeadlessAndSecretRoundTripsTheToken) {
+  const json svc = DesiredService(Job());
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["selector"]["star.dev/job"], "fm");
+  for (const std::string token : {"a", "ab", "abc", "0123456789abcdef0123456789abcdef"}) {
+    const json secret = DesiredSecret(Job(), token);
+    EXPECT_EQ(secret["metadata"]["name"], "fm-token");
+    EXPECT_EQ(SecretToken(secret), token);
+  }
+  EXPECT_EQ(SecretToken(json{{"data", {{"token", "!!"}}}}), std::nullopt);
+  EXPECT_EQ(SecretToken(json::object()), std::nullopt);
+}
+
+TEST(IsJobPodName, MatchesOnlyTheJobsOwnNames) {
+  EXPECT_TRUE(IsJobPodName("a", "a-worker-0"));
+  EXPECT_TRUE(IsJobPodName("a", "a-ps-12"));
+  EXPECT_FALSE(IsJobPodName("a", "a-worker-"));
+  EXPECT_FALSE(IsJobPodName("a", "a-worker-1-worker-0"));
+  EXPECT_FALSE(IsJobPodName("a", "ab-worker-0"));
+}
+
+json Pod(const std::string& phase) { return {{"status", {{"phase", phase}}}}; }
+
+PhaseInput Input(api::JobPhase current, std::map<std::string, json> observed) {
+  PhaseInput in;
+  in.current = current;
+  in.desired = {"j-worker-0", "j-worker-1"};
+  in.observed = std::move(observed);
+  return in;
+}
+
+TEST(DecidePhase, NoPodsCreatesThemAllRunningPodsMakeRunning) {
+  auto d = DecidePhase(Input(api::JobPhase::kPending, {}));
+  EXPECT_EQ(d.phase, api::JobPhase::kCreated);
+  EXPECT_EQ(d.action, PodAction::kCreateMissing);
+  d = DecidePhase(Input(api::JobPhase::kCreated, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Pending")}}));
+  EXPECT_EQ(d.phase, api::JobPhase::kCreated);
+  EXPECT_EQ(d.action, PodAction::kNone);
+  d = DecidePhase(Input(api::JobPhase::kCreated, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Running")}}));
+  EXPECT_EQ(d.phase, api::JobPhase::kRunning);
+  EXPECT_EQ(d.reason, "AllPodsRunning");
+}
+
+TEST(DecidePhase, AFailedPodRestartsTheGangUntilTheLimitThenFails) {
+  auto in = Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Failed")}});
+  in.max_restarts = 1;
+  auto d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kRestarting);
+  EXPECT_EQ(d.restarts, 1);
+  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+  EXPECT_NE(d.message.find("j-worker-1"), std::string::npos);
+
+  // Restarting with pods left: delete them, do not count again.
+  in.current = api::JobPhase::kRestarting;
+  in.restarts = 1;
+  d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kRestarting);
+  EXPECT_EQ(d.restarts, 1);
+  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+
+  // All gone, backoff pending: wait; elapsed: create.
+  in.observed.clear();
+  in.backoff_elapsed = false;
+  EXPECT_EQ(DecidePhase(in).action, PodAction::kNone);
+  in.backoff_elapsed = true;
+  d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kCreated);
+  EXPECT_EQ(d.action, PodAction::kCreateMissing);
+
+  // A second failure exceeds max_restarts = 1.
+  in = Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Failed")}, {"j-worker-1", Pod("Running")}});
+  in.restarts = 1;
+  in.max_restarts = 1;
+  d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kFailed);
+  EXPECT_EQ(d.reason, "BackoffLimitExceeded");
+  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+}
+
+TEST(DecidePhase, AllWorkersSucceededIsTerminal) {
+  auto d = DecidePhase(Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Succeeded")}, {"j-worker-1", Pod("Succeeded")}}));
+  EXPECT_EQ(d.phase, api::JobPhase::kSucceeded);
+  d = DecidePhase(Input(api::JobPhase::kSucceeded, {}));
+  EXPECT_EQ(d.phase, api::JobPhase::kSucceeded);
+  EXPECT_EQ(d.action, PodAction::kNone) << "a finished job's pods are not recreated";
+}
+
+TEST(Conditions, TransitionTimeChangesOnlyWithTheStatus) {
+  std::vector<api::Condition> c;
+  PhaseDecision d{api::JobPhase::kRunning, "AllPodsRunning", "2 pods running", PodAction::kNone, 0};
+  SetPhaseConditions(&c, d, "2025-01-01T00:00:00Z", 1);
+  SetPhaseConditions(&c, d, "2025-01-01T00:00:09Z", 1);
+  auto find = [&](const std::string& t) {
+    for (auto& x : c) if (x.type == t) return x;
+    return api::Condition{};
+  };
+  EXPECT_EQ(find("Created").status, "True");
+  EXPECT_EQ(find("Running").status, "True");
+  EXPECT_EQ(find("Running").last_transition_time, "2025-01-01T00:00:00Z");
+  d.phase = api::JobPhase::kRestarting;
+  d.reason = "PodFailed";
+  SetPhaseConditions(&c, d, "2025-01-01T00:00:10Z", 1);
+  EXPECT_EQ(find("Running").status, "False");
+  EXPECT_EQ(find("Running").last_transition_time, "2025-01-01T00:00:10Z");
+  EXPECT_EQ(find("Restarting").status, "True");
+  EXPECT_EQ(find("Restarting").reason, "PodFailed");
+}
+
+TEST(RestartBackoff, DoublesAndIsCapped) {
+  EXPECT_EQ(RestartBackoffMillis(0, 1000), 0);
+  EXPECT_EQ(RestartBackoffMillis(1, 1000), 1000);
+  EXPECT_EQ(RestartBackoffMillis(3, 1000), 4000);
+  EXPECT_EQ(RestartBackoffMillis(40, 1000), 300000);
+}
+
+json BoundPod(const std::string& name, const std::string& node, json resources) {
+  return {{"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}},
+          {"spec", {{"nodeName", node}, {"containers", {{{"name", "t"}, {"resources", resources}}}}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+TEST(NodeAllocations, QuotaIsTheLimitAndGuaranteedWhenRequestEqualsLimit) {
+  auto by_node = JobAllocationsByNode({
+      BoundPod("fm-worker-0", "n1", {{"requests", {{"cpu", "500m"}}}, {"limits", {{"cpu", "500m"}}}}),
+      BoundPod("fm-worker-1", "n1", {{"requests", {{"cpu", "250m"}}}, {"limits", {{"cpu", "1"}}}}),
+      BoundPod("fm-worker-2", "n2", json::object()),
+      BoundPod("fm-worker-3", "", json::object()),
+  });
+  ASSERT_EQ(by_node.size(), 2u);
+  ASSERT_EQ(by_node["n1"].size(), 2u);
+  EXPECT_EQ(by_node["n1"][0].cpu.quota_millicores, 500);
+  EXPECT_TRUE(by_node["n1"][0].guaranteed);
+  EXPECT_EQ(by_node["n1"][1].cpu.quota_millicores, 1000);
+  EXPECT_FALSE(by_node["n1"][1].guaranteed);
+  EXPECT_EQ(by_node["n2"][0].cpu.quota_millicores, 0) << "no limit = unlimited";
+  EXPECT_EQ(by_node["n2"][0].uid, "uid-fm-worker-2");
+}
+
+TEST(NodeAllocations, MergeReplacesOnlyThisJobsEntries) {
+  api::NodeAllocationSpec current;
+  current.pods.push_back({"team", "other-worker-0", "o0", {}, {}, false});
+  current.pods.push_back({"team", "fm-worker-9", "old", {}, {}, false});
+  current.pods.push_back({"elsewhere", "fm-worker-0", "e0", {}, {}, false});
+  api::PodAllocation mine{"team", "fm-worker-0", "new", {700, 100}, {}, true};
+  auto merged = MergeJobAllocations(current, "team", "fm", {mine});
+  ASSERT_EQ(merged.pods.size(), 3u);
+  EXPECT_EQ(merged.pods[0].name, "other-worker-0");
+  EXPECT_EQ(merged.pods[1].namespace_, "elsewhere");
+  EXPECT_EQ(merged.pods[2].uid, "new");
+  EXPECT_TRUE(MergeJobAllocations(merged, "team", "fm", {}).pods.size() == 2u);
+}
+
+}  // namespace
+}  // namespace star::op

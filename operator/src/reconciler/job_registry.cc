@@ -1,0 +1,175 @@
+#include "star/operator/reconciler/job_registry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+namespace star::op {
+
+using nlohmann::json;
+
+api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail) {
+  api::StragglerStatus s;
+  s.worker = worker;
+  std::istringstream in(detail);
+  std::string field;
+  while (in >> field) {
+    const auto eq = field.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+    if (key == "cause") {
+      if (auto c = api::ParseStragglerCause(value)) s.cause = *c;
+    } else if (key == "kind") {
+      if (auto k = api::ParseStragglerKind(value)) s.kind = *k;
+    } else if (key == "slowdown") {
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (end != value.c_str() && v >= 0) s.slowdown = v;
+    }
+  }
+  return s;
+}
+
+JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options)
+    : now_(std::move(now)), options_(std::move(options)) {}
+
+Status JobRegistry::Upsert(const std::string& key, int64_t generation,
+                           const api::TrainingJobSpec& spec, const std::string& token) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  if (it != jobs_.end() && it->second.generation == generation && it->second.spec == spec) {
+    it->second.token = token;
+    return Status::Ok();
+  }
+  STAR_ASSIGN_OR_RETURN(JobControlLoop loop, JobControlLoop::Create(spec, options_));
+  Job job;
+  job.generation = generation;
+  job.token = token;
+  job.spec = spec;
+  job.loop = std::make_unique<JobControlLoop>(std::move(loop));
+  if (it != jobs_.end()) job.nodes = std::move(it->second.nodes);
+  jobs_[key] = std::move(job);
+  return Status::Ok();
+}
+
+void JobRegistry::SetWorkerNodes(const std::string& key, std::vector<std::string> nodes) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  if (it != jobs_.end()) it->second.nodes = std::move(nodes);
+}
+
+void JobRegistry::Remove(const std::string& key) {
+  std::lock_guard lock(mu_);
+  jobs_.erase(key);
+}
+
+bool JobRegistry::Contains(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return jobs_.count(key) > 0;
+}
+
+size_t JobRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return jobs_.size();
+}
+
+std::optional<std::string> JobRegistry::Token(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second.token;
+}
+
+StatusOr<std::optional<api::Decision>> JobRegistry::Observe(const api::WorkerReport& report,
+                                                            double* latency_seconds,
+                                                            bool* new_decision) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(report.job);
+  if (it == jobs_.end()) return Status::NotFound("job \"" + report.job + "\": not running here");
+  Job& job = it->second;
+  const api::Decision* before = job.loop->current();
+  const int64_t epoch_before = before ? before->epoch : 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto decision = job.loop->Observe(report);
+  if (latency_seconds) {
+    *latency_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  if (!decision.ok()) return decision.status();
+  if (new_decision) {
+    const api::Decision* after = job.loop->current();
+    *new_decision = after && after->epoch != epoch_before;
+  }
+  job.iteration = std::max(job.iteration, report.iteration);
+  job.dirty = true;
+  return decision;
+}
+
+JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
+  JobUpdate u;
+  u.key = key;
+  const auto& timeline = job.loop->timeline();
+  for (size_t i = job.events_sent; i < timeline.size(); ++i) {
+    const TimelineEvent& e = timeline[i];
+    u.events.push_back(e);
+    if (e.event == "straggler") {
+      auto& entry = job.straggling[e.worker];
+      if (entry.second.empty()) entry.second = now_();
+      entry.first = e.detail;
+    } else if (e.event == "recovered") {
+      job.straggling.erase(e.worker);
+    }
+  }
+  job.events_sent = timeline.size();
+
+  const int n = job.loop->num_workers();
+  api::TrainingJobStatus st;
+  st.iteration = job.iteration;
+  if (const api::Decision* d = job.loop->current()) {
+    st.sync_mode = d->mode;
+    st.k = d->k;
+    st.groups = d->groups;
+    for (const api::WorkerSetting& w : d->workers) {
+      if (w.worker >= static_cast<int>(st.workers.size())) st.workers.resize(w.worker + 1);
+      st.workers[w.worker] = {w.batch, w.amp};
+    }
+  } else {
+    // The baseline the pods start with: SSGD, equal batches, AMP off.
+    st.sync_mode = api::SyncMode::kSsgd;
+    st.k = n;
+    const int64_t g = job.spec.training.global_batch_size;
+    for (int i = 0; i < n; ++i) {
+      st.workers.push_back({g / n + (i < g % n ? 1 : 0), false});
+    }
+  }
+  for (int w : job.loop->stragglers()) {
+    auto it = job.straggling.find(w);
+    api::StragglerStatus s = StragglerFromDetail(w, it == job.straggling.end() ? "" : it->second.first);
+    if (it != job.straggling.end()) s.since = it->second.second;
+    if (w < static_cast<int>(job.nodes.size())) s.node = job.nodes[w];
+    st.stragglers.push_back(std::move(s));
+  }
+  json full = api::ToJson(st);
+  json status = json::object();
+  for (const char* k : {"syncMode", "k", "groups", "stragglers", "workers", "iteration"}) {
+    if (full.contains(k)) status[k] = full[k];
+  }
+  u.status = std::move(status);
+  u.stragglers = static_cast<int>(st.stragglers.size());
+  u.mode = st.sync_mode;
+  return u;
+}
+
+std::vector<JobUpdate> JobRegistry::Drain() {
+  std::lock_guard lock(mu_);
+  std::vector<JobUpdate> out;
+  for (auto& [key, job] : jobs_) {
+    if (!job.dirty) continue;
+    job.dirty = false;
+    out.push_back(Build(key, job));
+  }
+  return out;
+}
+
+}  // namespace star::op

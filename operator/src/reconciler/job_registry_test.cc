@@ -1,0 +1,92 @@
+#include "star/operator/reconciler/job_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace star::op {
+namespace {
+
+api::TrainingJobSpec Spec(int n) {
+  api::TrainingJobSpec s;
+  s.workers.replicas = n;
+  s.training.global_batch_size = 64;
+  s.training.target_accuracy = 0.9;
+  s.mitigation.detection.window = 5;
+  return s;
+}
+
+api::WorkerReport Report(const std::string& job, int w, int64_t it, double compute) {
+  api::WorkerReport r;
+  r.job = job;
+  r.worker = w;
+  r.iteration = it;
+  r.time_seconds = static_cast<double>(it);
+  r.compute_seconds = compute;
+  r.communication_seconds = 0.01;
+  r.local_batch = 16;
+  return r;
+}
+
+TEST(JobRegistry, UnknownJobsHaveNoTokenAndTheirReportsAreNotFound) {
+  JobRegistry reg([] { return std::string("2025-01-01T00:00:00Z"); });
+  EXPECT_EQ(reg.Token("ns/a"), std::nullopt);
+  auto r = reg.Observe(Report("ns/a", 0, 1, 0.1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());
+  EXPECT_EQ(reg.Token("ns/a"), "tok");
+  reg.Remove("ns/a");
+  EXPECT_FALSE(reg.Contains("ns/a"));
+}
+
+TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
+  JobRegistry reg([] { return std::string("2025-01-01T00:00:00Z"); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());
+  reg.SetWorkerNodes("ns/a", {"n0", "n1", "n2", "n3"});
+  EXPECT_TRUE(reg.Drain().empty()) << "no reports, nothing to write";
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  for (int64_t it = 1; it <= 80; ++it) {
+    for (int w = 0; w < 4; ++w) {
+      // Worker 3 becomes 4x slower at iteration 40.
+      auto r = reg.Observe(Report("ns/a", w, it, (w == 3 && it >= 40 ? 0.4 : 0.1) * noise(rng)));
+      ASSERT_TRUE(r.ok()) << r.status();
+    }
+  }
+  auto updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  const JobUpdate& u = updates[0];
+  EXPECT_EQ(u.key, "ns/a");
+  EXPECT_EQ(u.status["iteration"], 80);
+  ASSERT_EQ(u.status["stragglers"].size(), 1u) << u.status.dump();
+  EXPECT_EQ(u.status["stragglers"][0]["worker"], 3);
+  EXPECT_EQ(u.status["stragglers"][0]["node"], "n3");
+  EXPECT_EQ(u.status["stragglers"][0]["cause"], "compute");
+  EXPECT_EQ(u.status["stragglers"][0]["since"], "2025-01-01T00:00:00Z");
+  EXPECT_GT(u.status["stragglers"][0]["slowdown"].get<double>(), 2.0);
+  EXPECT_EQ(u.status["workers"].size(), 4u);
+  bool straggler_event = false;
+  for (const auto& e : u.events) straggler_event |= e.event == "straggler" && e.worker == 3;
+  EXPECT_TRUE(straggler_event);
+  EXPECT_TRUE(reg.Drain().empty()) << "drained once";
+}
+
+TEST(JobRegistry, BadReportsAreRefusedNamingTheField) {
+  JobRegistry reg([] { return std::string(); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(2), "tok").ok());
+  auto r = reg.Observe(Report("ns/a", 7, 1, 0.1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("worker"), std::string::npos);
+}
+
+TEST(StragglerFromDetail, ParsesTheLoopsDetail) {
+  auto s = StragglerFromDetail(2, "cause=communication kind=static slowdown=2.5");
+  EXPECT_EQ(s.worker, 2);
+  EXPECT_EQ(s.cause, api::StragglerCause::kCommunication);
+  EXPECT_EQ(s.kind, api::StragglerKind::kStatic);
+  EXPECT_DOUBLE_EQ(s.slowdown, 2.5);
+}
+
+}  // namespace
+}  // namespace star::op

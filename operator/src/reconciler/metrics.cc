@@ -1,0 +1,87 @@
+#include "star/operator/reconciler/metrics.h"
+
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+namespace star::op {
+namespace {
+constexpr api::SyncMode kModes[] = {api::SyncMode::kSsgd, api::SyncMode::kFixedK,
+                                    api::SyncMode::kGroups, api::SyncMode::kAsgd};
+}
+
+OperatorMetrics::OperatorMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      reconcile_total_(prometheus::BuildCounter()
+                           .Name("star_operator_reconcile_total")
+                           .Help("TrainingJob reconciles by result")
+                           .Register(*registry_)),
+      reconcile_seconds_(prometheus::BuildHistogram()
+                             .Name("star_operator_reconcile_duration_seconds")
+                             .Help("Duration of one TrainingJob reconcile")
+                             .Register(*registry_)
+                             .Add({}, prometheus::Histogram::BucketBoundaries{
+                                          0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1,
+                                          3, 10})),
+      sync_mode_(prometheus::BuildGauge()
+                     .Name("star_job_sync_mode")
+                     .Help("1 for the synchronization mode in force, else 0")
+                     .Register(*registry_)),
+      stragglers_(prometheus::BuildGauge()
+                      .Name("star_job_stragglers")
+                      .Help("Workers currently detected as stragglers")
+                      .Register(*registry_)),
+      decisions_(prometheus::BuildCounter()
+                     .Name("star_job_decisions_total")
+                     .Help("Decisions issued by the job's control loop")
+                     .Register(*registry_)),
+      decision_latency_(prometheus::BuildHistogram()
+                            .Name("star_job_decision_latency_seconds")
+                            .Help("Control-loop time on a report that produced a decision")
+                            .Register(*registry_)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{
+                                         0.00001, 0.0001, 0.001, 0.01, 0.1, 1})) {
+  for (const char* r : {"success", "error", "requeue"}) reconcile_total_.Add({{"result", r}});
+}
+
+void OperatorMetrics::Reconciled(const std::string& result, double seconds) {
+  std::lock_guard lock(mu_);
+  reconcile_total_.Add({{"result", result}}).Increment();
+  reconcile_seconds_.Observe(seconds);
+}
+
+void OperatorMetrics::Decision(const std::string& job, double latency_seconds) {
+  std::lock_guard lock(mu_);
+  decisions_.Add({{"job", job}}).Increment();
+  decision_latency_.Observe(latency_seconds);
+}
+
+void OperatorMetrics::JobState(const std::string& job, std::optional<api::SyncMode> mode,
+                               int stragglers) {
+  std::lock_guard lock(mu_);
+  for (api::SyncMode m : kModes) {
+    sync_mode_.Add({{"job", job}, {"mode", std::string(api::ToString(m))}})
+        .Set(mode && *mode == m ? 1 : 0);
+  }
+  stragglers_.Add({{"job", job}}).Set(stragglers);
+  decisions_.Add({{"job", job}});
+}
+
+void OperatorMetrics::ForgetJob(const std::string& job) {
+  std::lock_guard lock(mu_);
+  for (api::SyncMode m : kModes) {
+    auto& g = sync_mode_.Add({{"job", job}, {"mode", std::string(api::ToString(m))}});
+    sync_mode_.Remove(&g);
+  }
+  stragglers_.Remove(&stragglers_.Add({{"job", job}}));
+  decisions_.Remove(&decisions_.Add({{"job", job}}));
+}
+
+std::string OperatorMetrics::Serialize() const {
+  std::lock_guard lock(mu_);
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace star::op

@@ -1,0 +1,621 @@
+#include "star/operator/reconciler/operator.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "star/core/api/node_allocation.h"
+#include "star/core/api/training_job.h"
+#include "star/operator/kube/informer.h"
+#include "star/operator/reconciler/job_objects.h"
+#include "star/operator/reconciler/job_registry.h"
+#include "star/shim/reporter.h"
+
+namespace star::op {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+void Log(const std::string& line) { std::cerr << "star-operator: " << line << std::endl; }
+
+std::string NowRfc3339() {
+  const time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  tm utc{};
+  gmtime_r(&t, &utc);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+std::string RandomToken() {
+  std::random_device rd;
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 32; ++i) s.push_back(kHex[rd() % 16]);
+  return s;
+}
+
+kube::ResourceRef Secrets() { return {"", "v1", "secrets", true, "Secret"}; }
+
+bool Transient(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
+         s.code() == StatusCode::kAborted || s.code() == StatusCode::kAlreadyExists ||
+         s.code() == StatusCode::kInternal || s.code() == StatusCode::kOutOfRange;
+}
+
+// Host and port of "HOST:PORT".
+StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const std::string& flag) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument(flag + ": must be HOST:PORT, got \"" + s + "\"");
+  }
+  try {
+    size_t used = 0;
+    const int port = std::stoi(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("port");
+    return std::make_pair(s.substr(0, colon), port);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(flag + ": bad port in \"" + s + "\"");
+  }
+}
+
+struct EventSpec {
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+};
+
+EventSpec FromTimeline(const TimelineEvent& e) {
+  const std::string w = "worker " + std::to_string(e.worker);
+  if (e.event == "straggler") return {"Warning", "StragglerDetected", w + ": " + e.detail};
+  if (e.event == "recovered") return {"Normal", "StragglerRecovered", w + " recovered"};
+  if (e.event == "mode") return {"Normal", "SyncModeChanged", "mode " + e.detail};
+  if (e.event == "amp_on") return {"Normal", "AmpEnabled", w + ": mixed precision on"};
+  if (e.event == "amp_off") return {"Normal", "AmpDisabled", w + ": mixed precision off"};
+  if (e.event == "batches") return {"Normal", "BatchesRebalanced", "local batches " + e.detail};
+  return {"Normal", e.event, e.detail};
+}
+
+}  // namespace
+
+struct Operator::Impl {
+  kube::Client* client;
+  OperatorOptions options;
+  OperatorMetrics* metrics;
+  JobRegistry registry;
+  kube::WorkQueue queue;
+
+  std::unique_ptr<kube::Informer> jobs, pods, allocations;
+  std::unique_ptr<shim::ReportServer> report_server;
+  std::string report_url;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> started{false};
+  std::vector<std::thread> threads;
+  std::mutex writer_mu;
+  std::condition_variable writer_cv;
+
+  std::mutex mu;  // guards the maps below
+  std::map<std::string, std::set<std::string>> job_pods;  // job key -> pod names
+  std::map<std::string, Clock::time_point> restarted_at;  // job key -> restart time
+  std::set<std::string> services_made;                   // job uid with a Service
+  std::atomic<uint64_t> event_seq{0};
+
+  explicit Impl(kube::Client* c, OperatorOptions o, OperatorMetrics* m)
+      : client(c), options(std::move(o)), metrics(m), registry(NowRfc3339, options.loop) {}
+
+  // ---- cache helpers
+
+  std::map<std::string, json> ObservedPods(const std::string& ns, const std::string& job) {
+    std::set<std::string> names;
+    {
+      std::lock_guard lock(mu);
+      auto it = job_pods.find(ns + "/" + job);
+      if (it != job_pods.end()) names = it->second;
+    }
+    std::map<std::string, json> out;
+    for (const std::string& name : names) {
+      if (auto pod = pods->Get(ns + "/" + name)) out[name] = std::move(*pod);
+    }
+    return out;
+  }
+
+  void OnPod(const std::string& type, const json& pod) {
+    const json& meta = pod["metadata"];
+    if (!meta.contains("labels") || !meta["labels"].contains(kJobLabel)) return;
+    const std::string key =
+        meta.value("namespace", "default") + "/" + meta["labels"][kJobLabel].get<std::string>();
+    {
+      std::lock_guard lock(mu);
+      if (type == "DELETED") {
+        job_pods[key].erase(meta.value("name", ""));
+      } else {
+        job_pods[key].insert(meta.value("name", ""));
+      }
+    }
+    queue.Add(key);
+  }
+
+  // ---- events
+
+  void Emit(const json& job, const EventSpec& e) {
+    const std::string ns = job["metadata"].value("namespace", "default");
+    const std::string name = job["metadata"].value("name", "");
+    const std::string now = NowRfc3339();
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "%llx.%llx",
+             static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()),
+             static_cast<unsigned long long>(event_seq++));
+    json ev = {{"apiVersion", "v1"},
+               {"kind", "Event"},
+               {"metadata", {{"name", name + "." + suffix}, {"namespace", ns}}},
+               {"involvedObject",
+                {{"apiVersion", "star.dev/v1alpha1"},
+                 {"kind", "TrainingJob"},
+                 {"name", name},
+                 {"namespace", ns},
+                 {"uid", job["metadata"].value("uid", "")}}},
+               {"reason", e.reason},
+               {"message", e.message},
+               {"type", e.type},
+               {"count", 1},
+               {"firstTimestamp", now},
+               {"lastTimestamp", now},
+               {"source", {{"component", "star-operator"}}},
+               {"reportingComponent", "star-operator"}};
+    auto r = client->Create(kube::Events(), ns, ev);
+    if (!r.ok()) Log("event " + e.reason + " for " + ns + "/" + name + ": " + r.status().ToString());
+  }
+
+  // ---- reconcile parts
+
+  Status EnsureFinalizer(json* job) {
+    json finalizers = (*job)["metadata"].value("finalizers", json::array());
+    for (const json& f : finalizers) {
+      if (f == kFinalizer) return Status::Ok();
+    }
+    finalizers.push_back(kFinalizer);
+    const std::string ns = (*job)["metadata"].value("namespace", "default");
+    STAR_ASSIGN_OR_RETURN(json updated,
+                          client->MergePatch(kube::TrainingJobs(), ns,
+                                             (*job)["metadata"]["name"].get<std::string>(),
+                                             {{"metadata", {{"finalizers", finalizers}}}}));
+    *job = std::move(updated);
+    return Status::Ok();
+  }
+
+  StatusOr<std::string> EnsureToken(const json& job) {
+    const std::string ns = job["metadata"].value("namespace", "default");
+    const std::string name = job["metadata"]["name"].get<std::string>();
+    if (auto t = registry.Token(ns + "/" + name)) return *t;
+    auto secret = client->Get(Secrets(), ns, TokenSecretName(name));
+    if (!secret.ok() && secret.status().code() == StatusCode::kNotFound) {
+      secret = client->Create(Secrets(), ns, DesiredSecret(job, RandomToken()));
+      if (!secret.ok() && secret.status().code() == StatusCode::kAlreadyExists) {
+        secret = client->Get(Secrets(), ns, TokenSecretName(name));
+      }
+    }
+    if (!secret.ok()) return secret.status();
+    auto token = SecretToken(*secret);
+    if (!token) return Status::Internal("secret " + TokenSecretName(name) + ": no data.token");
+    return *token;
+  }
+
+  Status EnsureService(const json& job) {
+    const std::string uid = job["metadata"].value("uid", "");
+    {
+      std::lock_guard lock(mu);
+      if (services_made.count(uid)) return Status::Ok();
+    }
+    auto r = client->Create(kube::Services(), job["metadata"].value("namespace", "default"),
+                            DesiredService(job));
+    if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+    std::lock_guard lock(mu);
+    services_made.insert(uid);
+    return Status::Ok();
+  }
+
+  // Puts the job's pods into every NodeAllocation (mine = its pods on that node; none
+  // when `pods` is empty: the deletion path).
+  Status SyncAllocations(const json& job, const std::vector<json>& pod_list) {
+    const std::string ns = job["metadata"].value("namespace", "default");
+    const std::string name = job["metadata"]["name"].get<std::string>();
+    auto by_node = JobAllocationsByNode(pod_list);
+    std::set<std::string> nodes;
+    for (const auto& [node, _] : by_node) nodes.insert(node);
+    for (const json& na : allocations->List()) {
+      for (const json& p : na.value("spec", json::object()).value("pods", json::array())) {
+        if (p.value("namespace", "") == ns && IsJobPodName(name, p.value("name", ""))) {
+          nodes.insert(na["metadata"]["name"].get<std::string>());
+          break;
+        }
+      }
+    }
+    for (const std::string& node : nodes) {
+      const auto mine = by_node.count(node) ? by_node[node] : std::vector<api::PodAllocation>{};
+      bool changed = false;
+      Status s = kube::RetryOnConflict([&]() -> Status {
+        changed = false;
+        auto current = client->Get(kube::NodeAllocations(), "", node);
+        if (!current.ok() && current.status().code() == StatusCode::kNotFound) {
+          if (mine.empty()) return Status::Ok();
+          api::NodeAllocation a;
+          a.name = node;
+          a.spec = MergeJobAllocations({}, ns, name, mine);
+          auto created = client->Create(kube::NodeAllocations(), "", api::ToJson(a));
+          if (!created.ok() && created.status().code() == StatusCode::kAlreadyExists) {
+            return Status::Aborted("NodeAllocation " + node + " appeared");
+          }
+          changed = created.ok();
+          return created.status();
+        }
+        if (!current.ok()) return current.status();
+        auto spec = api::NodeAllocationSpecFromJson((*current)["spec"]);
+        if (!spec.ok()) return spec.status().WithPrefix("NodeAllocation " + node);
+        api::NodeAllocationSpec merged = MergeJobAllocations(*spec, ns, name, mine);
+        if (merged == *spec) return Status::Ok();
+        json updated = *current;
+        updated["spec"] = api::ToJson(merged);
+        auto r = client->Update(kube::NodeAllocations(), "", updated);
+        changed = r.ok();
+        return r.status();
+      });
+      if (!s.ok()) return s;
+      if (changed && !job["metadata"].contains("deletionTimestamp")) {
+        int64_t cpu = 0;
+        for (const auto& p : mine) cpu += p.cpu.quota_millicores;
+        Emit(job, {"Normal", "Reallocated",
+                   "node " + node + ": " + std::to_string(mine.size()) + " pods, " +
+                       std::to_string(cpu) + "m CPU quota"});
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Finalize(const json& job) {
+    STAR_RETURN_IF_ERROR(SyncAllocations(job, {}));
+    json finalizers = json::array();
+    bool had = false;
+    for (const json& f : job["metadata"].value("finalizers", json::array())) {
+      if (f == kFinalizer) {
+        had = true;
+      } else {
+        finalizers.push_back(f);
+      }
+    }
+    if (!had) return Status::Ok();
+    auto r = client->MergePatch(kube::TrainingJobs(), job["metadata"].value("namespace", "default"),
+                                job["metadata"]["name"].get<std::string>(),
+                                {{"metadata", {{"finalizers", finalizers}}}});
+    if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+    return Status::Ok();
+  }
+
+  // Writes phase, conditions and observedGeneration when they differ from `job`'s.
+  Status WritePhase(const json& job, const PhaseDecision& d) {
+    const json old_status = job.value("status", json::object());
+    const std::string phase(api::ToString(d.phase));
+    // A terminal phase keeps the conditions (and reason) it was reached with.
+    if ((d.phase == api::JobPhase::kSucceeded || d.phase == api::JobPhase::kFailed) &&
+        old_status.value("phase", "") == phase) {
+      return Status::Ok();
+    }
+    std::vector<api::Condition> conditions;
+    if (old_status.contains("conditions")) {
+      for (size_t i = 0; i < old_status["conditions"].size(); ++i) {
+        auto c = api::ConditionFromJson(old_status["conditions"][i], "status.conditions");
+        if (c.ok()) conditions.push_back(*c);
+      }
+    }
+    const int64_t generation = job["metadata"].value("generation", int64_t{0});
+    SetPhaseConditions(&conditions, d, NowRfc3339(), generation);
+    json cj = json::array();
+    for (const auto& c : conditions) cj.push_back(api::ToJson(c));
+    if (old_status.value("phase", "") == phase && old_status.value("conditions", json::array()) == cj &&
+        old_status.value("observedGeneration", int64_t{0}) == generation) {
+      return Status::Ok();
+    }
+    json patch = {{"status", {{"phase", phase}, {"conditions", cj}, {"observedGeneration", generation}}}};
+    auto r = client->MergePatch(kube::TrainingJobs(), job["metadata"].value("namespace", "default"),
+                                job["metadata"]["name"].get<std::string>(), patch, /*status=*/true);
+    if (!r.ok()) return r.status();
+    if (old_status.value("phase", "") != phase) {
+      const bool bad = d.phase == api::JobPhase::kFailed || d.phase == api::JobPhase::kRestarting;
+      Emit(job, {bad ? "Warning" : "Normal", d.reason, "phase " + phase + ": " + d.message});
+    }
+    return Status::Ok();
+  }
+
+  Status Fail(const json& job, const std::string& reason, const std::string& message) {
+    PhaseDecision d;
+    d.phase = api::JobPhase::kFailed;
+    d.reason = reason;
+    d.message = message;
+    return WritePhase(job, d);
+  }
+
+  // Returns how long to wait before the key must be looked at again (0 = not needed).
+  StatusOr<std::chrono::milliseconds> ReconcileJob(const std::string& key) {
+    auto cached = jobs->Get(key);
+    if (!cached) {
+      registry.Remove(key);
+      metrics->ForgetJob(key);
+      std::lock_guard lock(mu);
+      restarted_at.erase(key);
+      return std::chrono::milliseconds(0);
+    }
+    json job = std::move(*cached);
+    const std::string ns = job["metadata"].value("namespace", "default");
+    const std::string name = job["metadata"]["name"].get<std::string>();
+    if (job["metadata"].contains("deletionTimestamp")) {
+      STAR_RETURN_IF_ERROR(Finalize(job));
+      registry.Remove(key);
+      metrics->ForgetJob(key);
+      return std::chrono::milliseconds(0);
+    }
+    STAR_RETURN_IF_ERROR(EnsureFinalizer(&job));
+
+    auto spec = api::TrainingJobSpecFromJson(job.value("spec", json()), "spec");
+    if (!spec.ok()) {
+      STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", spec.status().message()));
+      return std::chrono::milliseconds(0);
+    }
+    PodEnvOptions env{report_url};
+    auto desired = DesiredPods(job, *spec, env);
+    if (!desired.ok()) {
+      STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", desired.status().message()));
+      return std::chrono::milliseconds(0);
+    }
+    STAR_ASSIGN_OR_RETURN(std::string token, EnsureToken(job));
+    STAR_RETURN_IF_ERROR(registry.Upsert(key, job["metadata"].value("generation", int64_t{0}), *spec, token));
+    STAR_RETURN_IF_ERROR(EnsureService(job));
+
+    PhaseInput in;
+    const json status = job.value("status", json::object());
+    in.current = api::ParseJobPhase(status.value("phase", "Pending")).value_or(api::JobPhase::kPending);
+    for (const json& p : *desired) in.desired.push_back(p["metadata"]["name"].get<std::string>());
+    in.observed = ObservedPods(ns, name);
+    const json annotations = job["metadata"].value("annotations", json::object());
+    if (annotations.contains(kRestartsAnnotation) && annotations[kRestartsAnnotation].is_string()) {
+      try {
+        in.restarts = std::stoi(annotations[kRestartsAnnotation].get<std::string>());
+      } catch (const std::exception&) {
+        in.restarts = 0;
+      }
+    }
+    in.max_restarts = options.max_restarts;
+    std::chrono::milliseconds wait(0);
+    {
+      std::lock_guard lock(mu);
+      auto it = restarted_at.find(key);
+      if (it != restarted_at.end()) {
+        const auto due = it->second + std::chrono::milliseconds(
+                                          RestartBackoffMillis(in.restarts, options.restart_backoff.count()));
+        if (Clock::now() < due) {
+          in.backoff_elapsed = false;
+          wait = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now()) +
+                 std::chrono::milliseconds(1);
+        }
+      }
+    }
+    PhaseDecision d = DecidePhase(in);
+
+    if (d.restarts != in.restarts) {
+      STAR_ASSIGN_OR_RETURN(
+          json patched,
+          client->MergePatch(kube::TrainingJobs(), ns, name,
+                             {{"metadata", {{"annotations", {{kRestartsAnnotation, std::to_string(d.restarts)}}}}}}));
+      job["metadata"] = patched["metadata"];
+      std::lock_guard lock(mu);
+      restarted_at[key] = Clock::now();
+      wait = std::chrono::milliseconds(RestartBackoffMillis(d.restarts, options.restart_backoff.count()));
+    }
+
+    std::set<std::string> desired_names(in.desired.begin(), in.desired.end());
+    if (d.action == PodAction::kDeleteAll) {
+      for (const auto& [pod, _] : in.observed) {
+        Status s = client->Delete(kube::Pods(), ns, pod);
+        if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+      }
+    } else {
+      // Pods no longer desired (fewer replicas).
+      for (const auto& [pod, _] : in.observed) {
+        if (desired_names.count(pod)) continue;
+        Status s = client->Delete(kube::Pods(), ns, pod);
+        if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+      }
+    }
+    if (d.action == PodAction::kCreateMissing) {
+      std::vector<std::string> created;
+      for (const json& pod : *desired) {
+        const std::string pod_name = pod["metadata"]["name"];
+        if (in.observed.count(pod_name)) continue;
+        auto r = client->Create(kube::Pods(), ns, pod);
+        if (r.ok()) {
+          created.push_back(pod_name);
+          continue;
+        }
+        if (r.status().code() == StatusCode::kAlreadyExists) continue;
+        if (Transient(r.status())) return r.status();
+        // Refused for good: none of the gang stays.
+        for (const std::string& c : created) (void)client->Delete(kube::Pods(), ns, c);
+        STAR_RETURN_IF_ERROR(Fail(job, "PodCreateFailed", "pod " + pod_name + ": " + r.status().message()));
+        return std::chrono::milliseconds(0);
+      }
+    }
+    STAR_RETURN_IF_ERROR(WritePhase(job, d));
+
+    std::vector<json> pod_list;
+    std::vector<std::string> nodes(static_cast<size_t>(spec->workers.replicas));
+    for (const auto& [pod_name, pod] : in.observed) {
+      pod_list.push_back(pod);
+      const json& labels = pod["metadata"].value("labels", json::object());
+      if (labels.value(kRoleLabel, "") == "worker") {
+        try {
+          const int rank = std::stoi(labels.value(kRankLabel, "-1"));
+          if (rank >= 0 && rank < spec->workers.replicas) {
+            nodes[static_cast<size_t>(rank)] = pod.value("spec", json::object()).value("nodeName", "");
+          }
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    registry.SetWorkerNodes(key, std::move(nodes));
+    if (d.action == PodAction::kDeleteAll) pod_list.clear();
+    STAR_RETURN_IF_ERROR(SyncAllocations(job, pod_list));
+    return wait;
+  }
+
+  void Worker() {
+    while (!stopping) {
+      auto key = queue.Get(std::chrono::milliseconds(200));
+      if (!key) continue;
+      const auto start = Clock::now();
+      auto r = ReconcileJob(*key);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (r.ok()) {
+        queue.Forget(*key);
+        if (r->count() > 0) queue.AddAfter(*key, *r);
+        metrics->Reconciled(r->count() > 0 ? "requeue" : "success", seconds);
+      } else {
+        if (Transient(r.status()) || r.status().code() == StatusCode::kNotFound) {
+          queue.AddRateLimited(*key);
+          metrics->Reconciled("requeue", seconds);
+        } else {
+          Log("reconcile " + *key + ": " + r.status().ToString());
+          queue.AddRateLimited(*key);
+          metrics->Reconciled("error", seconds);
+        }
+      }
+      queue.Done(*key);
+    }
+  }
+
+  void StatusWriter() {
+    std::unique_lock lock(writer_mu);
+    while (!stopping) {
+      writer_cv.wait_for(lock, options.status_interval, [&] { return stopping.load(); });
+      if (stopping) break;
+      lock.unlock();
+      for (JobUpdate& u : registry.Drain()) {
+        metrics->JobState(u.key, u.mode, u.stragglers);
+        auto job = jobs->Get(u.key);
+        if (!job) continue;
+        const auto slash = u.key.find('/');
+        auto r = client->MergePatch(kube::TrainingJobs(), u.key.substr(0, slash),
+                                    u.key.substr(slash + 1), {{"status", u.status}}, true);
+        if (!r.ok()) Log("status of " + u.key + ": " + r.status().ToString());
+        for (const TimelineEvent& e : u.events) Emit(*job, FromTimeline(e));
+      }
+      lock.lock();
+    }
+  }
+
+  std::optional<api::Decision> OnReport(const api::WorkerReport& report) {
+    double latency = 0;
+    bool fresh = false;
+    auto d = registry.Observe(report, &latency, &fresh);
+    if (!d.ok()) throw std::invalid_argument(d.status().message());
+    if (fresh) metrics->Decision(report.job, latency);
+    return *d;
+  }
+};
+
+Operator::Operator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Operator::~Operator() { Stop(); }
+
+StatusOr<std::unique_ptr<Operator>> Operator::Create(kube::Client* client, OperatorOptions options,
+                                                     OperatorMetrics* metrics) {
+  if (client == nullptr || metrics == nullptr) return Status::InvalidArgument("client/metrics: required");
+  if (options.max_restarts < 0) {
+    return Status::InvalidArgument("max_restarts: must be >= 0, got " + std::to_string(options.max_restarts));
+  }
+  if (options.status_interval.count() <= 0) {
+    return Status::InvalidArgument("status_interval: must be > 0 ms");
+  }
+  if (options.reconcile_threads < 1) return Status::InvalidArgument("reconcile_threads: must be >= 1");
+  if (!options.report_listen.empty()) {
+    STAR_ASSIGN_OR_RETURN(auto hp, SplitHostPort(options.report_listen, "report_listen"));
+    (void)hp;
+  }
+  return std::unique_ptr<Operator>(new Operator(std::make_unique<Impl>(client, std::move(options), metrics)));
+}
+
+Status Operator::Start() {
+  Impl& m = *impl_;
+  if (!m.options.report_listen.empty()) {
+    STAR_ASSIGN_OR_RETURN(auto hp, SplitHostPort(m.options.report_listen, "report_listen"));
+    shim::ReportServerOptions ro;
+    ro.host = hp.first;
+    ro.port = hp.second;
+    ro.job_token = [&m](const std::string& job) { return m.registry.Token(job); };
+    STAR_ASSIGN_OR_RETURN(m.report_server,
+                          shim::ReportServer::Start(ro, [&m](const api::WorkerReport& r) { return m.OnReport(r); }));
+  }
+  m.report_url = !m.options.report_url.empty() ? m.options.report_url
+                 : m.report_server                ? m.report_server->base_url()
+                                                  : "";
+  kube::InformerOptions io;
+  io.ns = m.options.ns;
+  m.jobs = std::make_unique<kube::Informer>(m.client, kube::TrainingJobs(), io,
+                                            [&m](const std::string&, const json& obj) { m.queue.Add(kube::KeyOf(obj)); });
+  kube::InformerOptions po = io;
+  po.label_selector = kJobLabel;
+  m.pods = std::make_unique<kube::Informer>(m.client, kube::Pods(), po,
+                                            [&m](const std::string& type, const json& obj) { m.OnPod(type, obj); });
+  m.allocations = std::make_unique<kube::Informer>(m.client, kube::NodeAllocations(), kube::InformerOptions{},
+                                                   [](const std::string&, const json&) {});
+  // Pods first: a job reconciled before its pods are cached would create them again
+  // (harmless, AlreadyExists) and misjudge its phase.
+  m.pods->Start();
+  m.allocations->Start();
+  if (!m.pods->WaitForSync(m.options.sync_timeout) || !m.allocations->WaitForSync(m.options.sync_timeout)) {
+    return Status::Unavailable("informers: no first list within the sync timeout");
+  }
+  m.jobs->Start();
+  if (!m.jobs->WaitForSync(m.options.sync_timeout)) {
+    return Status::Unavailable("informers: no first list of trainingjobs within the sync timeout");
+  }
+  for (int i = 0; i < m.options.reconcile_threads; ++i) m.threads.emplace_back([&m] { m.Worker(); });
+  m.threads.emplace_back([&m] { m.StatusWriter(); });
+  m.started = true;
+  return Status::Ok();
+}
+
+void Operator::Stop() {
+  Impl& m = *impl_;
+  if (m.stopping.exchange(true)) return;
+  {
+    std::lock_guard lock(m.writer_mu);
+    m.writer_cv.notify_all();
+  }
+  m.queue.ShutDown();
+  for (std::thread& t : m.threads) t.join();
+  m.threads.clear();
+  m.report_server.reset();
+  if (m.jobs) m.jobs->Stop();
+  if (m.pods) m.pods->Stop();
+  if (m.allocations) m.allocations->Stop();
+}
+
+bool Operator::ready() const { return impl_->started && !impl_->stopping; }
+int Operator::report_port() const { return impl_->report_server ? impl_->report_server->port() : 0; }
+std::string Operator::report_url() const { return impl_->report_url; }
+size_t Operator::pending() const { return impl_->queue.Len(); }
+
+Status Operator::Reconcile(const std::string& key) {
+  auto r = impl_->ReconcileJob(key);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+}  // namespace star::op
