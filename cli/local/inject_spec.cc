@@ -1,9 +1,13 @@
 #include "local/inject_spec.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
-#include <map>
-#include <set>
+#include <cstdio>
+#include <limits>
+#include <utility>
+#include <vector>
 
 namespace star::local {
 
@@ -19,188 +23,284 @@ std::string_view ToString(InjectionKind k) {
 
 namespace {
 
-// A whole-string finite decimal number ("1.5", "20"), or nullopt.
+std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// "5s", "0.25s", "1e+06s".
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gs", s);
+  return buf;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The whole of `s` as a finite decimal number ("1.5", "-2", "1e3"); no '+', hex, inf or nan.
 std::optional<double> Number(std::string_view s) {
-  if (s.empty() || s.front() == '+' || s.front() == ' ') return std::nullopt;
+  if (s.empty() || s.front() == '+') return std::nullopt;
   double v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  const auto [ptr, ec] =
+      std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
   if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
+// The whole of `s` as a decimal integer ("12", "-1").
 std::optional<int64_t> Integer(std::string_view s) {
   int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
   return v;
 }
 
-// Splits "12.5mbit" into ("12.5", "mbit").
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Splits "12.5mbit" into ("12.5", "mbit") and "1e3bit" into ("1e3", "bit"): the number is
+// the longest prefix of digits, '.', signs and exponents ('e' followed by a digit or a
+// signed digit; no unit starts like that).
 std::pair<std::string_view, std::string_view> SplitUnit(std::string_view s) {
   size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' ||
-                          s[i] == '-' || s[i] == 'e' || s[i] == 'E')) {
-    // 'e' only as an exponent: stop at a unit that starts with e (none of ours do).
-    ++i;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (IsDigit(c) || c == '.' || c == '-' || c == '+') {
+      ++i;
+    } else if ((c == 'e' || c == 'E') && i > 0 &&
+               ((i + 1 < s.size() && IsDigit(s[i + 1])) ||
+                (i + 2 < s.size() && (s[i + 1] == '-' || s[i + 1] == '+') && IsDigit(s[i + 2])))) {
+      ++i;
+    } else {
+      break;
+    }
   }
   return {s.substr(0, i), s.substr(i)};
 }
 
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// SPEC keys, in the order error messages list them.
+enum Key { kWorker, kCpu, kNeighbor, kBandwidth, kDelay, kStart, kEnd, kGuarantee, kNumKeys };
+constexpr std::array<std::string_view, kNumKeys> kKeyNames = {
+    "worker", "cpu", "neighbor", "bandwidth", "delay", "start", "end", "guarantee"};
+
+std::optional<Key> KeyOf(std::string_view name) {
+  for (int k = 0; k < kNumKeys; ++k) {
+    if (kKeyNames[static_cast<size_t>(k)] == name) return static_cast<Key>(k);
+  }
+  return std::nullopt;
+}
+
+bool IsKind(Key k) { return k == kCpu || k == kNeighbor || k == kBandwidth || k == kDelay; }
+
 }  // namespace
 
 StatusOr<double> ParseDuration(std::string_view text) {
-  auto [num, unit] = SplitUnit(text);
-  auto v = Number(num);
-  if (!v) return Status::InvalidArgument("not a duration: \"" + std::string(text) + "\" (e.g. 12s, 500ms, 2m)");
-  if (unit.empty()) {
-    return Status::InvalidArgument("\"" + std::string(text) + "\" needs a unit: s, ms, m or h");
-  }
+  const auto [num, unit] = SplitUnit(text);
+  const std::optional<double> v = Number(num);
+  if (!v) return Status::InvalidArgument("must be a duration like 12s, 500ms or 2m, got " + Quoted(text));
+  if (unit.empty()) return Status::InvalidArgument("needs a unit: s, ms, m or h; got " + Quoted(text));
   double scale = 0;
-  if (unit == "ms") scale = 1e-3;
-  else if (unit == "s") scale = 1;
-  else if (unit == "m") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else return Status::InvalidArgument("\"" + std::string(text) + "\": unknown unit \"" + std::string(unit) + "\" (s, ms, m or h)");
-  if (*v < 0) return Status::InvalidArgument("must be >= 0, got " + std::string(text));
-  return *v * scale;
+  if (unit == "ms") {
+    scale = 1e-3;
+  } else if (unit == "s") {
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else {
+    return Status::InvalidArgument("unknown unit " + Quoted(unit) + " in " + Quoted(text) +
+                                   " (use s, ms, m or h)");
+  }
+  if (*v < 0) return Status::InvalidArgument("must be >= 0, got " + Quoted(text));
+  const double seconds = *v * scale;
+  if (!std::isfinite(seconds)) return Status::InvalidArgument("out of range: " + Quoted(text));
+  return seconds;
 }
 
 StatusOr<int64_t> ParseRate(std::string_view text) {
-  auto [num, unit] = SplitUnit(text);
-  auto v = Number(num);
-  if (!v) return Status::InvalidArgument("not a rate: \"" + std::string(text) + "\" (e.g. 20mbit)");
-  static const std::map<std::string_view, double> kUnits = {
-      {"bit", 1},          {"kbit", 1e3},       {"mbit", 1e6},       {"gbit", 1e9},
-      {"bps", 8},          {"kbps", 8e3},       {"mbps", 8e6},       {"gbps", 8e9}};
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"bit", 1},   {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"tbit", 1e12},
+      {"bps", 8},   {"kbps", 8e3}, {"mbps", 8e6}, {"gbps", 8e9}, {"tbps", 8e12}};
+  constexpr double kMaxBps = 1e15;
+  const auto [num, unit] = SplitUnit(text);
+  const std::optional<double> v = Number(num);
+  if (!v) return Status::InvalidArgument("must be a rate like 20mbit or 500kbit, got " + Quoted(text));
   if (unit.empty()) {
-    return Status::InvalidArgument("\"" + std::string(text) + "\" needs a unit: bit, kbit, mbit, gbit, bps, kbps, mbps or gbps");
+    return Status::InvalidArgument("needs a unit: bit, kbit, mbit, gbit, bps, kbps, mbps or gbps; got " +
+                                   Quoted(text));
   }
-  auto it = kUnits.find(unit);
-  if (it == kUnits.end()) {
-    return Status::InvalidArgument("\"" + std::string(text) + "\": unknown unit \"" + std::string(unit) +
-                                   "\" (bit, kbit, mbit, gbit, bps, kbps, mbps, gbps)");
+  const std::string lower = Lower(unit);
+  double scale = 0;
+  for (const auto& [name, s] : kUnits) {
+    if (lower == name) scale = s;
   }
-  const double bps = *v * it->second;
-  if (bps < 0 || bps > 1e15) return Status::InvalidArgument("out of range: " + std::string(text));
+  if (scale == 0) {
+    return Status::InvalidArgument("unknown unit " + Quoted(unit) + " in " + Quoted(text) +
+                                   " (use bit, kbit, mbit, gbit, bps, kbps, mbps or gbps)");
+  }
+  if (*v < 0) return Status::InvalidArgument("must be >= 0, got " + Quoted(text));
+  const double bps = *v * scale;
+  if (!(bps <= kMaxBps)) return Status::InvalidArgument("must be at most 1000tbit, got " + Quoted(text));
   return static_cast<int64_t>(std::llround(bps));
 }
 
 StatusOr<int64_t> ParseCpuQuantity(std::string_view text) {
-  double cores = 0;
-  if (!text.empty() && text.back() == 'm') {
-    auto v = Number(text.substr(0, text.size() - 1));
-    if (!v) return Status::InvalidArgument("invalid CPU quantity \"" + std::string(text) + "\"");
-    cores = *v / 1000;
-  } else {
-    auto v = Number(text);
-    if (!v) return Status::InvalidArgument("invalid CPU quantity \"" + std::string(text) + "\" (e.g. 500m or 0.5)");
-    cores = *v;
+  constexpr double kMaxMillicores = 1e12;
+  const bool milli = !text.empty() && text.back() == 'm';
+  const std::optional<double> v = Number(milli ? text.substr(0, text.size() - 1) : text);
+  if (!v) {
+    return Status::InvalidArgument("must be a CPU quantity like 500m, 0.5 or 2, got " + Quoted(text));
   }
-  const auto mc = static_cast<int64_t>(std::llround(cores * 1000));
-  if (mc <= 0) return Status::InvalidArgument("CPU quantity must be > 0, got \"" + std::string(text) + "\"");
-  return mc;
+  const double millicores = milli ? *v : *v * 1000;
+  if (!(millicores <= kMaxMillicores)) return Status::InvalidArgument("out of range: " + Quoted(text));
+  const int64_t rounded = std::llround(millicores);
+  if (rounded <= 0) return Status::InvalidArgument("must be > 0 (at least 1m), got " + Quoted(text));
+  return rounded;
 }
 
 StatusOr<Injection> ParseInjection(std::string_view spec) {
   Injection in;
   in.text = std::string(spec);
-  const std::string where = "--inject \"" + in.text + "\": ";
-  auto bad = [&](const std::string& m) { return Status::InvalidArgument(where + m); };
-  std::map<std::string, std::string> kv;
+  const std::string where = "--inject " + Quoted(spec) + ": ";
+  const auto bad = [&where](std::string_view key, const std::string& reason) {
+    return Status::InvalidArgument(where + (key.empty() ? "" : std::string(key) + ": ") + reason);
+  };
+  if (Trim(spec).empty()) {
+    return bad("", "is empty; expected worker=W and one of cpu=F, neighbor=N, bandwidth=RATE, "
+                   "delay=D");
+  }
+
+  // Split into pairs, checking keys; `kinds` keeps the kind keys in the order given.
+  std::array<std::optional<std::string>, kNumKeys> value;
+  std::vector<Key> kinds;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
     if (comma == std::string_view::npos) comma = spec.size();
-    std::string_view pair = spec.substr(pos, comma - pos);
-    if (pair.empty()) return bad("empty key=value pair");
-    size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) return bad("\"" + std::string(pair) + "\": expected key=value");
-    std::string key(pair.substr(0, eq));
-    std::string value(pair.substr(eq + 1));
-    static const std::set<std::string> kKeys = {"worker", "cpu", "neighbor", "guarantee", "bandwidth",
-                                                 "delay", "start", "end"};
-    if (!kKeys.count(key)) {
-      return bad("unknown key \"" + key +
-                 "\" (worker, cpu, neighbor, guarantee, bandwidth, delay, start, end)");
-    }
-    if (value.empty()) return bad(key + ": empty value");
-    if (!kv.emplace(key, value).second) return bad(key + ": given twice");
+    const std::string_view pair = Trim(spec.substr(pos, comma - pos));
     pos = comma + 1;
+    if (pair.empty()) return bad("", "empty key=value pair (a stray ',')");
+    const size_t eq = pair.find('=');
+    const std::string_view name = Trim(pair.substr(0, eq));
+    if (eq == std::string_view::npos) return bad(name, "missing '=' (expected key=value)");
+    if (name.empty()) return bad("", Quoted(pair) + ": missing key (expected key=value)");
+    const std::optional<Key> key = KeyOf(name);
+    if (!key) {
+      return bad(name, "unknown key (known: worker, cpu, neighbor, bandwidth, delay, start, end, "
+                       "guarantee)");
+    }
+    auto& slot = value[static_cast<size_t>(*key)];
+    if (slot) return bad(name, "given twice");
+    const std::string_view v = Trim(pair.substr(eq + 1));
+    if (v.empty()) return bad(name, "missing value");
+    slot = std::string(v);
+    if (IsKind(*key)) kinds.push_back(*key);
   }
-  if (!kv.count("worker")) return bad("worker: required (worker=W, numbered from 0)");
-  auto w = Integer(kv["worker"]);
-  if (!w || *w < 0 || *w > 100000) return bad("worker: must be an integer >= 0, got " + kv["worker"]);
+  const auto get = [&value](Key k) -> const std::optional<std::string>& {
+    return value[static_cast<size_t>(k)];
+  };
+  const auto key_name = [](Key k) { return std::string(kKeyNames[static_cast<size_t>(k)]); };
+
+  const std::optional<std::string>& worker = get(kWorker);
+  if (!worker) return bad("worker", "required (workers are numbered from 0)");
+  const std::optional<int64_t> w = Integer(*worker);
+  if (!w) return bad("worker", "must be an integer >= 0, got " + *worker);
+  if (*w < 0) return bad("worker", "must be >= 0, got " + *worker);
+  if (*w > std::numeric_limits<int>::max()) return bad("worker", "out of range, got " + *worker);
   in.worker = static_cast<int>(*w);
-  std::vector<std::string> kinds;
-  for (const char* k : {"cpu", "neighbor", "bandwidth", "delay"}) {
-    if (kv.count(k)) kinds.push_back(k);
+
+  if (kinds.empty()) return bad("", "needs one of cpu, neighbor, bandwidth, delay");
+  if (kinds.size() > 1) return bad("", key_name(kinds[0]) + " and " + key_name(kinds[1]) + " are exclusive");
+
+  const std::string& text = *get(kinds[0]);
+  switch (kinds[0]) {
+    case kCpu: {
+      in.kind = InjectionKind::kCpu;
+      const std::optional<double> f = Number(text);
+      if (!f || *f <= 0 || *f > 1) return bad("cpu", "must be in (0, 1], got " + text);
+      in.cpu_fraction = *f;
+      break;
+    }
+    case kNeighbor: {
+      in.kind = InjectionKind::kNeighbor;
+      const std::optional<int64_t> n = Integer(text);
+      if (!n || *n < 1 || *n > 64) return bad("neighbor", "must be an integer in [1, 64], got " + text);
+      in.neighbor_threads = static_cast<int>(*n);
+      break;
+    }
+    case kBandwidth: {
+      in.kind = InjectionKind::kBandwidth;
+      StatusOr<int64_t> r = ParseRate(text);
+      if (!r.ok()) return bad("bandwidth", r.status().message());
+      if (*r < 8000) return bad("bandwidth", "must be >= 8000bit (8kbit), got " + text);
+      in.bandwidth_bps = *r;
+      break;
+    }
+    default: {
+      in.kind = InjectionKind::kDelay;
+      StatusOr<double> d = ParseDuration(text);
+      if (!d.ok()) return bad("delay", d.status().message());
+      if (*d <= 0 || *d > 10) return bad("delay", "must be in (0, 10] seconds, got " + text);
+      in.delay_seconds = *d;
+      break;
+    }
   }
-  if (kinds.empty()) return bad("needs one of cpu, neighbor, bandwidth, delay");
-  if (kinds.size() > 1) return bad(kinds[0] + " and " + kinds[1] + " are exclusive: one kind per --inject");
-  const std::string& kind = kinds[0];
-  const std::string& value = kv[kind];
-  if (kind == "cpu") {
-    in.kind = InjectionKind::kCpu;
-    auto f = Number(value);
-    if (!f || *f <= 0 || *f > 1) return bad("cpu: must be in (0, 1], got " + value);
-    in.cpu_fraction = *f;
-  } else if (kind == "neighbor") {
-    in.kind = InjectionKind::kNeighbor;
-    auto n = Integer(value);
-    if (!n || *n < 1 || *n > 64) return bad("neighbor: must be an integer in [1, 64], got " + value);
-    in.neighbor_threads = static_cast<int>(*n);
-  } else if (kind == "bandwidth") {
-    in.kind = InjectionKind::kBandwidth;
-    auto r = ParseRate(value);
-    if (!r.ok()) return bad("bandwidth: " + r.status().message());
-    if (*r < 8000) return bad("bandwidth: must be >= 8kbit, got " + value);
-    in.bandwidth_bps = *r;
-  } else {
-    in.kind = InjectionKind::kDelay;
-    auto d = ParseDuration(value);
-    if (!d.ok()) return bad("delay: " + d.status().message());
-    if (*d <= 0 || *d > 10) return bad("delay: must be in (0s, 10s], got " + value);
-    in.delay_seconds = *d;
+
+  if (const auto& g = get(kGuarantee)) {
+    if (in.kind != InjectionKind::kNeighbor) return bad("guarantee", "only allowed with neighbor");
+    StatusOr<int64_t> mc = ParseCpuQuantity(*g);
+    if (!mc.ok()) return bad("guarantee", mc.status().message());
+    in.neighbor_guarantee_cpus = static_cast<double>(*mc) / 1000;
   }
-  if (kv.count("guarantee")) {
-    if (in.kind != InjectionKind::kNeighbor) return bad("guarantee: only with neighbor");
-    auto c = ParseCpuQuantity(kv["guarantee"]);
-    if (!c.ok()) return bad("guarantee: " + c.status().message());
-    in.neighbor_guarantee_cpus = static_cast<double>(*c) / 1000;
+  if (const auto& s = get(kStart)) {
+    StatusOr<double> t = ParseDuration(*s);
+    if (!t.ok()) return bad("start", t.status().message());
+    in.start_seconds = *t;
   }
-  if (kv.count("start")) {
-    auto s = ParseDuration(kv["start"]);
-    if (!s.ok()) return bad("start: " + s.status().message());
-    in.start_seconds = *s;
-  }
-  if (kv.count("end")) {
-    auto e = ParseDuration(kv["end"]);
-    if (!e.ok()) return bad("end: " + e.status().message());
-    if (*e <= in.start_seconds) return bad("end: must be after start, got " + kv["end"]);
-    in.end_seconds = *e;
+  if (const auto& e = get(kEnd)) {
+    StatusOr<double> t = ParseDuration(*e);
+    if (!t.ok()) return bad("end", t.status().message());
+    if (*t <= in.start_seconds) {
+      return bad("end", "must be > start (" + Seconds(in.start_seconds) + "), got " + *e);
+    }
+    in.end_seconds = *t;
   }
   return in;
 }
 
 Status ValidateInjections(const std::vector<Injection>& injections, int workers) {
-  if (workers < 1) return Status::InvalidArgument("workers: must be >= 1");
+  if (workers < 1) return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(workers));
   for (size_t i = 0; i < injections.size(); ++i) {
     const Injection& a = injections[i];
-    if (a.worker >= workers) {
-      return Status::InvalidArgument("--inject \"" + a.text + "\": worker: must be < " +
+    if (a.worker < 0 || a.worker >= workers) {
+      return Status::InvalidArgument("--inject " + Quoted(a.text) + ": worker: must be < " +
                                      std::to_string(workers) + " (the job's workers), got " +
                                      std::to_string(a.worker));
     }
     for (size_t j = 0; j < i; ++j) {
       const Injection& b = injections[j];
       if (a.worker != b.worker || a.kind != b.kind) continue;
-      const double a_end = a.end_seconds.value_or(INFINITY);
-      const double b_end = b.end_seconds.value_or(INFINITY);
+      constexpr double kForever = std::numeric_limits<double>::infinity();
+      const double a_end = a.end_seconds.value_or(kForever);
+      const double b_end = b.end_seconds.value_or(kForever);
       if (a.start_seconds < b_end && b.start_seconds < a_end) {
-        return Status::InvalidArgument("--inject \"" + a.text + "\" and --inject \"" + b.text +
-                                       "\": " + std::string(ToString(a.kind)) +
-                                       " injections on worker " + std::to_string(a.worker) +
-                                       " overlap in time");
+        const double from = std::max(a.start_seconds, b.start_seconds);
+        const double to = std::min(a_end, b_end);
+        return Status::InvalidArgument(
+            "--inject " + Quoted(b.text) + " and --inject " + Quoted(a.text) +
+            " overlap: both inject " + std::string(ToString(a.kind)) + " on worker " +
+            std::to_string(a.worker) + " from " + Seconds(from) + " to " +
+            (std::isinf(to) ? std::string("the job's end") : Seconds(to)) +
+            " (one injection of a kind per worker at a time)");
       }
     }
   }

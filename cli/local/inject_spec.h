@@ -1,4 +1,5 @@
-// `--inject SPEC`: contention injected into a `star local` run (ARCHITECTURE.md).
+// `--inject SPEC`: contention injected into one worker of a `star local` run
+// (ARCHITECTURE.md, "Contracts").
 //
 //   worker=W,cpu=F[,start=S][,end=S]                keep fraction F of worker W's CPU
 //   worker=W,neighbor=N[,guarantee=C][,start..]     N busy co-located threads share its CPU;
@@ -9,7 +10,7 @@
 //
 // Durations are written like 12s, 500ms, 2m or 1h; rates like tc's: 20mbit, 500kbit,
 // 1gbit, 8000bit, 100bps (bytes/s), 2mbps (k/m/g are powers of 1000); workers are
-// numbered from 0.
+// numbered from 0. All functions here are pure and thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -29,28 +30,46 @@ struct Injection {
   std::string text;  // the SPEC as given (for messages and the report)
   int worker = 0;    // >= 0
   InjectionKind kind = InjectionKind::kCpu;
-  double cpu_fraction = 1;              // kCpu: in (0, 1]
-  int neighbor_threads = 0;             // kNeighbor: 1..64
-  double neighbor_guarantee_cpus = 0;   // kNeighbor: >= 0 (0 = no guarantee)
-  int64_t bandwidth_bps = 0;            // kBandwidth: bits per second, >= 8000
-  double delay_seconds = 0;             // kDelay: in (0, 10]
-  double start_seconds = 0;             // job time; default 0
-  std::optional<double> end_seconds;    // > start; absent = until the job ends
+  double cpu_fraction = 1;  // kCpu: keep this fraction of the worker's CPU, in (0, 1]
+  int neighbor_threads = 0;  // kNeighbor: N busy threads, 1..64
+  // kNeighbor, optional key guarantee=C: CPUs (cores, e.g. 0.2 or 200m) the neighbor is
+  // guaranteed; reallocation never takes it below this. Absent = 0 (no guarantee).
+  double neighbor_guarantee_cpus = 0;
+  int64_t bandwidth_bps = 0;          // kBandwidth: bits per second, >= 8000
+  double delay_seconds = 0;           // kDelay: one-way added delay, in (0, 10]
+  double start_seconds = 0;           // start=S, seconds since job start; default 0
+  std::optional<double> end_seconds;  // end=S, > start; absent = until the job ends
 };
 
-// Parses one SPEC. Errors are InvalidArgument `--inject "SPEC": <key>: <reason>`, e.g.
-// `--inject "worker=1,cpu=2": cpu: must be in (0, 1], got 2`.
+// Parses one SPEC: comma-separated key=value pairs, in any order, each key at most once:
+// worker=W (required) and exactly one of cpu=F | neighbor=N | bandwidth=RATE | delay=D,
+// optional start=DUR, end=DUR, and guarantee=CPUS (only with neighbor). Spaces around keys
+// and values are ignored. Errors are InvalidArgument `--inject "SPEC": <key>: <reason>`:
+//   `--inject "worker=1,cpu=2": cpu: must be in (0, 1], got 2`
+//   `--inject "worker=1": needs one of cpu, neighbor, bandwidth, delay`
+//   `--inject "worker=1,cpu=0.5,neighbor=2": cpu and neighbor are exclusive`
+// (also unknown and duplicate keys, empty pairs, a missing '=', non-numbers, negative values,
+// end <= start). The worker's upper bound is checked by ValidateInjections.
 StatusOr<Injection> ParseInjection(std::string_view spec);
 
-// Checks a run's injections together: worker < workers, and no two injections of the same
-// kind on the same worker overlap in time (the error names both). workers >= 1.
+// Checks a job's injections together: every worker < `workers` (the error names the spec
+// and the job's worker count), and no two injections of the same kind on the same worker
+// overlap in time ([start, end) windows; the error names both specs). InvalidArgument
+// also when workers < 1.
 Status ValidateInjections(const std::vector<Injection>& injections, int workers);
 
-// "12s", "500ms", "2m", "1h", "1.5s", "0s" -> seconds (>= 0). A bare number is an error.
+// "12s", "500ms", "2m", "1h", "1.5s", "0s" -> seconds (finite, >= 0). A bare number is an
+// error ("needs a unit: s, ms, m or h; got \"12\""), as are negative values and other units.
 StatusOr<double> ParseDuration(std::string_view text);
-// "20mbit", "500kbit", "1gbit", "8000bit", "100bps", "2mbps", "1.5mbit" -> bits per second.
+
+// Rates like tc's: "20mbit", "500kbit", "1gbit", "8000bit", "100bps" (bytes/s), "2mbps"
+// (megabytes/s), "1.5mbit"; units bit, kbit, mbit, gbit, tbit, bps, kbps, mbps, gbps, tbps
+// (any case; k/m/g/t are powers of 1000, tc's convention) -> bits per second, rounded to
+// the nearest bit, in [0, 1e15]. Bare numbers need a unit.
 StatusOr<int64_t> ParseRate(std::string_view text);
-// Kubernetes CPU quantities: "500m", "1", "1.5", "0.25" -> millicores (> 0).
+
+// CPU quantities like Kubernetes': "500m", "1", "1.5", "0.25" -> millicores, rounded to the
+// nearest millicore; the result must be > 0 (and at most 1e12).
 StatusOr<int64_t> ParseCpuQuantity(std::string_view text);
 
 }  // namespace star::local

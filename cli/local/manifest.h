@@ -1,4 +1,5 @@
-// A TrainingJob manifest, read for `star local`.
+// A TrainingJob manifest, read for `star local`: the job validated exactly like the CRD,
+// plus what the local runtime needs from its pod templates.
 #pragma once
 
 #include <cstdint>
@@ -17,25 +18,38 @@ namespace star::local {
 // What `star local` needs from a TrainingJob manifest.
 struct LocalJob {
   api::TrainingJob job;  // validated like the CRD (api::TrainingJobFromJson)
-  // workers.template.spec.containers[0]: command + args; empty = the bundled trainer.
+  // workers.template.spec.containers[0]: command + args concatenated; empty = run the
+  // bundled Fashion-MNIST example. args without a command is an error (there is no image
+  // entrypoint to pass them to).
   std::vector<std::string> worker_command;
-  // containers[0].env name/value pairs (valueFrom is not supported locally: an error).
+  // containers[0].env name/value pairs, in order (value absent = ""). valueFrom and
+  // envFrom are errors: there is no Kubernetes to resolve them.
   std::vector<std::pair<std::string, std::string>> worker_env;
-  // containers[0].resources.limits.cpu in millicores, else requests.cpu, else 0 (not
-  // given: the runtime picks a share of the machine). Same for the server template.
+  // containers[0].resources.limits.cpu in millicores (rounded up like Kubernetes), else
+  // requests.cpu, else 0 (= not given: the runtime picks a share of the machine); a 0
+  // quantity counts as not given. Same for the parameter-server template.
   int64_t worker_cpu_millicores = 0;
   int64_t server_cpu_millicores = 0;
 };
 
-// YAML (any YAML, JSON included) -> JSON: quoted scalars stay strings; plain scalars that
-// read as an integer, a number, true/false or null/~ become those; everything else is a
-// string. InvalidArgument "<name>:<line>:<column>: <yaml-cpp's message>" on a parse error.
-StatusOr<nlohmann::json> YamlToJson(std::string_view text, const std::string& name_for_errors);
+// YAML (JSON included) -> one JSON value per document, in order; an empty document is null.
+// Scalars: quoted (or block, or tagged !!str) -> string; plain scalars that read as an
+// int64 -> integer, as a YAML 1.2 float ("0.5", "1e3", ".5") -> number, true/false (any
+// of true, True, TRUE) -> bool, null/~/empty -> null; everything else (e.g. "500m") ->
+// string. Errors are InvalidArgument "<name>:<line>:<column>: <reason>" (1-based): yaml-cpp's
+// parse errors, duplicate mapping keys, non-scalar keys, nesting deeper than 512 levels,
+// and documents that expand (through aliases) to more than 1,000,000 values.
+StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view text,
+                                                 const std::string& name_for_errors);
 
-// Reads ONE TrainingJob: the file's single document, or in a multi-document file the
-// single document whose kind is TrainingJob. Errors are prefixed with the file name:
-// "job.yaml: spec.workers.replicas: must be >= 1, got 0", "job.yaml:3:5: ...",
-// "job.yaml: cannot read: No such file or directory".
+// Reads ONE TrainingJob: the file's only document, or in a multi-document file the single
+// document whose kind is TrainingJob (none or several -> error). The document is decoded
+// by api::TrainingJobFromJson. Errors are InvalidArgument prefixed with the file name:
+//   "job.yaml: spec.workers.replicas: must be >= 1, got 0"
+//   "job.yaml:3:5: <yaml-cpp's parse error>"
+//   "job.yaml: spec.workers.template.spec.containers[0].env[1].valueFrom: not supported ..."
+// LoadManifest adds "job.yaml: cannot read: <strerror>" (NotFound when the file does not
+// exist, InvalidArgument otherwise, e.g. a directory; files over 16 MiB are refused).
 StatusOr<LocalJob> LoadManifest(const std::string& path);
 StatusOr<LocalJob> ParseManifest(std::string_view yaml_text, const std::string& name_for_errors);
 

@@ -1,16 +1,28 @@
 #include "local/plot.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
-#include <set>
+#include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 extern char** environ;
 
@@ -20,162 +32,348 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// Double-quoted gnuplot string.
+constexpr int kGnuplotTimeoutMs = 60'000;
+constexpr size_t kMaxStderrChars = 4000;
+
+// ---- reading the report (never throws) ----
+
+std::optional<double> NumberAt(const json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int> IntAt(const json& obj, const char* key) {
+  const std::optional<double> v = NumberAt(obj, key);
+  if (!v || *v != std::floor(*v) || std::fabs(*v) > 1e9) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+std::string StringAt(const json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return fallback;
+  return it->get<std::string>();
+}
+
+const json& ArrayAt(const json& obj, const char* key) {
+  static const json kEmpty = json::array();
+  if (!obj.is_object()) return kEmpty;
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_array()) return kEmpty;
+  return *it;
+}
+
+struct Event {
+  double t = 0;
+  std::string label;
+  std::string color;
+};
+
+// What the picture shows, taken out of the report once.
+struct PlotData {
+  std::string job;
+  std::string policy;
+  std::optional<double> target;
+  std::optional<double> tta;
+  std::map<int, std::vector<std::pair<double, double>>> iteration;  // worker -> (t, seconds)
+  std::vector<std::pair<double, double>> accuracy;                 // (t, accuracy)
+  std::vector<Event> events;
+  double x_max = 1;
+};
+
+// Colour per event; nullopt = not drawn (start/stop frame the run; TTA has its own line).
+std::optional<std::string> EventColor(const std::string& event) {
+  if (event == "start" || event == "stop" || event == "target_reached") return std::nullopt;
+  if (event == "straggler") return "red";
+  if (event == "recovered") return "dark-green";
+  if (event == "mode") return "blue";
+  if (event == "amp_on" || event == "amp_off") return "orange";
+  if (event == "batches") return "purple";
+  if (event == "inject" || event == "lift") return "black";
+  if (event.rfind("reallocate", 0) == 0) return "brown";
+  return "gray40";
+}
+
+PlotData Extract(const json& report) {
+  PlotData d;
+  d.job = StringAt(report, "job", "job");
+  d.policy = StringAt(report, "policy", "?");
+  d.target = NumberAt(report, "target_accuracy");
+  d.tta = NumberAt(report, "tta_seconds");
+  double x_max = NumberAt(report, "wall_seconds").value_or(0);
+  const auto see = [&x_max](double t) { x_max = std::max(x_max, t); };
+
+  for (const json& s : ArrayAt(report, "samples")) {
+    const std::optional<double> t = NumberAt(s, "t");
+    const std::optional<int> w = IntAt(s, "worker");
+    const std::optional<double> compute = NumberAt(s, "compute_seconds");
+    if (!t || !w || !compute) continue;
+    d.iteration[*w].emplace_back(*t, *compute + NumberAt(s, "communication_seconds").value_or(0));
+    see(*t);
+  }
+  for (const json& p : ArrayAt(report, "accuracy_curve")) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) continue;
+    const double t = p[0].get<double>(), a = p[1].get<double>();
+    if (!std::isfinite(t) || !std::isfinite(a)) continue;
+    d.accuracy.emplace_back(t, a);
+    see(t);
+  }
+  for (const json& e : ArrayAt(report, "timeline")) {
+    const std::optional<double> t = NumberAt(e, "t");
+    const std::string event = StringAt(e, "event", "");
+    const std::optional<std::string> color = EventColor(event);
+    if (!t || event.empty() || !color) continue;
+    const int worker = IntAt(e, "worker").value_or(-1);
+    std::string label = event;
+    if (worker >= 0) {
+      label += " w" + std::to_string(worker);
+    } else if (event == "mode") {
+      const std::string detail = StringAt(e, "detail", "");
+      label += " " + detail.substr(0, detail.find(' '));  // "mode fixed_k"
+    }
+    d.events.push_back({*t, std::move(label), *color});
+    see(*t);
+  }
+  if (d.tta) see(*d.tta);
+  d.x_max = x_max > 0 ? x_max : 1;
+  return d;
+}
+
+// ---- the script ----
+
+// A single-quoted gnuplot string: no escapes are interpreted, '' is a quote.
 std::string Quote(const std::string& s) {
-  std::string out = "\"";
+  std::string out = "'";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') continue;
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::set<int> WorkersIn(const json& report) {
-  std::set<int> w;
-  if (report.contains("samples")) {
-    for (const auto& s : report["samples"]) w.insert(s.value("worker", 0));
-  }
-  return w;
-}
-
-double Num(const json& j, const char* key, double fallback = 0) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
-}  // namespace
-
-std::string PlotScript(const json& report, const std::string& data_dir, const std::string& png) {
-  std::ostringstream g;
-  const std::string job = report.value("job", std::string("job"));
-  const std::string policy = report.value("policy", std::string("?"));
-  g << "set terminal pngcairo size 1200,900 font 'sans,10'\n"
-    << "set output " << Quote(png) << "\n"
-    << "set multiplot layout 2,1 title " << Quote(job + " - policy " + policy) << "\n"
-    << "set grid\nset key outside right top noenhanced\nset xlabel 'seconds since start'\n";
-  // Both panels share the time axis: the whole run.
-  const double wall = Num(report, "wall_seconds", 0);
-  const std::string xrange = wall > 0 ? "set xrange [0:" + std::to_string(wall) + "]\n" : "";
-  g << xrange;
-  // Events as vertical lines with labels (panel 1).
-  int arrow = 1;
-  if (report.contains("timeline")) {
-    int row = 0;
-    for (const auto& e : report["timeline"]) {
-      const std::string ev = e.value("event", std::string());
-      if (ev == "start" || ev == "stop") continue;
-      const double t = Num(e, "t");
-      const int w = e.value("worker", -1);
-      const std::string label = ev + (w >= 0 ? " w" + std::to_string(w) : "");
-      const char* color = ev == "straggler" ? "red" : ev == "recovered" ? "dark-green"
-                          : ev == "mode" ? "blue" : ev.rfind("amp", 0) == 0 ? "orange"
-                          : ev == "inject" || ev == "lift" ? "black" : "purple";
-      g << "set arrow " << arrow++ << " from " << t << ", graph 0 to " << t
-        << ", graph 1 nohead dt 2 lc rgb '" << color << "'\n";
-      g << "set label " << arrow << " " << Quote(label) << " at " << t << ", graph "
-        << (0.95 - 0.07 * (row++ % 8)) << " noenhanced font ',8' tc rgb '" << color << "'\n";
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+      if (c == '\'') out += '\'';
     }
   }
-  g << "set ylabel 'iteration time (s)'\nset title 'per-worker iteration time (compute + communication)'\n";
-  const auto workers = WorkersIn(report);
-  if (workers.empty()) {
-    g << (xrange.empty() ? "set xrange [0:1]\n" : "") << "set yrange [0:1]\nplot NaN title 'no samples'\n";
+  return out + "'";
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+std::string WorkerFile(const std::string& dir, int worker) {
+  return dir + "/worker-" + std::to_string(worker) + ".dat";
+}
+
+std::string AccuracyFile(const std::string& dir) { return dir + "/accuracy.dat"; }
+
+std::string Script(const PlotData& d, const std::string& data_dir, const std::string& png) {
+  std::ostringstream g;
+  const std::string xrange = "set xrange [0:" + Num(d.x_max) + "]\n";
+  g << "set encoding utf8\n"
+    << "set terminal pngcairo noenhanced size 1200,900 font 'sans,10'\n"
+    << "set output " << Quote(png) << "\n"
+    << "set multiplot layout 2,1 title " << Quote(d.job + " \u2014 policy " + d.policy) << "\n"
+    << "set grid\nset key outside right top\nset xlabel 'seconds since job start'\n"
+    // Fixed margins keep the panels' time axes aligned whatever the legends' widths.
+    << "set lmargin at screen 0.08\nset rmargin at screen 0.86\n"
+    << xrange;
+
+  // Panel 1: iteration times and the events.
+  g << "set title 'per-worker iteration time (compute + communication)'\n"
+    << "set ylabel 'iteration time (s)'\n";
+  int tag = 0;
+  for (const Event& e : d.events) {
+    ++tag;
+    g << "set arrow " << tag << " from " << Num(e.t) << ", graph 0 to " << Num(e.t)
+      << ", graph 1 nohead dt 2 lc rgb " << Quote(e.color) << "\n"
+      << "set label " << tag << " " << Quote(e.label) << " at " << Num(e.t) << ", graph "
+      << Num(0.95 - 0.07 * ((tag - 1) % 8)) << " offset 0.3,0 font ',8' tc rgb "
+      << Quote(e.color) << "\n";
+  }
+  if (d.iteration.empty()) {
+    g << "set yrange [0:1]\nplot NaN title 'no samples'\n";
   } else {
-    g << "plot ";
+    g << "set yrange [0:*]\nplot ";
     bool first = true;
-    for (int w : workers) {
-      g << (first ? "" : ", ") << Quote(data_dir + "/worker-" + std::to_string(w) + ".dat")
-        << " using 1:2 with lines lw 1.5 title 'worker " << w << "'";
+    for (const auto& [worker, points] : d.iteration) {
+      g << (first ? "" : ", ") << Quote(WorkerFile(data_dir, worker))
+        << " using 1:2 with lines lw 1.5 title " << Quote("worker " + std::to_string(worker));
       first = false;
     }
     g << "\n";
   }
-  g << "unset arrow\nunset label\nunset yrange\n" << xrange;
-  g << "set ylabel 'test accuracy'\nset title 'accuracy (evaluated on snapshots of worker 0)'\n";
-  const double target = Num(report, "target_accuracy", 0);
-  if (report.contains("tta_seconds") && report["tta_seconds"].is_number()) {
-    const double tta = report["tta_seconds"].get<double>();
-    g << "set arrow 1 from " << tta << ", graph 0 to " << tta
-      << ", graph 1 nohead lc rgb 'red' lw 1.5\n"
-      << "set label 2 " << Quote("TTA " + std::to_string(tta).substr(0, 6) + " s") << " at "
-      << tta << ", graph 0.1 offset 1,0 noenhanced tc rgb 'red'\n";
+  g << "unset arrow\nunset label\n";
+
+  // Panel 2: accuracy, target and time to accuracy.
+  g << "set title 'test accuracy'\nset ylabel 'accuracy'\nset yrange [0:1]\n";
+  if (d.tta) {
+    g << "set arrow 1 from " << Num(*d.tta) << ", graph 0 to " << Num(*d.tta)
+      << ", graph 1 nohead lw 1.5 lc rgb 'red'\n"
+      << "set label 1 " << Quote("TTA " + Num(*d.tta) + " s") << " at " << Num(*d.tta)
+      << ", graph 0.1 offset 0.5,0 tc rgb 'red'\n";
   }
-  const bool has_acc = report.contains("accuracy_curve") && !report["accuracy_curve"].empty();
-  if (has_acc) {
-    g << "plot " << Quote(data_dir + "/accuracy.dat")
-      << " using 1:2 with linespoints pt 7 ps 0.5 title 'accuracy', " << target
-      << " with lines dt 3 lc rgb 'gray' title 'target'\n";
-  } else {
-    g << (xrange.empty() ? "set xrange [0:1]\n" : "") << "set yrange [0:1]\nplot " << target
-      << " with lines dt 3 lc rgb 'gray' title 'target (no evaluations)'\n";
+  std::vector<std::string> plots;
+  if (!d.accuracy.empty()) {
+    plots.push_back(Quote(AccuracyFile(data_dir)) +
+                    " using 1:2 with linespoints pt 7 ps 0.5 title 'accuracy'");
   }
-  g << "unset multiplot\n";
+  if (d.target) {
+    plots.push_back(Num(*d.target) + " with lines dt 3 lw 1.5 lc rgb 'gray30' title " +
+                    Quote("target " + Num(*d.target)));
+  }
+  if (plots.empty()) plots.push_back("NaN title 'no evaluations'");
+  g << "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) g << (i > 0 ? ", " : "") << plots[i];
+  g << "\nunset multiplot\nset output\n";
   return g.str();
 }
 
+// ---- running gnuplot ----
+
+Status WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::Internal("--plot: cannot write " + path.string());
+  return Status::Ok();
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The first executable "gnuplot" on PATH (unset PATH: /usr/bin:/bin), or "".
+std::string FindGnuplot() {
+  const char* env = std::getenv("PATH");
+  const std::string path = env != nullptr ? env : "/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t colon = path.find(':', pos);
+    if (colon == std::string::npos) colon = path.size();
+    std::string dir = path.substr(pos, colon - pos);
+    pos = colon + 1;
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/gnuplot";
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+// Waits for `pid` at most `timeout_ms` (then kills it); the wait status, or nullopt on timeout.
+std::optional<int> WaitWithTimeout(pid_t pid, int timeout_ms) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  bool timed_out = false;
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    int r = 0;
+    do {
+      r = ::poll(&p, 1, timeout_ms);  // an EINTR restarts the full timeout: still bounded
+    } while (r < 0 && errno == EINTR);
+    ::close(pidfd);
+    if (r == 0) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+    }
+  }
+  // Without pidfds (kernels before 5.3) the wait has no timeout.
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return std::nullopt;
+  return status;
+}
+
+// Removes a directory tree when it goes out of scope.
+class TempDir {
+ public:
+  TempDir() = default;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  Status Create() {
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec) base = "/tmp";
+    std::string tmpl = (base / "star-plot-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return Status::Internal("--plot: cannot create a temporary directory in " + base.string() +
+                              ": " + std::strerror(errno));
+    }
+    path_ = tmpl;
+    return Status::Ok();
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+std::string PlotScript(const json& report, const std::string& data_dir, const std::string& png_path) {
+  return Script(Extract(report), data_dir, png_path);
+}
+
 Status WritePlot(const json& report, const std::string& png_path) {
-  std::string tmpl = (fs::temp_directory_path() / "star-plot-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return Status::Unavailable("--plot: cannot create a temporary directory");
-  const fs::path dir = tmpl;
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{dir};
+  const std::string gnuplot = FindGnuplot();
+  if (gnuplot.empty()) return Status::FailedPrecondition("--plot: gnuplot not found (install gnuplot-nox)");
 
-  std::map<int, std::ofstream> files;
-  if (report.contains("samples")) {
-    for (const auto& s : report["samples"]) {
-      const int w = s.value("worker", 0);
-      auto it = files.find(w);
-      if (it == files.end()) {
-        it = files.emplace(w, std::ofstream(dir / ("worker-" + std::to_string(w) + ".dat"))).first;
-      }
-      it->second << Num(s, "t") << ' '
-                 << Num(s, "compute_seconds") + Num(s, "communication_seconds") << '\n';
-    }
+  TempDir dir;
+  STAR_RETURN_IF_ERROR(dir.Create());
+  const std::string data_dir = dir.path().string();
+  const PlotData d = Extract(report);
+  for (const auto& [worker, points] : d.iteration) {
+    std::string text;
+    for (const auto& [t, v] : points) text += Num(t) + " " + Num(v) + "\n";
+    STAR_RETURN_IF_ERROR(WriteFile(WorkerFile(data_dir, worker), text));
   }
-  files.clear();
-  {
-    std::ofstream acc(dir / "accuracy.dat");
-    if (report.contains("accuracy_curve")) {
-      for (const auto& p : report["accuracy_curve"]) {
-        if (p.is_array() && p.size() == 2) acc << p[0].get<double>() << ' ' << p[1].get<double>() << '\n';
-      }
-    }
-  }
-  std::error_code ec;
-  const fs::path png = fs::absolute(png_path, ec);
-  const fs::path script = dir / "plot.gp";
-  std::ofstream(script) << PlotScript(report, dir.string(), png.string());
+  std::string acc;
+  for (const auto& [t, a] : d.accuracy) acc += Num(t) + " " + Num(a) + "\n";
+  STAR_RETURN_IF_ERROR(WriteFile(AccuracyFile(data_dir), acc));
+  const std::string script = (dir.path() / "plot.gp").string();
+  STAR_RETURN_IF_ERROR(WriteFile(script, Script(d, data_dir, png_path)));
 
-  const std::string err_path = (dir / "stderr").string();
+  const std::string err_path = (dir.path() / "stderr").string();
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::string script_s = script.string();
-  char arg0[] = "gnuplot";
-  char* argv[] = {arg0, script_s.data(), nullptr};
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::string arg0 = "gnuplot", arg1 = script;
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
   pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, "gnuplot", &fa, nullptr, argv, environ);
+  const int rc = ::posix_spawn(&pid, gnuplot.c_str(), &fa, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc == ENOENT) return Status::FailedPrecondition("--plot: gnuplot not found (install gnuplot-nox)");
-  if (rc != 0) return Status::Internal("--plot: cannot start gnuplot: " + std::string(std::strerror(rc)));
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::ifstream in(err_path);
-    std::stringstream s;
-    s << in.rdbuf();
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-      return Status::FailedPrecondition("--plot: gnuplot not found (install gnuplot-nox)");
-    }
-    return Status::Internal("--plot: gnuplot failed: " + s.str());
+  if (rc != 0) return Status::Internal("--plot: cannot start " + gnuplot + ": " + std::strerror(rc));
+
+  const std::optional<int> status = WaitWithTimeout(pid, kGnuplotTimeoutMs);
+  if (!status) {
+    return Status::DeadlineExceeded("--plot: gnuplot did not finish within " +
+                                    std::to_string(kGnuplotTimeoutMs / 1000) + " s (killed)");
   }
-  return Status::Ok();
+  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return Status::Ok();
+  std::string err = ReadFile(err_path);
+  if (err.size() > kMaxStderrChars) err = "..." + err.substr(err.size() - kMaxStderrChars);
+  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+  const std::string how = WIFEXITED(*status) ? "exit status " + std::to_string(WEXITSTATUS(*status))
+                                             : "signal " + std::to_string(WTERMSIG(*status));
+  return Status::Internal("--plot: gnuplot failed (" + how + "): " + err);
 }
 
 }  // namespace star::local
