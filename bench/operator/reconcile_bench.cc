@@ -1,0 +1,217 @@
+// operator_reconcile_bench: reconcile throughput and memory of the operator (issue
+// "reconcile throughput and memory with 500 TrainingJobs of 16 workers on the emulator").
+// Not a Google Benchmark: a plain executable that prints its numbers.
+//
+//   operator_reconcile_bench [--jobs 500] [--workers 16] [--timeout 600] [--threads 4]
+//
+// Starts the Kubernetes API emulator (tests/apiserver) and the operator in-process,
+// creates --jobs TrainingJobs of --workers workers through the operator's client, and
+// waits (at most --timeout seconds) until all jobs x workers pods exist and every job has
+// status.phase (polled every 200 ms). Prints the times, the rates, the process's peak RSS (ru_maxrss, which
+// includes the emulator: the RSS before the operator starts is the baseline, and the
+// emulator's object counts are printed) and the operator's reconcile counts.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "apiserver/server.h"
+#include "star/operator/kube/client.h"
+#include "star/operator/reconciler/job_objects.h"
+#include "star/operator/reconciler/metrics.h"
+#include "star/operator/reconciler/operator.h"
+
+namespace {
+
+using namespace star;  // NOLINT
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+double CurrentRssMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// A minimal valid TrainingJob (as examples/fmnist-job.yaml, without the optional parts).
+json JobObject(const std::string& name, int workers) {
+  json container = {{"name", "trainer"},
+                    {"image", "ghcr.io/star-dev/fmnist:0.1"},
+                    {"resources", {{"requests", {{"cpu", "100m"}}}, {"limits", {{"cpu", "100m"}}}}}};
+  return {{"apiVersion", "star.dev/v1alpha1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"workers", {{"replicas", workers}, {"template", {{"spec", {{"containers", json::array({container})}}}}}}},
+            {"training", {{"globalBatchSize", 16 * workers}, {"targetAccuracy", 0.85}}}}}};
+}
+
+// Items in a list of `r` (all namespaces), or -1 on error.
+long CountItems(kube::Client& client, const kube::ResourceRef& r, const kube::ListOptions& o = {}) {
+  auto list = client.List(r, "", o);
+  if (!list.ok()) return -1;
+  const json& items = (*list)["items"];
+  return items.is_array() ? static_cast<long>(items.size()) : 0;
+}
+
+// Jobs of `list` with a status.phase.
+long JobsWithPhase(const json& list) {
+  long n = 0;
+  for (const json& j : list.value("items", json::array())) {
+    auto st = j.find("status");
+    if (st != j.end() && st->is_object() && st->contains("phase")) ++n;
+  }
+  return n;
+}
+
+// star_operator_reconcile_total{result="..."} values from the text exposition.
+std::map<std::string, double> ReconcileCounts(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  const std::string prefix = "star_operator_reconcile_total{result=\"";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t q = line.find('"', prefix.size());
+    const size_t sp = line.rfind(' ');
+    if (q == std::string::npos || sp == std::string::npos) continue;
+    out[line.substr(prefix.size(), q - prefix.size())] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"operator_reconcile_bench: reconcile throughput and memory on the API emulator"};
+  int jobs = 500, workers = 16, timeout_s = 600, threads = 4;
+  app.add_option("--jobs", jobs, "TrainingJobs to create")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--workers", workers, "Workers per job")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--timeout", timeout_s, "Seconds to wait for every pod and phase")
+      ->capture_default_str()->check(CLI::Range(1, 86400));
+  app.add_option("--threads", threads, "Operator reconcile threads")->capture_default_str()->check(CLI::Range(1, 256));
+  CLI11_PARSE(app, argc, argv);
+
+  apiserver::ApiServerOptions so;
+  so.crds_dir = STAR_CRDS_DIR;
+  so.api.history_limit = 100000;  // watches resume through bursts of many changes
+  apiserver::ApiServer server(so);
+  if (Status s = server.Start(); !s.ok()) return std::cerr << "emulator: " << s.ToString() << "\n", 1;
+
+  kube::ClientOptions co;
+  co.server = server.url();
+  co.request_timeout = std::chrono::seconds(60);
+  co.user_agent = "operator-reconcile-bench";
+  auto client = kube::Client::Create(co);
+  if (!client.ok()) return std::cerr << "client: " << client.status().ToString() << "\n", 1;
+  kube::Client& kc = **client;
+
+  const double rss_baseline = CurrentRssMiB();
+  const double peak_baseline = PeakRssMiB();
+
+  op::OperatorOptions oo;
+  oo.report_listen = "127.0.0.1:0";
+  oo.reconcile_threads = threads;
+  op::OperatorMetrics metrics;
+  auto created_op = op::Operator::Create(&kc, oo, &metrics);
+  if (!created_op.ok()) return std::cerr << "operator: " << created_op.status().ToString() << "\n", 1;
+  std::unique_ptr<op::Operator> oper = std::move(created_op).value();
+  if (Status s = oper->Start(); !s.ok()) return std::cerr << "operator start: " << s.ToString() << "\n", 1;
+  const double rss_operator_idle = CurrentRssMiB();
+
+  const long want_pods = static_cast<long>(jobs) * workers;
+  std::cout << "jobs " << jobs << ", workers " << workers << ", pods wanted " << want_pods
+            << ", reconcile threads " << threads << std::endl;
+
+  const auto t0 = Clock::now();
+  for (int i = 0; i < jobs; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "job-%05d", i);
+    auto c = kc.Create(kube::TrainingJobs(), "default", JobObject(name, workers));
+    if (!c.ok()) return std::cerr << "create " << name << ": " << c.status().ToString() << "\n", 1;
+  }
+  const auto t_created = Clock::now();
+  std::cout << "created " << jobs << " TrainingJobs in " << Seconds(t0, t_created) << " s" << std::endl;
+
+  const auto deadline = t0 + std::chrono::seconds(timeout_s);
+  kube::ListOptions pod_sel;
+  pod_sel.label_selector = op::kJobLabel;
+  long pods = 0, phased = 0;
+  std::optional<Clock::time_point> t_pods, t_phase;
+  while (Clock::now() < deadline && (!t_pods || !t_phase)) {
+    if (!t_pods) {
+      pods = CountItems(kc, kube::Pods(), pod_sel);
+      if (pods >= want_pods) t_pods = Clock::now();
+    }
+    if (!t_phase) {
+      auto list = kc.List(kube::TrainingJobs(), "");
+      phased = list.ok() ? JobsWithPhase(*list) : -1;
+      if (phased >= jobs) t_phase = Clock::now();
+    }
+    if (!t_pods || !t_phase) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  // Let the queue drain (bounded by the same deadline) so the reconcile count is final.
+  while (Clock::now() < deadline && oper->pending() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t_end = Clock::now();
+
+  const auto counts = ReconcileCounts(metrics.Serialize());
+  const double rss_end = CurrentRssMiB();
+  const double peak = PeakRssMiB();
+
+  std::cout << "pods listed " << pods << " / " << want_pods << ", jobs with a phase " << phased << " / " << jobs << "\n";
+  if (t_pods) {
+    const double s = Seconds(t0, *t_pods);
+    std::cout << "all pods exist after " << s << " s (from the first create): " << jobs / s << " jobs/s, "
+              << want_pods / s << " pods/s\n";
+  } else {
+    std::cout << "TIMEOUT: not every pod exists after " << timeout_s << " s\n";
+  }
+  if (t_phase) {
+    std::cout << "every job has a phase after " << Seconds(t0, *t_phase) << " s\n";
+  } else {
+    std::cout << "TIMEOUT: not every job has a phase after " << timeout_s << " s\n";
+  }
+  std::cout << "queue drained after " << Seconds(t0, t_end) << " s (pending " << oper->pending() << ")\n";
+  std::cout << "reconciles:";
+  double total = 0;
+  for (const auto& [result, n] : counts) std::cout << " " << result << " " << n, total += n;
+  std::cout << " (total " << total << ", " << total / jobs << " per job)\n";
+
+  const kube::ResourceRef secrets{"", "v1", "secrets", true, "Secret"};
+  std::cout << "emulator objects: trainingjobs " << CountItems(kc, kube::TrainingJobs())
+            << ", pods " << CountItems(kc, kube::Pods()) << ", services " << CountItems(kc, kube::Services())
+            << ", secrets " << CountItems(kc, secrets) << ", nodeallocations "
+            << CountItems(kc, kube::NodeAllocations()) << ", events " << CountItems(kc, kube::Events())
+            << "\n";
+  std::printf("RSS MiB: before operator %.1f (peak %.1f), operator started %.1f, end %.1f, peak %.1f; "
+              "peak - baseline %.1f (operator + emulator objects)\n",
+              rss_baseline, peak_baseline, rss_operator_idle, rss_end, peak, peak - rss_baseline);
+  std::fflush(stdout);
+
+  oper->Stop();
+  server.Stop();
+  return t_pods && t_phase ? 0 : 2;
+}
