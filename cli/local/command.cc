@@ -13,6 +13,7 @@
 
 #include "local/inject_spec.h"
 #include "local/manifest.h"
+#include "local/netns_util.h"
 #include "local/plot.h"
 #include "local/runtime.h"
 #include "local/sandbox.h"
@@ -45,17 +46,7 @@ std::string FindTrainer() {
 #ifdef STAR_FMNIST_BUILD_PATH
   if (Executable(STAR_FMNIST_BUILD_PATH)) return STAR_FMNIST_BUILD_PATH;
 #endif
-  if (const char* path = std::getenv("PATH")) {
-    std::string dirs = path;
-    size_t start = 0;
-    while (start <= dirs.size()) {
-      size_t end = dirs.find(':', start);
-      if (end == std::string::npos) end = dirs.size();
-      const std::string candidate = dirs.substr(start, end - start) + "/star-fmnist";
-      if (Executable(candidate)) return candidate;
-      start = end + 1;
-    }
-  }
+  if (auto on_path = FindProgram("star-fmnist"); on_path.ok()) return *on_path;
   return beside;
 }
 

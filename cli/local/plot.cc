@@ -1,12 +1,8 @@
 #include "local/plot.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
+#include <chrono>
+
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +20,8 @@
 #include <utility>
 #include <vector>
 
-extern char** environ;
+#include "local/netns_util.h"
+
 
 namespace star::local {
 namespace {
@@ -243,13 +240,6 @@ Status WriteFile(const fs::path& path, const std::string& text) {
   return Status::Ok();
 }
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The first executable "gnuplot" on PATH (unset PATH: /usr/bin:/bin), or "".
 std::string FindGnuplot() {
   const char* env = std::getenv("PATH");
@@ -269,30 +259,6 @@ std::string FindGnuplot() {
     }
   }
   return "";
-}
-
-// Waits for `pid` at most `timeout_ms` (then kills it); the wait status, or nullopt on timeout.
-std::optional<int> WaitWithTimeout(pid_t pid, int timeout_ms) {
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  bool timed_out = false;
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    int r = 0;
-    do {
-      r = ::poll(&p, 1, timeout_ms);  // an EINTR restarts the full timeout: still bounded
-    } while (r < 0 && errno == EINTR);
-    ::close(pidfd);
-    if (r == 0) {
-      timed_out = true;
-      ::kill(pid, SIGKILL);
-    }
-  }
-  // Without pidfds (kernels before 5.3) the wait has no timeout.
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) return std::nullopt;
-  return status;
 }
 
 // Removes a directory tree when it goes out of scope.
@@ -349,30 +315,22 @@ Status WritePlot(const json& report, const std::string& png_path) {
   const std::string script = (dir.path() / "plot.gp").string();
   STAR_RETURN_IF_ERROR(WriteFile(script, Script(d, data_dir, png_path)));
 
-  const std::string err_path = (dir.path() / "stderr").string();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::string arg0 = "gnuplot", arg1 = script;
-  char* argv[] = {arg0.data(), arg1.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, gnuplot.c_str(), &fa, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return Status::Internal("--plot: cannot start " + gnuplot + ": " + std::strerror(rc));
-
-  const std::optional<int> status = WaitWithTimeout(pid, kGnuplotTimeoutMs);
-  if (!status) {
-    return Status::DeadlineExceeded("--plot: gnuplot did not finish within " +
-                                    std::to_string(kGnuplotTimeoutMs / 1000) + " s (killed)");
+  // gnuplot's own path (found on PATH above), so RunCommand runs exactly that program.
+  StatusOr<CommandResult> run =
+      RunCommand({gnuplot, script}, std::chrono::milliseconds(kGnuplotTimeoutMs));
+  if (!run.ok()) {
+    if (run.status().code() == StatusCode::kDeadlineExceeded) {
+      return Status::DeadlineExceeded("--plot: gnuplot did not finish within " +
+                                      std::to_string(kGnuplotTimeoutMs / 1000) + " s (killed)");
+    }
+    return Status::Internal("--plot: cannot start " + gnuplot + ": " + run.status().message());
   }
-  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return Status::Ok();
-  std::string err = ReadFile(err_path);
+  if (run->exit_code == 0) return Status::Ok();
+  std::string err = run->err;
   if (err.size() > kMaxStderrChars) err = "..." + err.substr(err.size() - kMaxStderrChars);
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-  const std::string how = WIFEXITED(*status) ? "exit status " + std::to_string(WEXITSTATUS(*status))
-                                             : "signal " + std::to_string(WTERMSIG(*status));
+  const std::string how = run->exit_code > 128 ? "signal " + std::to_string(run->exit_code - 128)
+                                               : "exit status " + std::to_string(run->exit_code);
   return Status::Internal("--plot: gnuplot failed (" + how + "): " + err);
 }
 

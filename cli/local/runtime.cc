@@ -134,13 +134,6 @@ std::string RandomToken() {
   return t;
 }
 
-// "cause=compute kind=dynamic slowdown=2.01" -> 2.01 (1 when absent).
-double SlowdownOf(const std::string& detail) {
-  auto p = detail.find("slowdown=");
-  if (p == std::string::npos) return 1;
-  return std::atof(detail.c_str() + p + 9);
-}
-
 enum class Role { kServer, kWorker, kEvaluator, kNeighbor };
 
 struct Proc {
@@ -576,16 +569,9 @@ void Runner::MaybeReallocate() {
   std::vector<std::pair<int, double>> compute_stragglers;  // worker, slowdown
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto& tl = loop_->timeline();
-    const auto flagged = loop_->stragglers();
-    for (int w : flagged) {
-      for (auto it = tl.rbegin(); it != tl.rend(); ++it) {
-        if (it->worker != w || (it->event != "straggler" && it->event != "recovered")) continue;
-        if (it->event == "straggler" && it->detail.find("cause=compute") != std::string::npos) {
-          compute_stragglers.push_back({w, SlowdownOf(it->detail)});
-        }
-        break;
-      }
+    for (int w : loop_->stragglers()) {
+      const detect::WorkerView v = loop_->straggler_view(w);
+      if (v.cause == api::StragglerCause::kCompute) compute_stragglers.push_back({w, v.slowdown});
     }
   }
   for (auto [w, slowdown] : compute_stragglers) {

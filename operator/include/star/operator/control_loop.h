@@ -149,6 +149,10 @@ class JobControlLoop {
   [[nodiscard]] const std::vector<TimelineEvent>& timeline() const { return timeline_; }
   // Workers the detector currently flags, ascending.
   [[nodiscard]] std::vector<int> stragglers() const { return detector_.Stragglers(); }
+  // The detector's view of one worker (straggling, cause, kind, slowdown).
+  [[nodiscard]] detect::WorkerView straggler_view(int worker) const {
+    return detector_.View(worker);
+  }
   // The latest decision; nullptr before any.
   [[nodiscard]] const api::Decision* current() const {
     return decision_ ? &*decision_ : nullptr;
