@@ -31,12 +31,13 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <cpprest/http_listener.h>
+#include <optional>
 
 #include "star/agent/agent_metrics.h"
 #include "star/agent/allocation_source.h"
 #include "star/agent/journal.h"
 #include "star/agent/k8s_source.h"
+#include "star/operator/kube/probe_server.h"
 #include "star/agent/pod_cgroup.h"
 #include "star/agent/real_node_os.h"
 #include "star/agent/reconciler.h"
@@ -45,7 +46,6 @@ namespace {
 
 using namespace star;         // NOLINT
 using namespace star::agent;  // NOLINT
-namespace http = web::http;
 
 void Log(const std::string& line) { std::cerr << "star-agent: " << line << std::endl; }
 
@@ -59,53 +59,6 @@ struct Health {
     ready = r;
     why = std::move(w);
   }
-};
-
-// The HTTP adapter: cpprest's exceptions stop here.
-class HttpServer {
- public:
-  static StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& address,
-                                                     AgentMetrics* metrics, Health* health) {
-    auto server = std::unique_ptr<HttpServer>(new HttpServer);
-    try {
-      server->listener_ = std::make_unique<http::experimental::listener::http_listener>(
-          "http://" + address);
-      server->listener_->support(http::methods::GET, [metrics, health](http::http_request r) {
-        const std::string path = r.relative_uri().path();
-        try {
-          if (path == "/metrics") {
-            r.reply(http::status_codes::OK, metrics->Serialize(),
-                    "text/plain; version=0.0.4").wait();
-          } else if (path == "/healthz") {
-            r.reply(http::status_codes::OK, "ok\n").wait();
-          } else if (path == "/readyz") {
-            std::lock_guard lock(health->mu);
-            r.reply(health->ready ? http::status_codes::OK : http::status_codes::ServiceUnavailable,
-                    health->ready ? std::string("ok\n") : health->why + "\n").wait();
-          } else {
-            r.reply(http::status_codes::NotFound, "not found\n").wait();
-          }
-        } catch (const std::exception& e) {
-          Log(std::string("http: ") + e.what());
-        }
-      });
-      server->listener_->open().wait();
-    } catch (const std::exception& e) {
-      return Status::Unavailable("metrics address " + address + ": " + e.what());
-    }
-    return server;
-  }
-  ~HttpServer() {
-    try {
-      listener_->close().wait();
-    } catch (const std::exception& e) {
-      Log(std::string("http: close: ") + e.what());
-    }
-  }
-
- private:
-  HttpServer() = default;
-  std::unique_ptr<http::experimental::listener::http_listener> listener_;
 };
 
 std::string Summary(const StatusOr<ReconcileResult>& r) {
@@ -196,9 +149,18 @@ int main(int argc, char** argv) {
 
   AgentMetrics metrics;
   Health health;
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<kube::ProbeServer> server;
   if (!metrics_address.empty() && !once) {
-    auto started = HttpServer::Start(metrics_address, &metrics, &health);
+    auto started = kube::ProbeServer::Start(
+        metrics_address,
+        {[&metrics] { return metrics.Serialize(); },
+         [&health]() -> std::optional<std::string> {
+           std::lock_guard lock(health.mu);
+           if (health.ready) return std::nullopt;
+           return health.why;
+         },
+         [](const std::string& m) { Log(m); }},
+        "--metrics-address");
     if (!started.ok()) return Log(started.status().ToString()), 2;
     server = std::move(started).value();
   }

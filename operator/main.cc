@@ -24,70 +24,22 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <cpprest/http_listener.h>
+#include <optional>
 
 #include "star/operator/kube/client.h"
 #include "star/operator/kube/informer.h"
+#include "star/operator/kube/probe_server.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/operator.h"
 
 namespace {
 
 using namespace star;  // NOLINT
-namespace http = web::http;
 
 void Log(const std::string& line) { std::cerr << "star-operator: " << line << std::endl; }
 
 struct Health {
   std::atomic<bool> ready{false};
-};
-
-// The HTTP adapter for /metrics, /healthz, /readyz: cpprest's exceptions stop here.
-class HttpServer {
- public:
-  static StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& address,
-                                                     op::OperatorMetrics* metrics, Health* health) {
-    auto server = std::unique_ptr<HttpServer>(new HttpServer);
-    try {
-      server->listener_ = std::make_unique<http::experimental::listener::http_listener>(
-          "http://" + address);
-      server->listener_->support(http::methods::GET, [metrics, health](http::http_request r) {
-        const std::string path = r.relative_uri().path();
-        try {
-          if (path == "/metrics") {
-            r.reply(http::status_codes::OK, metrics->Serialize(), "text/plain; version=0.0.4").wait();
-          } else if (path == "/healthz") {
-            r.reply(http::status_codes::OK, "ok\n").wait();
-          } else if (path == "/readyz") {
-            const bool ok = health->ready;
-            r.reply(ok ? http::status_codes::OK : http::status_codes::ServiceUnavailable,
-                    ok ? "ok\n" : "not ready: caches not synced or not leading\n").wait();
-          } else {
-            r.reply(http::status_codes::NotFound, "not found\n").wait();
-          }
-        } catch (const std::exception& e) {
-          Log(std::string("http: ") + e.what());
-        }
-      });
-      server->listener_->open().wait();
-      server->address_ = address;
-    } catch (const std::exception& e) {
-      return Status::Unavailable("--metrics-listen " + address + ": " + e.what());
-    }
-    return server;
-  }
-  ~HttpServer() {
-    try {
-      listener_->close().wait();
-    } catch (const std::exception& e) {
-      Log(std::string("http: close: ") + e.what());
-    }
-  }
-
- private:
-  HttpServer() = default;
-  std::unique_ptr<http::experimental::listener::http_listener> listener_;
-  std::string address_;
 };
 
 }  // namespace
@@ -145,9 +97,17 @@ int main(int argc, char** argv) {
   std::unique_ptr<op::Operator> op = std::move(created).value();
 
   Health health;
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<kube::ProbeServer> server;
   if (!metrics_listen.empty()) {
-    auto started = HttpServer::Start(metrics_listen, &metrics, &health);
+    auto started = kube::ProbeServer::Start(
+        metrics_listen,
+        {[&metrics] { return metrics.Serialize(); },
+         [&health]() -> std::optional<std::string> {
+           if (health.ready) return std::nullopt;
+           return "not ready: caches not synced or not leading";
+         },
+         [](const std::string& m) { Log(m); }},
+        "--metrics-listen");
     if (!started.ok()) return Log(started.status().ToString()), 2;
     server = std::move(started).value();
     std::cout << "metrics http://" << metrics_listen << std::endl;
