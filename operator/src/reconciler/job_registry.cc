@@ -106,6 +106,34 @@ StatusOr<std::optional<api::Decision>> JobRegistry::Observe(const api::WorkerRep
   return decision;
 }
 
+std::optional<JobSnapshot> JobRegistry::Snapshot(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return std::nullopt;
+  const Job& job = it->second;
+  JobSnapshot s;
+  s.workers = job.loop->num_workers();
+  if (const api::Decision* d = job.loop->current()) {
+    s.mode = d->mode;
+    s.epoch = d->epoch;
+  }
+  s.load.synchronous = s.mode == api::SyncMode::kSsgd;
+  s.load.worker_seconds = job.loop->worker_seconds();
+  if (const auto& max = job.spec.training.max_iterations; max && *max > 0) {
+    s.load.progress = std::min(1.0, static_cast<double>(job.iteration) / static_cast<double>(*max));
+  }
+  for (int w : job.loop->stragglers()) {
+    const detect::WorkerView v = job.loop->straggler_view(w);
+    api::StragglerStatus st;
+    st.worker = w;
+    st.cause = v.cause;
+    st.kind = v.kind;
+    st.slowdown = v.slowdown;
+    s.stragglers.push_back(st);
+  }
+  return s;
+}
+
 JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   JobUpdate u;
   u.key = key;

@@ -6,6 +6,7 @@
 
 namespace star::op {
 namespace {
+constexpr const char* kReallocationOutcomes[] = {"applied", "skipped", "error"};
 constexpr api::SyncMode kModes[] = {api::SyncMode::kSsgd, api::SyncMode::kFixedK,
                                     api::SyncMode::kGroups, api::SyncMode::kAsgd};
 }
@@ -40,7 +41,11 @@ OperatorMetrics::OperatorMetrics()
                             .Help("Control-loop time on a report that produced a decision")
                             .Register(*registry_)
                             .Add({}, prometheus::Histogram::BucketBoundaries{
-                                         0.00001, 0.0001, 0.001, 0.01, 0.1, 1})) {
+                                         0.00001, 0.0001, 0.001, 0.01, 0.1, 1})),
+      reallocations_(prometheus::BuildCounter()
+                         .Name("star_job_reallocations_total")
+                         .Help("Resource reallocation plans by outcome")
+                         .Register(*registry_)) {
   for (const char* r : {"success", "error", "requeue"}) reconcile_total_.Add({{"result", r}});
 }
 
@@ -54,6 +59,11 @@ void OperatorMetrics::Decision(const std::string& job, double latency_seconds) {
   std::lock_guard lock(mu_);
   decisions_.Add({{"job", job}}).Increment();
   decision_latency_.Observe(latency_seconds);
+}
+
+void OperatorMetrics::Reallocation(const std::string& job, const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  reallocations_.Add({{"job", job}, {"outcome", outcome}}).Increment();
 }
 
 void OperatorMetrics::JobState(const std::string& job, std::optional<api::SyncMode> mode,
@@ -75,6 +85,9 @@ void OperatorMetrics::ForgetJob(const std::string& job) {
   }
   stragglers_.Remove(&stragglers_.Add({{"job", job}}));
   decisions_.Remove(&decisions_.Add({{"job", job}}));
+  for (const char* o : kReallocationOutcomes) {
+    reallocations_.Remove(&reallocations_.Add({{"job", job}, {"outcome", o}}));
+  }
 }
 
 std::string OperatorMetrics::Serialize() const {

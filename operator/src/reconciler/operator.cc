@@ -19,6 +19,7 @@
 #include "star/operator/kube/informer.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/job_registry.h"
+#include "star/operator/reconciler/reallocation.h"
 #include "star/shim/reporter.h"
 
 namespace star::op {
@@ -47,6 +48,7 @@ std::string RandomToken() {
 }
 
 kube::ResourceRef Secrets() { return {"", "v1", "secrets", true, "Secret"}; }
+kube::ResourceRef Nodes() { return {"", "v1", "nodes", false, "Node"}; }
 
 bool Transient(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
@@ -96,7 +98,7 @@ struct Operator::Impl {
   JobRegistry registry;
   kube::WorkQueue queue;
 
-  std::unique_ptr<kube::Informer> jobs, pods, allocations;
+  std::unique_ptr<kube::Informer> jobs, pods, allocations, services;
   std::unique_ptr<shim::ReportServer> report_server;
   std::string report_url;
   std::atomic<bool> stopping{false};
@@ -108,7 +110,11 @@ struct Operator::Impl {
   std::mutex mu;  // guards the maps below
   std::map<std::string, std::set<std::string>> job_pods;  // job key -> pod names
   std::map<std::string, Clock::time_point> restarted_at;  // job key -> restart time
-  std::set<std::string> services_made;                   // job uid with a Service
+  // Active reallocation plans (job key -> its annotation's overrides), folded into one
+  // override per pod; and the decision epoch each job last planned at without applying.
+  std::map<std::string, std::map<std::string, PodOverride>> plans;
+  std::map<std::string, PodOverride> folded;
+  std::map<std::string, int64_t> planned_epoch;
   std::atomic<uint64_t> event_seq{0};
 
   explicit Impl(kube::Client* c, OperatorOptions o, OperatorMetrics* m)
@@ -143,6 +149,54 @@ struct Operator::Impl {
         job_pods[key].insert(meta.value("name", ""));
       }
     }
+    queue.Add(key);
+  }
+
+  // A job's plan as its annotation says, when the plan is in force (not while the job
+  // is being deleted or has finished).
+  std::map<std::string, PodOverride> PlanOf(const json& job) {
+    const json& meta = job["metadata"];
+    if (meta.contains("deletionTimestamp")) return {};
+    const std::string phase = job.value("status", json::object()).value("phase", "");
+    if (phase == "Succeeded" || phase == "Failed") return {};
+    const json annotations = meta.value("annotations", json::object());
+    if (!annotations.contains(kReallocationAnnotation) || !annotations[kReallocationAnnotation].is_string()) {
+      return {};
+    }
+    auto plan = OverridesFromAnnotation(annotations[kReallocationAnnotation].get<std::string>());
+    if (!plan.ok()) {
+      Log("trainingjob " + kube::KeyOf(job) + ": " + plan.status().message() + " (plan ignored)");
+      return {};
+    }
+    return *plan;
+  }
+
+  // Records `key`'s plan; every job with a pod in the old or the new plan is reconciled
+  // again (its NodeAllocation entries follow the overrides).
+  void UpdatePlan(const std::string& key, const std::map<std::string, PodOverride>& plan) {
+    std::set<std::string> affected;
+    {
+      std::lock_guard lock(mu);
+      auto it = plans.find(key);
+      const bool had = it != plans.end();
+      if ((had ? it->second : std::map<std::string, PodOverride>{}) == plan) return;
+      if (had) {
+        for (const auto& [uid, o] : it->second) affected.insert(o.job);
+      }
+      for (const auto& [uid, o] : plan) affected.insert(o.job);
+      if (plan.empty()) {
+        plans.erase(key);
+      } else {
+        plans[key] = plan;
+      }
+      folded = FoldOverrides(plans);
+    }
+    for (const std::string& job : affected) queue.Add(job);
+  }
+
+  void OnJob(const std::string& type, const json& job) {
+    const std::string key = kube::KeyOf(job);
+    UpdatePlan(key, type == "DELETED" ? std::map<std::string, PodOverride>{} : PlanOf(job));
     queue.Add(key);
   }
 
@@ -211,17 +265,14 @@ struct Operator::Impl {
     return *token;
   }
 
+  // The headless Service, created again when it was deleted (the services informer
+  // requeues the job then).
   Status EnsureService(const json& job) {
-    const std::string uid = job["metadata"].value("uid", "");
-    {
-      std::lock_guard lock(mu);
-      if (services_made.count(uid)) return Status::Ok();
-    }
-    auto r = client->Create(kube::Services(), job["metadata"].value("namespace", "default"),
-                            DesiredService(job));
+    const json desired = DesiredService(job);
+    const std::string ns = job["metadata"].value("namespace", "default");
+    if (services->Get(ns + "/" + desired["metadata"]["name"].get<std::string>())) return Status::Ok();
+    auto r = client->Create(kube::Services(), ns, desired);
     if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
-    std::lock_guard lock(mu);
-    services_made.insert(uid);
     return Status::Ok();
   }
 
@@ -241,8 +292,14 @@ struct Operator::Impl {
         }
       }
     }
+    std::map<std::string, PodOverride> overrides;
+    {
+      std::lock_guard lock(mu);
+      overrides = folded;
+    }
     for (const std::string& node : nodes) {
-      const auto mine = by_node.count(node) ? by_node[node] : std::vector<api::PodAllocation>{};
+      const auto mine =
+          by_node.count(node) ? ApplyOverrides(by_node[node], overrides) : std::vector<api::PodAllocation>{};
       bool changed = false;
       Status s = kube::RetryOnConflict([&]() -> Status {
         changed = false;
@@ -274,7 +331,7 @@ struct Operator::Impl {
       if (changed && !job["metadata"].contains("deletionTimestamp")) {
         int64_t cpu = 0;
         for (const auto& p : mine) cpu += p.cpu.quota_millicores;
-        Emit(job, {"Normal", "Reallocated",
+        Emit(job, {"Normal", "AllocationsUpdated",
                    "node " + node + ": " + std::to_string(mine.size()) + " pods, " +
                        std::to_string(cpu) + "m CPU quota"});
       }
@@ -344,6 +401,114 @@ struct Operator::Impl {
     return WritePhase(job, d);
   }
 
+  // The node a pod runs on and its allocatable CPU in millicores (nullopt unknown).
+  std::optional<int64_t> NodeCpu(const std::string& node) {
+    auto n = client->Get(Nodes(), "", node);
+    if (!n.ok()) return std::nullopt;
+    const json alloc = n->value("status", json::object()).value("allocatable", json::object());
+    if (!alloc.contains("cpu")) return std::nullopt;
+    return api::ParseCpuMillicores(alloc["cpu"]);
+  }
+
+  // Resource reallocation (reallocation.h): plans when the job left SSGD with
+  // stragglers, once per decision; undoes when it is back in SSGD or not running.
+  Status Reallocate(json* job, const std::string& key, const api::TrainingJobSpec& spec,
+                    const PhaseDecision& d, const std::map<std::string, json>& observed) {
+    const std::string ns = (*job)["metadata"].value("namespace", "default");
+    const std::string name = (*job)["metadata"]["name"].get<std::string>();
+    const json annotations = (*job)["metadata"].value("annotations", json::object());
+    const bool has = annotations.contains(kReallocationAnnotation);
+    const auto snap = registry.Snapshot(key);
+    const bool keep = spec.mitigation.resource_reallocation.enabled && d.phase == api::JobPhase::kRunning &&
+                      snap && snap->mode != api::SyncMode::kSsgd;
+    if (has && !keep) {
+      STAR_ASSIGN_OR_RETURN(json patched,
+                            client->MergePatch(kube::TrainingJobs(), ns, name,
+                                               {{"metadata", {{"annotations", {{kReallocationAnnotation, nullptr}}}}}}));
+      (*job)["metadata"] = patched["metadata"];
+      UpdatePlan(key, {});
+      Emit(*job, {"Normal", "ReallocationUndone",
+                  std::string("job ") + (d.phase == api::JobPhase::kRunning ? "back in SSGD" : "not running") +
+                      ": the allocations from before the plan are restored"});
+      return Status::Ok();
+    }
+    if (has || !keep || snap->stragglers.empty()) return Status::Ok();
+    {
+      std::lock_guard lock(mu);
+      auto it = planned_epoch.find(key);
+      if (it != planned_epoch.end() && it->second == snap->epoch) return Status::Ok();
+    }
+    ReallocationInput in;
+    in.job = key;
+    in.workers = snap->workers;
+    for (const api::StragglerStatus& st : snap->stragglers) {
+      for (const auto& [pod_name, pod] : observed) {
+        const json labels = pod["metadata"].value("labels", json::object());
+        if (labels.value(kRoleLabel, "") != "worker" || labels.value(kRankLabel, "") != std::to_string(st.worker)) {
+          continue;
+        }
+        in.stragglers.push_back({pod["metadata"].value("uid", ""),
+                                 pod.value("spec", json::object()).value("nodeName", ""), st.worker, st.cause,
+                                 st.slowdown});
+      }
+    }
+    std::set<std::string> nodes;
+    for (const StragglingPod& p : in.stragglers) {
+      if (!p.node.empty()) nodes.insert(p.node);
+    }
+    for (const std::string& node : nodes) {
+      if (auto cpu = NodeCpu(node)) in.node_cpu[node] = *cpu;
+      auto cached = allocations->Get(node);
+      if (!cached) continue;
+      auto a = api::NodeAllocationFromJson(*cached);
+      if (!a.ok()) return a.status().WithPrefix("NodeAllocation " + node);
+      for (const api::PodAllocation& p : a->spec.pods) {
+        auto pod = pods->Get(p.namespace_ + "/" + p.name);
+        if (!pod) continue;
+        const json labels = (*pod)["metadata"].value("labels", json::object());
+        if (!labels.contains(kJobLabel)) continue;
+        PodOwner owner;
+        owner.job = p.namespace_ + "/" + labels[kJobLabel].get<std::string>();
+        if (labels.value(kRoleLabel, "") == "worker") {
+          try {
+            owner.rank = std::stoi(labels.value(kRankLabel, "-1"));
+          } catch (const std::exception&) {
+          }
+        }
+        if (!in.loads.count(owner.job)) {
+          if (auto other = registry.Snapshot(owner.job)) in.loads[owner.job] = other->load;
+        }
+        in.owners[p.uid] = owner;
+      }
+      in.allocations.push_back(std::move(*a));
+    }
+    auto out = PlanJobReallocation(in);
+    {
+      std::lock_guard lock(mu);
+      planned_epoch[key] = snap->epoch;
+    }
+    if (!out.ok()) {
+      Emit(*job, {"Warning", "ReallocationSkipped", out.status().message()});
+      metrics->Reallocation(key, "error");
+      return Status::Ok();
+    }
+    if (!out->apply) {
+      Emit(*job, {"Normal", "ReallocationSkipped", out->message});
+      metrics->Reallocation(key, "skipped");
+      return Status::Ok();
+    }
+    // Written before it is acted on: a restarted operator finds the plan here.
+    STAR_ASSIGN_OR_RETURN(
+        json patched,
+        client->MergePatch(kube::TrainingJobs(), ns, name,
+                           {{"metadata", {{"annotations", {{kReallocationAnnotation, OverridesToAnnotation(out->overrides)}}}}}}));
+    (*job)["metadata"] = patched["metadata"];
+    UpdatePlan(key, out->overrides);
+    Emit(*job, {"Normal", "Reallocated", out->message});
+    metrics->Reallocation(key, "applied");
+    return Status::Ok();
+  }
+
   // Returns how long to wait before the key must be looked at again (0 = not needed).
   StatusOr<std::chrono::milliseconds> ReconcileJob(const std::string& key) {
     auto cached = jobs->Get(key);
@@ -352,6 +517,7 @@ struct Operator::Impl {
       metrics->ForgetJob(key);
       std::lock_guard lock(mu);
       restarted_at.erase(key);
+      planned_epoch.erase(key);
       return std::chrono::milliseconds(0);
     }
     json job = std::move(*cached);
@@ -435,6 +601,11 @@ struct Operator::Impl {
         if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
       }
     }
+    if (d.action == PodAction::kCreateMissing && desired->size() > in.observed.size()) {
+      // The pods read their token from the Secret: it must exist (again) before they do.
+      auto secret = client->Create(Secrets(), ns, DesiredSecret(job, token));
+      if (!secret.ok() && secret.status().code() != StatusCode::kAlreadyExists) return secret.status();
+    }
     if (d.action == PodAction::kCreateMissing) {
       std::vector<std::string> created;
       for (const json& pod : *desired) {
@@ -471,6 +642,7 @@ struct Operator::Impl {
       }
     }
     registry.SetWorkerNodes(key, std::move(nodes));
+    STAR_RETURN_IF_ERROR(Reallocate(&job, key, *spec, d, in.observed));
     if (d.action == PodAction::kDeleteAll) pod_list.clear();
     STAR_RETURN_IF_ERROR(SyncAllocations(job, pod_list));
     return wait;
@@ -515,7 +687,13 @@ struct Operator::Impl {
         auto r = client->MergePatch(kube::TrainingJobs(), u.key.substr(0, slash),
                                     u.key.substr(slash + 1), {{"status", u.status}}, true);
         if (!r.ok()) Log("status of " + u.key + ": " + r.status().ToString());
-        for (const TimelineEvent& e : u.events) Emit(*job, FromTimeline(e));
+        bool replan = false;
+        for (const TimelineEvent& e : u.events) {
+          Emit(*job, FromTimeline(e));
+          replan |= e.event == "mode" || e.event == "straggler";
+        }
+        // A new mode or straggler may call for a reallocation plan (or its undo).
+        if (replan) queue.Add(u.key);
       }
       lock.lock();
     }
@@ -568,18 +746,28 @@ Status Operator::Start() {
   kube::InformerOptions io;
   io.ns = m.options.ns;
   m.jobs = std::make_unique<kube::Informer>(m.client, kube::TrainingJobs(), io,
-                                            [&m](const std::string&, const json& obj) { m.queue.Add(kube::KeyOf(obj)); });
+                                            [&m](const std::string& type, const json& obj) { m.OnJob(type, obj); });
   kube::InformerOptions po = io;
   po.label_selector = kJobLabel;
   m.pods = std::make_unique<kube::Informer>(m.client, kube::Pods(), po,
                                             [&m](const std::string& type, const json& obj) { m.OnPod(type, obj); });
   m.allocations = std::make_unique<kube::Informer>(m.client, kube::NodeAllocations(), kube::InformerOptions{},
                                                    [](const std::string&, const json&) {});
+  // The jobs' Services (labelled with their job): a deleted one is made again.
+  m.services = std::make_unique<kube::Informer>(
+      m.client, kube::Services(), po, [&m](const std::string& type, const json& obj) {
+        const json labels = obj["metadata"].value("labels", json::object());
+        if (type == "DELETED" && labels.contains(kJobLabel) && labels[kJobLabel].is_string()) {
+          m.queue.Add(obj["metadata"].value("namespace", "default") + "/" + labels[kJobLabel].get<std::string>());
+        }
+      });
   // Pods first: a job reconciled before its pods are cached would create them again
   // (harmless, AlreadyExists) and misjudge its phase.
   m.pods->Start();
   m.allocations->Start();
-  if (!m.pods->WaitForSync(m.options.sync_timeout) || !m.allocations->WaitForSync(m.options.sync_timeout)) {
+  m.services->Start();
+  if (!m.pods->WaitForSync(m.options.sync_timeout) || !m.allocations->WaitForSync(m.options.sync_timeout) ||
+      !m.services->WaitForSync(m.options.sync_timeout)) {
     return Status::Unavailable("informers: no first list within the sync timeout");
   }
   m.jobs->Start();
@@ -606,6 +794,7 @@ void Operator::Stop() {
   if (m.jobs) m.jobs->Stop();
   if (m.pods) m.pods->Stop();
   if (m.allocations) m.allocations->Stop();
+  if (m.services) m.services->Stop();
 }
 
 bool Operator::ready() const { return impl_->started && !impl_->stopping; }

@@ -157,6 +157,9 @@ class JobControlLoop {
   [[nodiscard]] const api::Decision* current() const {
     return decision_ ? &*decision_ : nullptr;
   }
+  // Per worker: its iteration time excluding waiting on peers (the detector's windowed
+  // median once its window is full, else the mean of the reports so far); 0 before any.
+  [[nodiscard]] std::vector<double> worker_seconds() const { return MeanTimes(); }
   [[nodiscard]] int num_workers() const { return n_; }
   // Completed rounds.
   [[nodiscard]] int64_t rounds() const { return rounds_; }

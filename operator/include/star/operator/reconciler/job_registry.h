@@ -22,6 +22,7 @@
 #include "star/core/api/training_job.h"
 #include "star/core/api/worker_report.h"
 #include "star/operator/control_loop.h"
+#include "star/operator/reconciler/reallocation.h"
 
 namespace star::op {
 
@@ -32,6 +33,15 @@ struct JobUpdate {
   std::vector<TimelineEvent> events;  // new since the last Drain, in order
   int stragglers = 0;
   std::optional<api::SyncMode> mode;
+};
+
+// A job as its loop sees it now (for resource reallocation).
+struct JobSnapshot {
+  int workers = 0;
+  api::SyncMode mode = api::SyncMode::kSsgd;
+  int64_t epoch = 0;  // the current decision's; 0 before any
+  JobLoad load;
+  std::vector<api::StragglerStatus> stragglers;  // worker, cause, kind, slowdown
 };
 
 class JobRegistry {
@@ -57,6 +67,9 @@ class JobRegistry {
   [[nodiscard]] StatusOr<std::optional<api::Decision>> Observe(const api::WorkerReport& report,
                                                                double* latency_seconds = nullptr,
                                                                bool* new_decision = nullptr);
+
+  // nullopt for an unknown job.
+  std::optional<JobSnapshot> Snapshot(const std::string& key) const;
 
   // Jobs with reports since the last Drain.
   std::vector<JobUpdate> Drain();

@@ -9,6 +9,8 @@
 //   star_job_decisions_total{job}                decisions issued by the job's loop
 //   star_job_decision_latency_seconds            time the control loop took on a report
 //                                                that produced a new decision
+//   star_job_reallocations_total{job,outcome}    resource reallocation plans by outcome:
+//                                                applied, skipped, error
 // job = "<namespace>/<name>". A deleted job's series are removed (ForgetJob).
 #pragma once
 
@@ -33,6 +35,8 @@ class OperatorMetrics {
   void Reconciled(const std::string& result, double seconds);
   void Decision(const std::string& job, double latency_seconds);
   void JobState(const std::string& job, std::optional<api::SyncMode> mode, int stragglers);
+  // outcome: "applied", "skipped" or "error".
+  void Reallocation(const std::string& job, const std::string& outcome);
   void ForgetJob(const std::string& job);
   // The text exposition format.
   std::string Serialize() const;
@@ -46,6 +50,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& stragglers_;
   prometheus::Family<prometheus::Counter>& decisions_;
   prometheus::Histogram& decision_latency_;
+  prometheus::Family<prometheus::Counter>& reallocations_;
 };
 
 }  // namespace star::op

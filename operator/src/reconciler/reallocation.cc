@@ -1,0 +1,246 @@
+#include "star/operator/reconciler/reallocation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace star::op {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Seconds(double s) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1fs", s);
+  return buf;
+}
+
+const api::NodeAllocation* FindNode(const std::vector<api::NodeAllocation>& all, const std::string& node) {
+  for (const auto& a : all) {
+    if (a.name == node) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+StatusOr<ReallocationOutcome> PlanJobReallocation(const ReallocationInput& in) {
+  if (!(in.horizon_seconds > 0)) return Status::InvalidArgument("horizon_seconds: must be > 0");
+  if (in.workers < 1) return Status::InvalidArgument("workers: must be >= 1");
+  // The nodes the stragglers run on, in first-seen order.
+  std::vector<std::string> nodes;
+  for (const StragglingPod& s : in.stragglers) {
+    if (s.node.empty() || s.uid.empty()) continue;
+    if (std::find(nodes.begin(), nodes.end(), s.node) == nodes.end()) nodes.push_back(s.node);
+  }
+  if (nodes.empty()) return Status::InvalidArgument("stragglers: none runs on a known node");
+
+  resources::ClusterState cs;
+  std::map<std::string, size_t> job_index;
+  auto add_job = [&](const std::string& key) {
+    if (job_index.count(key)) return;
+    resources::Job j;
+    j.name = key;
+    auto it = in.loads.find(key);
+    if (it != in.loads.end()) {
+      j.synchronous = it->second.synchronous;
+      double t = 0;
+      for (double w : it->second.worker_seconds) t = std::max(t, w);
+      j.iteration_seconds = t > 0 ? t : 1;
+      j.progress = std::clamp(it->second.progress, 0.0, 1.0);
+    } else {
+      j.iteration_seconds = 1;  // unknown: never idle (its pods report no time)
+    }
+    job_index[key] = cs.jobs.size();
+    cs.jobs.push_back(std::move(j));
+  };
+  add_job(in.job);
+
+  for (const std::string& node : nodes) {
+    const api::NodeAllocation* a = FindNode(in.allocations, node);
+    resources::Node n;
+    n.name = node;
+    int64_t cpu_sum = 0, bps_sum = 0;
+    if (a != nullptr) {
+      for (const api::PodAllocation& p : a->spec.pods) {
+        resources::Pod pod;
+        pod.namespace_ = p.namespace_;
+        pod.name = p.name;
+        pod.uid = p.uid;
+        pod.node = node;
+        // The planner needs a positive allocation; 0 means unlimited in a NodeAllocation.
+        // An unlimited pod counts with the planner's minimum and is never changed (its
+        // CPU: no job; its bandwidth: no pod asks for unlimited bandwidth).
+        pod.allocation = {p.cpu.quota_millicores > 0 ? p.cpu.quota_millicores : in.planner.min_allocation.cpu_millicores,
+                          p.network.egress_bits_per_second > 0 ? p.network.egress_bits_per_second
+                                                               : in.planner.min_allocation.bandwidth_bps};
+        auto owner = in.owners.find(p.uid);
+        // A pod without a CPU limit cannot be throttled or granted: not planned.
+        if (owner != in.owners.end() && p.cpu.quota_millicores > 0) {
+          pod.job = owner->second.job;
+          add_job(pod.job);
+          auto load = in.loads.find(pod.job);
+          const int rank = owner->second.rank;
+          if (load != in.loads.end() && rank >= 0 &&
+              rank < static_cast<int>(load->second.worker_seconds.size())) {
+            pod.iteration_seconds = load->second.worker_seconds[static_cast<size_t>(rank)];
+          }
+        }
+        pod.guaranteed = p.guaranteed && !pod.job.empty();
+        if (pod.guaranteed) pod.request = pod.allocation;
+        cpu_sum += pod.allocation.cpu_millicores;
+        bps_sum += pod.allocation.bandwidth_bps;
+        cs.pods.push_back(std::move(pod));
+      }
+    }
+    auto cap = in.node_cpu.find(node);
+    n.capacity.cpu_millicores = std::max(cap == in.node_cpu.end() ? 0 : cap->second, cpu_sum);
+    n.capacity.bandwidth_bps = bps_sum;  // no free bandwidth is known
+    cs.nodes.push_back(std::move(n));
+  }
+
+  resources::ReallocationRequest req;
+  req.job = in.job;
+  req.horizon_seconds = in.horizon_seconds;
+  double worst = 1;
+  std::vector<std::string> asked;
+  for (const StragglingPod& s : in.stragglers) {
+    auto pod = std::find_if(cs.pods.begin(), cs.pods.end(), [&](const resources::Pod& p) {
+      return p.uid == s.uid && p.job == in.job;
+    });
+    if (pod == cs.pods.end() || !(s.slowdown > 1)) continue;
+    resources::Demand d;
+    d.uid = s.uid;
+    const double more = s.slowdown - 1;
+    if (s.cause == api::StragglerCause::kCompute) {
+      d.extra.cpu_millicores = std::llround(static_cast<double>(pod->allocation.cpu_millicores) * more);
+    } else {
+      const api::PodAllocation* a = nullptr;
+      for (const auto& n : in.allocations) {
+        for (const auto& p : n.spec.pods) {
+          if (p.uid == s.uid) a = &p;
+        }
+      }
+      if (a != nullptr && a->network.egress_bits_per_second > 0) {
+        d.extra.bandwidth_bps = std::llround(static_cast<double>(pod->allocation.bandwidth_bps) * more);
+      }
+    }
+    if (d.extra.cpu_millicores <= 0 && d.extra.bandwidth_bps <= 0) continue;
+    worst = std::max(worst, s.slowdown);
+    req.demands.push_back(d);
+    asked.push_back("worker " + std::to_string(s.worker));
+  }
+  ReallocationOutcome out;
+  if (req.demands.empty()) {
+    out.message = "nothing to reallocate: no straggler has a CPU limit or bandwidth allocation to raise";
+    return out;
+  }
+  // Every worker of a synchronous job waits on the slowest: worker-seconds lost.
+  req.sync_loss_seconds = in.workers * in.horizon_seconds * (1.0 - 1.0 / worst);
+  STAR_ASSIGN_OR_RETURN(out.plan, resources::PlanReallocation(cs, req, in.planner));
+  out.apply = out.plan.switch_recommended;
+  if (!out.apply) {
+    out.message = "reallocation skipped: " + out.plan.reason;
+    return out;
+  }
+  for (const resources::PodChange& c : out.plan.pods) {
+    if (c.after == c.before) continue;
+    PodOverride o;
+    o.node = c.node;
+    o.job = c.job;
+    o.cpu_millicores = c.after.cpu_millicores;
+    if (c.after.bandwidth_bps != c.before.bandwidth_bps) o.bandwidth_bps = c.after.bandwidth_bps;
+    out.overrides[c.uid] = o;
+  }
+  std::string who;
+  for (const std::string& a : asked) who += (who.empty() ? "" : ", ") + a;
+  const auto& p = out.plan;
+  out.message = "reallocated for " + who + ": +" + std::to_string(p.granted.cpu_millicores) +
+                "m CPU (" + std::to_string(p.from_free.cpu_millicores) + "m free, " +
+                std::to_string(p.freed_idle.cpu_millicores) + "m idle, " +
+                std::to_string(p.taken.cpu_millicores) + "m taken from other jobs)";
+  if (p.granted.bandwidth_bps > 0) {
+    out.message += ", +" + std::to_string(p.granted.bandwidth_bps / 1000) + " kbit/s";
+  }
+  out.message += "; others lose " + Seconds(p.imposed_slowdown_seconds) + " < " +
+                 Seconds(req.sync_loss_seconds) + " saved over " + Seconds(in.horizon_seconds);
+  return out;
+}
+
+std::string OverridesToAnnotation(const std::map<std::string, PodOverride>& overrides) {
+  json pods = json::object();
+  for (const auto& [uid, o] : overrides) {
+    pods[uid] = {{"node", o.node}, {"job", o.job}, {"cpu", o.cpu_millicores}, {"bps", o.bandwidth_bps}};
+  }
+  return json{{"pods", pods}}.dump();
+}
+
+StatusOr<std::map<std::string, PodOverride>> OverridesFromAnnotation(const std::string& value) {
+  const std::string field = std::string("metadata.annotations[") + kReallocationAnnotation + "]";
+  json j;
+  try {
+    j = json::parse(value);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(field + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("pods") || !j["pods"].is_object()) {
+    return Status::InvalidArgument(field + ": must be an object with a \"pods\" object");
+  }
+  std::map<std::string, PodOverride> out;
+  for (const auto& [uid, p] : j["pods"].items()) {
+    const std::string f = field + ".pods[" + uid + "]";
+    if (!p.is_object() || !p.contains("node") || !p["node"].is_string() || !p.contains("job") ||
+        !p["job"].is_string() || !p.contains("cpu") || !p["cpu"].is_number_integer()) {
+      return Status::InvalidArgument(f + ": needs node, job (strings) and cpu (integer)");
+    }
+    PodOverride o;
+    o.node = p["node"];
+    o.job = p["job"];
+    o.cpu_millicores = p["cpu"];
+    o.bandwidth_bps = p.value("bps", int64_t{0});
+    if (o.cpu_millicores < 0 || o.bandwidth_bps < 0) return Status::InvalidArgument(f + ": must be >= 0");
+    out[uid] = o;
+  }
+  return out;
+}
+
+std::map<std::string, PodOverride> FoldOverrides(
+    const std::map<std::string, std::map<std::string, PodOverride>>& plans) {
+  std::map<std::string, PodOverride> out;
+  std::map<std::string, bool> own;  // uid -> set by its own job's plan
+  for (const auto& [job, overrides] : plans) {
+    for (const auto& [uid, o] : overrides) {
+      const bool mine = o.job == job;
+      auto it = out.find(uid);
+      if (it == out.end() || (mine && !own[uid])) {
+        out[uid] = o;
+        own[uid] = mine;
+      } else if (!mine && !own[uid]) {
+        it->second.cpu_millicores = std::min(it->second.cpu_millicores, o.cpu_millicores);
+        if (o.bandwidth_bps > 0) {
+          it->second.bandwidth_bps = it->second.bandwidth_bps > 0
+                                         ? std::min(it->second.bandwidth_bps, o.bandwidth_bps)
+                                         : o.bandwidth_bps;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<api::PodAllocation> ApplyOverrides(std::vector<api::PodAllocation> pods,
+                                               const std::map<std::string, PodOverride>& overrides) {
+  for (api::PodAllocation& p : pods) {
+    auto it = overrides.find(p.uid);
+    if (it == overrides.end()) continue;
+    p.cpu.quota_millicores = it->second.cpu_millicores;
+    if (it->second.bandwidth_bps > 0) {
+      p.network.egress_bits_per_second = it->second.bandwidth_bps;
+      p.network.ingress_bits_per_second = it->second.bandwidth_bps;
+    }
+  }
+  return pods;
+}
+
+}  // namespace star::op

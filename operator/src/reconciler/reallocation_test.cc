@@ -1,0 +1,131 @@
+#include "star/operator/reconciler/reallocation.h"
+
+#include <gtest/gtest.h>
+
+namespace star::op {
+namespace {
+
+api::PodAllocation Alloc(const std::string& name, const std::string& uid, int64_t cpu, bool guaranteed = false) {
+  api::PodAllocation p;
+  p.namespace_ = "default";
+  p.name = name;
+  p.uid = uid;
+  p.cpu.quota_millicores = cpu;
+  p.guaranteed = guaranteed;
+  return p;
+}
+
+// Job "default/j" (4 workers) has worker 0 (uid j0, 1000m) straggling 2x on node n1,
+// next to "default/o"'s pod o0 (2000m, SSGD).
+ReallocationInput TwoJobs(int64_t node_cpu, bool neighbor_guaranteed = false) {
+  ReallocationInput in;
+  in.job = "default/j";
+  in.workers = 4;
+  in.stragglers.push_back({"j0", "n1", 0, api::StragglerCause::kCompute, 2.0});
+  api::NodeAllocation n1;
+  n1.name = "n1";
+  n1.spec.pods = {Alloc("j-worker-0", "j0", 1000), Alloc("o-worker-0", "o0", 2000, neighbor_guaranteed)};
+  in.allocations = {n1};
+  in.node_cpu["n1"] = node_cpu;
+  in.owners["j0"] = {"default/j", 0};
+  in.owners["o0"] = {"default/o", 0};
+  in.loads["default/j"] = {false, {2.0, 1.0, 1.0, 1.0}, 0.2};
+  in.loads["default/o"] = {true, {1.0}, 0.5};
+  return in;
+}
+
+TEST(PlanJobReallocation, TakesFromTheNeighborWhenTheNodeIsFullAndRecordsBothPods) {
+  auto out = PlanJobReallocation(TwoJobs(3000));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->apply) << out->message;
+  ASSERT_EQ(out->overrides.size(), 2u);
+  EXPECT_EQ(out->overrides["j0"].cpu_millicores, 2000);  // (2 - 1) x 1000m more
+  EXPECT_EQ(out->overrides["j0"].job, "default/j");
+  EXPECT_EQ(out->overrides["o0"].cpu_millicores, 1000);
+  EXPECT_EQ(out->overrides["o0"].node, "n1");
+  EXPECT_EQ(out->plan.taken.cpu_millicores, 1000);
+  EXPECT_NE(out->message.find("worker 0"), std::string::npos) << out->message;
+  EXPECT_NE(out->message.find("1000m taken"), std::string::npos) << out->message;
+}
+
+TEST(PlanJobReallocation, UsesFreeNodeCapacityFirstAndLeavesTheNeighborAlone) {
+  auto out = PlanJobReallocation(TwoJobs(4000));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->apply) << out->message;
+  ASSERT_EQ(out->overrides.size(), 1u);
+  EXPECT_EQ(out->overrides.begin()->first, "j0");
+  EXPECT_EQ(out->plan.from_free.cpu_millicores, 1000);
+}
+
+TEST(PlanJobReallocation, AGuaranteedNeighborIsNotThrottledAndThePlanIsSkipped) {
+  auto out = PlanJobReallocation(TwoJobs(3000, /*neighbor_guaranteed=*/true));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_FALSE(out->apply);
+  EXPECT_TRUE(out->overrides.empty());
+  EXPECT_NE(out->message.find("skipped"), std::string::npos) << out->message;
+}
+
+TEST(PlanJobReallocation, ANodeWhosePodsExceedItsAllocatableIsTakenAsFull) {
+  // Limits overcommit the node (3000m on a 1000m node): no free capacity, no error.
+  auto out = PlanJobReallocation(TwoJobs(1000));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->plan.from_free.cpu_millicores, 0);
+}
+
+TEST(PlanJobReallocation, AStragglerWithoutACpuLimitAsksForNothing) {
+  ReallocationInput in = TwoJobs(3000);
+  in.allocations[0].spec.pods[0].cpu.quota_millicores = 0;
+  auto out = PlanJobReallocation(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_FALSE(out->apply);
+  EXPECT_NE(out->message.find("nothing to reallocate"), std::string::npos);
+}
+
+TEST(PlanJobReallocation, BadInputIsRefusedNamingTheField) {
+  ReallocationInput in = TwoJobs(3000);
+  in.stragglers[0].node = "";
+  auto out = PlanJobReallocation(in);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("stragglers"), std::string::npos);
+  in = TwoJobs(3000);
+  in.horizon_seconds = 0;
+  out = PlanJobReallocation(in);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("horizon_seconds"), std::string::npos);
+}
+
+TEST(ReallocationAnnotation, RoundTripsAndRefusesMalformedValuesNamingTheField) {
+  std::map<std::string, PodOverride> o{{"a", {"n1", "default/j", 1500, 0}}, {"b", {"n2", "x/y", 300, 5000000}}};
+  auto back = OverridesFromAnnotation(OverridesToAnnotation(o));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, o);
+  for (const std::string bad : {"{", "[]", R"({"pods":{"a":{"node":"n1"}}})",
+                                R"({"pods":{"a":{"node":"n","job":"j","cpu":-1}}})"}) {
+    auto r = OverridesFromAnnotation(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(kReallocationAnnotation), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(FoldOverrides, APodsOwnJobWinsElseTheLowestAllocation) {
+  std::map<std::string, std::map<std::string, PodOverride>> plans;
+  plans["a/one"] = {{"p", {"n", "b/two", 800, 0}}, {"q", {"n", "c/three", 900, 0}}};
+  plans["b/two"] = {{"p", {"n", "b/two", 2000, 0}}};
+  plans["d/four"] = {{"q", {"n", "c/three", 600, 7}}};
+  auto f = FoldOverrides(plans);
+  EXPECT_EQ(f["p"].cpu_millicores, 2000);  // its own job's grant
+  EXPECT_EQ(f["q"].cpu_millicores, 600);   // the lowest of the others'
+  EXPECT_EQ(f["q"].bandwidth_bps, 7);
+}
+
+TEST(ApplyOverrides, ChangesOnlyTheNamedPods) {
+  std::vector<api::PodAllocation> pods{Alloc("x", "1", 1000), Alloc("y", "2", 500)};
+  auto out = ApplyOverrides(pods, {{"2", {"n", "j", 250, 1000000}}});
+  EXPECT_EQ(out[0], pods[0]);
+  EXPECT_EQ(out[1].cpu.quota_millicores, 250);
+  EXPECT_EQ(out[1].network.egress_bits_per_second, 1000000);
+  EXPECT_EQ(out[1].network.ingress_bits_per_second, 1000000);
+}
+
+}  // namespace
+}  // namespace star::op
