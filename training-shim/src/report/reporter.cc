@@ -12,6 +12,7 @@
 
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -154,6 +155,8 @@ struct ReportServer::Impl {
   void Handle(http::http_request request) {
     try {
       HandleOrThrow(request);
+    } catch (const std::invalid_argument& e) {  // the handler refused the report
+      Reply(request, http::status_codes::BadRequest, ErrorBody(e.what()));
     } catch (const std::exception& e) {
       Reply(request, http::status_codes::InternalError, ErrorBody(e.what()));
     } catch (...) {  // a handler that throws something else

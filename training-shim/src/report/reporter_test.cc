@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -147,6 +148,28 @@ TEST(ReportServer, BadReportIs400NamingTheFieldAndNeverReachesTheHandler) {
   EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << got.status();
   EXPECT_NE(got.status().message().find("worker"), std::string::npos) << got.status();
   EXPECT_EQ(rec.count(), 0u);
+}
+
+TEST(ReportServer, AReportTheHandlerRefusesIs400AndOtherHandlerFailuresAre500) {
+  for (const bool refuse : {true, false}) {
+    auto s = ReportServer::Start({.host = "127.0.0.1", .port = 0, .token = "", .job_token = {}},
+                                 [refuse](const api::WorkerReport&) -> std::optional<api::Decision> {
+                                   if (refuse) throw std::invalid_argument("worker: 9 is outside [0, 4)");
+                                   throw std::runtime_error("store down");
+                                 });
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto client = MakeClient((*s)->base_url(), "");
+    ASSERT_NE(client, nullptr);
+    StatusOr<std::optional<api::Decision>> got = client->Send(SampleReport());
+    ASSERT_FALSE(got.ok());
+    if (refuse) {
+      EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << got.status();
+      EXPECT_NE(got.status().message().find("worker: 9 is outside"), std::string::npos) << got.status();
+    } else {
+      EXPECT_NE(got.status().code(), StatusCode::kInvalidArgument) << got.status();
+      EXPECT_NE(got.status().message().find("500"), std::string::npos) << got.status();
+    }
+  }
 }
 
 TEST(ReportClient, NoServerIsUnavailable) {

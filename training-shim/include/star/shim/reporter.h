@@ -68,8 +68,9 @@ struct ReportServerOptions {
 };
 
 // Decides what to answer a report with; nullopt = no decision. Called one report at a
-// time (the server serialises calls), on a server thread; should not throw (if it does,
-// the client gets a 500).
+// time (the server serialises calls), on a server thread. To refuse a report it throws
+// std::invalid_argument: the client gets a 400 with the exception's message; any other
+// exception is a 500.
 using ReportHandler = std::function<std::optional<api::Decision>(const api::WorkerReport&)>;
 
 // Serves the report endpoint until destroyed. Requests are checked in this order: path
