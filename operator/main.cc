@@ -2,8 +2,16 @@
 //
 //   star-operator [--kubeconfig FILE] [--namespace NS] [--report-listen HOST:PORT]
 //                 [--report-url URL] [--metrics-listen HOST:PORT] [--leader-elect]
-//                 [--identity ID] [--status-interval 2s] [--max-restarts 3]
+//                 [--identity ID] [--lease-duration 15s] [--renew-period 5s]
+//                 [--retry-period 2s] [--status-interval 2s] [--max-restarts 3]
 //                 [--restart-backoff 1s]
+//
+// Leader election (--leader-elect, the Lease star-operator in --namespace or the
+// kubeconfig's namespace): others take the lease once they have seen it unrenewed for
+// --lease-duration (whole seconds); the leader renews it every --renew-period (whole
+// seconds, under 2/3 of --lease-duration, the time after which a leader that could not
+// renew stops leading); a standby, or a leader whose renewal failed, retries every
+// --retry-period (under --lease-duration).
 //
 // Without --kubeconfig it runs in-cluster (service account), else $KUBECONFIG or
 // ~/.kube/config. Prints, once each is up:
@@ -50,7 +58,9 @@ int main(int argc, char** argv) {
   std::string metrics_listen = "0.0.0.0:8080", identity;
   bool leader_elect = false;
   int status_interval_ms = 2000, max_restarts = 3, restart_backoff_ms = 1000;
+  int lease_duration_s = 15, renew_period_s = 5, retry_period_ms = 2000;
   const std::map<std::string, int> units{{"ms", 1}, {"s", 1000}, {"m", 60000}};
+  const std::map<std::string, int> second_units{{"s", 1}, {"m", 60}};
   app.add_option("--kubeconfig", kubeconfig, "Kubeconfig file (default: in-cluster, else $KUBECONFIG)");
   app.add_option("--namespace", ns, "Namespace to watch (\"\" = all)");
   app.add_option("--report-listen", report_listen, "HOST:PORT of the report endpoint (port 0 = any)")
@@ -61,6 +71,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--leader-elect", leader_elect, "Reconcile only while holding the Lease star-operator");
   app.add_option("--identity", identity, "Leader-election identity (default: hostname_pid)");
+  app.add_option("--lease-duration", lease_duration_s,
+                 "Leader lease: others take it after seeing it unrenewed this long (whole seconds)")
+      ->transform(CLI::AsNumberWithUnit(second_units, CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->check(CLI::Range(2, 3600))->default_str("15s");
+  app.add_option("--renew-period", renew_period_s,
+                 "Leader lease renewals, one per period (whole seconds, under 2/3 of --lease-duration)")
+      ->transform(CLI::AsNumberWithUnit(second_units, CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->check(CLI::Range(1, 3600))->default_str("5s");
+  app.add_option("--retry-period", retry_period_ms,
+                 "Leader lease attempts while not leading or after a failed renewal (under --lease-duration)")
+      ->transform(CLI::AsNumberWithUnit(units, CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->check(CLI::Range(10, 3'600'000))->default_str("2s");
   app.add_option("--status-interval", status_interval_ms, "Status writes from reports, at most one per job per interval (e.g. 2s, 500ms)")
       ->transform(CLI::AsNumberWithUnit(units, CLI::AsNumberWithUnit::CASE_SENSITIVE))
       ->check(CLI::Range(10, 3'600'000))->default_str("2s");
@@ -70,6 +92,12 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsNumberWithUnit(units, CLI::AsNumberWithUnit::CASE_SENSITIVE))
       ->check(CLI::Range(0, 3'600'000))->default_str("1s");
   CLI11_PARSE(app, argc, argv);
+  if (renew_period_s * 3 >= lease_duration_s * 2) {
+    return Log("--renew-period must be under 2/3 of --lease-duration (the renew deadline)"), 2;
+  }
+  if (retry_period_ms >= lease_duration_s * 1000) {
+    return Log("--retry-period must be under --lease-duration"), 2;
+  }
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -114,9 +142,11 @@ int main(int argc, char** argv) {
   }
 
   std::atomic<int> exit_code{-1};
+  std::atomic<bool> stopping{false};  // a stop signal came: giving up the lease is no loss
   std::mutex start_mu;
   auto start = [&] {
     std::lock_guard lock(start_mu);
+    if (stopping) return;  // won the lease while stopping: the operator is stopped already
     Status s = op->Start();
     if (!s.ok()) {
       Log(s.ToString());
@@ -135,8 +165,12 @@ int main(int argc, char** argv) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     le.identity = identity.empty() ? std::string(host) + "_" + std::to_string(getpid()) : identity;
+    le.lease_duration = std::chrono::seconds(lease_duration_s);
+    le.renew_period = std::chrono::seconds(renew_period_s);
+    le.retry_period = std::chrono::milliseconds(retry_period_ms);
     elector = std::make_unique<kube::LeaderElector>(
         client->get(), le, start, [&] {
+          if (stopping) return;
           Log("lost the leader lease; exiting");
           health.ready = false;
           exit_code = 1;
@@ -153,6 +187,7 @@ int main(int argc, char** argv) {
   health.ready = false;
   {
     std::lock_guard lock(start_mu);
+    stopping = true;
     op->Stop();
   }
   if (elector) elector->Stop();

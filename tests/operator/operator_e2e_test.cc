@@ -4,162 +4,34 @@
 // WorkerReports to the operator's report endpoint with the job's token.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <fstream>
-#include <functional>
-#include <iterator>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "server.h"
+#include "e2e_util.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/shim/reporter.h"
-#include "test_process.h"
 
 namespace star::op {
 namespace {
 
 using nlohmann::json;
 using apiserver::testing::ProcessResult;
-using apiserver::testing::RunProcess;
-using apiserver::testing::TempDir;
+using e2e::Eventually;
+using e2e::JobYaml;
+using e2e::ReadFile;
 using namespace std::chrono_literals;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// star-operator as a child process that can be SIGKILLed (kill -9) or stopped cleanly.
-// Reaped by the destructor; dies with the test (PR_SET_PDEATHSIG).
-class OperatorProcess {
- public:
-  ~OperatorProcess() { Kill(); }
-
-  bool Start(const std::vector<std::string>& argv, const std::string& log) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return false;
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      dup2(fds[1], 1);
-      const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (err >= 0) dup2(err, 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    out_ = fds[0];
-    return pid_ > 0;
-  }
-
-  // The rest of the first stdout line starting with `prefix`, within `timeout`.
-  std::optional<std::string> WaitForLine(const std::string& prefix, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      for (auto nl = buf_.find('\n'); nl != std::string::npos; nl = buf_.find('\n')) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return std::nullopt;
-      pollfd p{out_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
-      char chunk[4096];
-      const ssize_t n = read(out_, chunk, sizeof chunk);
-      if (n <= 0) return std::nullopt;
-      buf_.append(chunk, static_cast<size_t>(n));
-    }
-  }
-
-  // SIGTERM, then SIGKILL after `grace`; returns the wait status.
-  int Stop(std::chrono::milliseconds grace = 10s) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + grace;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    Close();
-    return status;
-  }
-
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    Close();
-  }
-
- private:
-  void Close() {
-    pid_ = -1;
-    if (out_ >= 0) close(out_);
-    out_ = -1;
-    buf_.clear();
-  }
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::string buf_;
-};
-
-// Polls `ok` until it holds or `timeout` passes (a bounded wait on a condition).
-bool Eventually(const std::function<bool()>& ok, std::chrono::milliseconds timeout = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ok()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return ok();
-}
-
-std::string JobYaml(const std::string& name, int workers) {
-  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
-         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
-         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
-         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
-         "              requests: {cpu: 500m}\n              limits: {cpu: 500m}\n"
-         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
-         "  mitigation:\n    detection:\n      window: 5\n";
-}
-
-class OperatorE2eTest : public ::testing::Test {
+class OperatorE2eTest : public e2e::EmulatorTest {
  protected:
-  void SetUp() override {
-    apiserver::ApiServerOptions o;
-    o.crds_dir = STAR_CRDS_DIR;
-    server_ = std::make_unique<apiserver::ApiServer>(o);
-    ASSERT_TRUE(server_->Start().ok());
-    kubeconfig_ = dir_.path() + "/kubeconfig";
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
-  }
   void TearDown() override {
     op_.Stop();
-    server_->Stop();
+    EmulatorTest::TearDown();
   }
 
   void StartOperator(const std::vector<std::string>& extra = {}) {
@@ -173,50 +45,12 @@ class OperatorE2eTest : public ::testing::Test {
     report_url_ = *url;
   }
 
-  ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    std::vector<std::string> argv = {STAR_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv, stdin_text, 60s);
-  }
-
-  json GetJson(std::vector<std::string> args) {
-    args.push_back("-o");
-    args.push_back("json");
-    ProcessResult r = Kubectl(args);
-    if (r.exit_code != 0) return json();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
-
-  std::vector<json> Pods(const std::string& job) {
-    json list = GetJson({"get", "pods", "-l", std::string(kJobLabel) + "=" + job});
-    std::vector<json> out;
-    if (list.is_object() && list.contains("items")) {
-      for (const json& p : list["items"]) out.push_back(p);
-    }
-    return out;
-  }
-
-  void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") {
-    json patch = {{"status", {{"phase", phase}, {"podIP", "10.0.0.1"}}}};
-    ProcessResult r = Kubectl({"patch", "pod", pod, "--subresource=status", "--type=merge", "-p", patch.dump()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    if (!node.empty()) {
-      // Binding: the emulator has no scheduler; spec.nodeName is set like a binding would.
-      r = Kubectl({"patch", "pod", pod, "--type=merge", "-p", json{{"spec", {{"nodeName", node}}}}.dump()});
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-    }
-  }
-
   std::string Token(const std::string& job) {
     json secret = GetJson({"get", "secret", TokenSecretName(job)});
     return SecretToken(secret).value_or("");
   }
 
-  TempDir dir_;
-  std::unique_ptr<apiserver::ApiServer> server_;
-  std::string kubeconfig_;
-  OperatorProcess op_;
+  e2e::OperatorProcess op_;
   std::string report_url_;
 };
 

@@ -1,0 +1,224 @@
+// What the star-operator end-to-end tests share: star-operator as a child process, bounded
+// waits on conditions, a TrainingJob manifest, and a fixture with the API emulator running
+// in-process (so that a test can inject faults) driven by the real kubectl.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server.h"
+#include "star/operator/reconciler/job_objects.h"
+#include "test_process.h"
+
+namespace star::op::e2e {
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// star-operator as a child process that can be SIGKILLed (kill -9) or stopped cleanly.
+// Reaped by the destructor; dies with the test (PR_SET_PDEATHSIG).
+class OperatorProcess {
+ public:
+  OperatorProcess() = default;
+  ~OperatorProcess() { Kill(); }
+  OperatorProcess(const OperatorProcess&) = delete;
+  OperatorProcess& operator=(const OperatorProcess&) = delete;
+
+  bool Start(const std::vector<std::string>& argv, const std::string& log) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      dup2(fds[1], 1);
+      const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (err >= 0) dup2(err, 2);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    out_ = fds[0];
+    return pid_ > 0;
+  }
+
+  // The rest of the first stdout line starting with `prefix`, within `timeout`. Lines
+  // before it are consumed. A zero timeout still reads what the process has written so far.
+  std::optional<std::string> WaitForLine(const std::string& prefix, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (bool last = false;;) {
+      for (auto nl = buf_.find('\n'); nl != std::string::npos; nl = buf_.find('\n')) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+      }
+      if (out_ < 0 || last) return std::nullopt;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      last = left.count() <= 0;  // past the deadline: one read of what is already there
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))) <= 0) return std::nullopt;
+      char chunk[4096];
+      const ssize_t n = read(out_, chunk, sizeof chunk);
+      if (n <= 0) return std::nullopt;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+  // The wait status once the process has exited by itself within `timeout` (reaped), else
+  // nullopt (it keeps running).
+  std::optional<int> WaitExit(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return std::nullopt;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        Close();
+        return status;
+      }
+      if (r < 0 || std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  // SIGTERM, then SIGKILL after `grace`; returns the wait status.
+  int Stop(std::chrono::milliseconds grace = std::chrono::seconds(10)) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    Close();
+    return status;
+  }
+
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    Close();
+  }
+
+ private:
+  void Close() {
+    pid_ = -1;
+    if (out_ >= 0) close(out_);
+    out_ = -1;
+    buf_.clear();
+  }
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string buf_;
+};
+
+// Polls `ok` until it holds or `timeout` passes (a bounded wait on a condition).
+inline bool Eventually(const std::function<bool()>& ok,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ok();
+}
+
+// A TrainingJob in namespace default with `workers` workers of 500m CPU each.
+inline std::string JobYaml(const std::string& name, int workers) {
+  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
+         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
+         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
+         "              requests: {cpu: 500m}\n              limits: {cpu: 500m}\n"
+         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
+         "  mitigation:\n    detection:\n      window: 5\n";
+}
+
+// The API emulator (with the CRDs of STAR_CRDS_DIR) and kubectl (STAR_KUBECTL) against it,
+// in a temporary directory. Pods do not run in the emulator: SetPodPhase plays kubelet.
+class EmulatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    apiserver::ApiServerOptions o;
+    o.crds_dir = STAR_CRDS_DIR;
+    server_ = std::make_unique<apiserver::ApiServer>(o);
+    ASSERT_TRUE(server_->Start().ok());
+    kubeconfig_ = dir_.path() + "/kubeconfig";
+    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
+  }
+  void TearDown() override { server_->Stop(); }
+
+  apiserver::testing::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
+    std::vector<std::string> argv = {STAR_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return apiserver::testing::RunProcess(argv, stdin_text, std::chrono::seconds(60));
+  }
+
+  // `kubectl ... -o json`, parsed; null when kubectl fails (e.g. not found).
+  nlohmann::json GetJson(std::vector<std::string> args) {
+    args.push_back("-o");
+    args.push_back("json");
+    apiserver::testing::ProcessResult r = Kubectl(args);
+    if (r.exit_code != 0) return nlohmann::json();
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j;
+  }
+
+  // The pods labelled as the job's.
+  std::vector<nlohmann::json> Pods(const std::string& job) {
+    nlohmann::json list = GetJson({"get", "pods", "-l", std::string(kJobLabel) + "=" + job});
+    std::vector<nlohmann::json> out;
+    if (list.is_object() && list.contains("items")) {
+      for (const nlohmann::json& p : list["items"]) out.push_back(p);
+    }
+    return out;
+  }
+
+  void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") {
+    nlohmann::json patch = {{"status", {{"phase", phase}, {"podIP", "10.0.0.1"}}}};
+    apiserver::testing::ProcessResult r =
+        Kubectl({"patch", "pod", pod, "--subresource=status", "--type=merge", "-p", patch.dump()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (!node.empty()) {
+      // Binding: the emulator has no scheduler; spec.nodeName is set like a binding would.
+      r = Kubectl({"patch", "pod", pod, "--type=merge", "-p", nlohmann::json{{"spec", {{"nodeName", node}}}}.dump()});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+
+  apiserver::testing::TempDir dir_;
+  std::unique_ptr<apiserver::ApiServer> server_;
+  std::string kubeconfig_;
+};
+
+}  // namespace star::op::e2e
