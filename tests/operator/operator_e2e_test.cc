@@ -177,6 +177,24 @@ TEST_F(OperatorE2eTest, AFailedPodRestartsTheGangWithNewPods) {
   EXPECT_TRUE(backoff) << job["status"].dump(2);
 }
 
+TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
+  StartOperator();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sv", 2)).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("sv").size() == 2 && GetJson({"get", "service", "sv"}).is_object(); }));
+  const std::string uid = GetJson({"get", "service", "sv"})["metadata"]["uid"];
+  const std::string token = Token("sv");
+  ASSERT_FALSE(token.empty());
+  ASSERT_EQ(Kubectl({"delete", "service", "sv"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] {
+    json svc = GetJson({"get", "service", "sv"});
+    return svc.is_object() && svc["metadata"]["uid"] != uid;
+  })) << ReadFile(dir_.path() + "/operator.log");
+  // The pods read the token from the Secret: a gang restart brings it back, same token.
+  ASSERT_EQ(Kubectl({"delete", "secret", TokenSecretName("sv")}).exit_code, 0);
+  SetPodPhase("sv-worker-0", "Failed");
+  ASSERT_TRUE(Eventually([&] { return Token("sv") == token; })) << ReadFile(dir_.path() + "/operator.log");
+}
+
 TEST_F(OperatorE2eTest, AKilledOperatorRestartsWithNoDuplicateOrOrphanedPods) {
   // Slow pod creates so that the kill lands in the middle of reconciling.
   apiserver::FaultRule slow;
