@@ -77,8 +77,36 @@ class ReallocationE2eTest : public e2e::EmulatorTest {
     return false;
   }
 
-  // fm's workers report 150 iterations; worker 0 computes 3x slower from iteration 30
-  // (with some noise: identical times leave the detector no spread to judge by).
+  // node-0 with `node_cpu` allocatable; the operator; fm (4 workers, 1 CPU each, worker
+  // 0 on node-0, the others on node-1) and nb (1 worker on node-0, CPU request and limit
+  // as given), all Running.
+  void StartJobs(const std::string& node_cpu, const std::string& nb_request, const std::string& nb_limit) {
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0\n").exit_code, 0);
+    ProcessResult r = Kubectl({"patch", "node", "node-0", "--subresource=status", "--type=merge", "-p",
+                               json{{"status", {{"allocatable", {{"cpu", node_cpu}}}}}}.dump()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    StartOperator();
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("fm", 4, "1", "1")).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("nb", 1, nb_request, nb_limit)).exit_code, 0);
+    ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; }))
+        << ReadFile(dir_.path() + "/operator.log");
+    for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? "node-0" : "node-1");
+    SetPodPhase("nb-worker-0", "Running", "node-0");
+    ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }))
+        << ReadFile(dir_.path() + "/operator.log");
+  }
+
+  // fm's workers report 150 iterations with its token; worker 0 computes 3x slower from
+  // iteration 30 (with some noise: identical times leave the detector no spread to judge by).
+  void SendReports() {
+    shim::ReportClientOptions co;
+    co.base_url = report_url_;
+    co.token = SecretToken(GetJson({"get", "secret", TokenSecretName("fm")})).value_or("");
+    auto client = shim::ReportClient::Create(co);
+    ASSERT_TRUE(client.ok()) << client.status();
+    SendReports(**client);
+  }
+
   static void SendReports(shim::ReportClient& client) {
     std::mt19937_64 rng(11);
     std::lognormal_distribution<double> noise(0.0, 0.03);
@@ -104,28 +132,10 @@ class ReallocationE2eTest : public e2e::EmulatorTest {
 
 TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilItsJobIsDeleted) {
   // node-0 has 4 CPUs: fm's worker 0 (1 CPU) and nb's worker (2 CPUs, request 500m).
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0\n").exit_code, 0);
-  ProcessResult r = Kubectl({"patch", "node", "node-0", "--subresource=status", "--type=merge", "-p",
-                             R"({"status":{"allocatable":{"cpu":"4"}}})"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  StartOperator();
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("fm", 4, "1", "1")).exit_code, 0);
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("nb", 1, "500m", "2")).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; }))
+  StartJobs("4", "500m", "2");
+  ASSERT_TRUE(Eventually([&] { return Quota("node-0", "fm-worker-0") == 1000 && Quota("node-0", "nb-worker-0") == 2000; }))
       << ReadFile(dir_.path() + "/operator.log");
-  for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? "node-0" : "node-1");
-  SetPodPhase("nb-worker-0", "Running", "node-0");
-  ASSERT_TRUE(Eventually([&] {
-    return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running" &&
-           Quota("node-0", "fm-worker-0") == 1000 && Quota("node-0", "nb-worker-0") == 2000;
-  })) << ReadFile(dir_.path() + "/operator.log");
-
-  shim::ReportClientOptions co;
-  co.base_url = report_url_;
-  co.token = SecretToken(GetJson({"get", "secret", TokenSecretName("fm")})).value_or("");
-  auto client = shim::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok()) << client.status();
-  SendReports(**client);
+  SendReports();
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("syncMode", "ssgd") != "ssgd"; }))
       << GetJson({"get", "tj", "fm"})["status"].dump(2);
 
@@ -164,22 +174,8 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
 
 TEST_F(ReallocationE2eTest, AGuaranteedNeighborOnAFullNodeIsNeverThrottled) {
   // node-0 has 2 CPUs: fm's worker 0 (1) and nb's guaranteed worker (1): nothing to give.
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0\n").exit_code, 0);
-  ASSERT_EQ(Kubectl({"patch", "node", "node-0", "--subresource=status", "--type=merge", "-p",
-                     R"({"status":{"allocatable":{"cpu":"2"}}})"}).exit_code, 0);
-  StartOperator();
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("fm", 4, "1", "1")).exit_code, 0);
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("nb", 1, "1", "1")).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; }));
-  for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? "node-0" : "node-1");
-  SetPodPhase("nb-worker-0", "Running", "node-0");
-  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }));
-  shim::ReportClientOptions co;
-  co.base_url = report_url_;
-  co.token = SecretToken(GetJson({"get", "secret", TokenSecretName("fm")})).value_or("");
-  auto client = shim::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok()) << client.status();
-  SendReports(**client);
+  StartJobs("2", "1", "1");
+  SendReports();
   ASSERT_TRUE(Eventually([&] { return HasEvent("fm", "ReallocationSkipped"); }))
       << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "tj", "fm"})["status"].dump(2)
       << GetJson({"get", "events"}).dump(1);
