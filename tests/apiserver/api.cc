@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "patch.h"
+#include "protobuf.h"
 #include "table.h"
 #include "yaml_json.h"
 
@@ -95,6 +96,7 @@ std::string AcceptedAs(const std::string& accept, std::string* version) {
 StatusOr<json> ParseBody(const Request& req) {
   if (req.body.empty()) return Status::InvalidArgument("the request body is empty");
   const std::string type = MediaType(req.content_type);
+  if (type == kProtobufMediaType) return DecodeKubernetesProtobuf(req.body);
   if (type.find("protobuf") != std::string::npos || type.find("cbor") != std::string::npos) {
     return Status::Unimplemented("the body of the request was in an unknown format - accepted media types "
                                  "include: application/json, application/yaml");
@@ -107,7 +109,8 @@ StatusOr<json> ParseBody(const Request& req) {
   }
 }
 
-// 415 for a body in a format the emulator does not read (protobuf, CBOR), else 400.
+// 415 for a body in a format the emulator does not read (CBOR, protobuf of a kind without
+// a decoder), else 400.
 ApiResult BodyError(const Status& s) {
   if (s.code() == StatusCode::kUnimplemented) return Failure(415, "UnsupportedMediaType", s.message());
   return BadRequest(s.message());
@@ -657,6 +660,9 @@ ApiResult Api::CreateObject(const Target& t, json body, const Request& req, std:
   if (t.type->builtin) {
     if (t.type->plural == "pods" && t.type->group.empty()) body["status"] = {{"phase", "Pending"}};
     if (t.type->plural == "namespaces" && t.type->group.empty()) body["status"] = {{"phase", "Active"}};
+    if (t.type->plural == "secrets" && t.type->group.empty() && body.value("type", "").empty()) {
+      body["type"] = "Opaque";  // the API server's default
+    }
   } else if (t.HasStatus()) {
     body.erase("status");  // create cannot set status
   }
@@ -807,7 +813,17 @@ ApiResult Api::Delete(const Target& t, const Request& req) {
   DeleteOptions options;
   if (!req.body.empty()) {
     try {
-      const json body = json::parse(req.body);
+      json body;
+      if (MediaType(req.content_type) == kProtobufMediaType) {
+        auto decoded = DecodeKubernetesProtobuf(req.body);
+        if (!decoded.ok()) return BodyError(decoded.status());
+        if (decoded->value("kind", "") != "DeleteOptions") {
+          return BadRequest("the body of a delete request must be DeleteOptions, not " + decoded->value("kind", ""));
+        }
+        body = std::move(*decoded);
+      } else {
+        body = json::parse(req.body);
+      }
       if (body.is_object()) {
         options.propagation = body.value("propagationPolicy", options.propagation);
         if (body.value("orphanDependents", false)) options.propagation = "Orphan";

@@ -1,6 +1,7 @@
 // The real kubectl 1.32 against the real star-test-apiserver binary: what the operator's
 // end-to-end tests rely on (apply, get with printer columns, -o json|yaml|wide, -l,
-// describe, create, patch, delete with cascading, api-resources, the short name).
+// describe, create, patch, delete with cascading, api-resources, the short name, the
+// typed create commands that send protobuf bodies).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -245,6 +246,47 @@ TEST_F(KubectlTest, BuiltInKindsPodsAndNamespacesWork) {
   EXPECT_NE(namespaces.find("default"), std::string::npos) << namespaces;
   EXPECT_NE(namespaces.find("Active"), std::string::npos) << namespaces;
   EXPECT_NE(Ok({"delete", "pod", "p1"}).find("deleted"), std::string::npos);
+}
+
+// kubectl's typed create commands send protobuf bodies (a regression test: they were 415).
+TEST_F(KubectlTest, CreateNamespaceConfigMapSecretAndServiceSendProtobuf) {
+  const ProcessResult ns = Kubectl({"create", "namespace", "team-a", "-v=8"});
+  ASSERT_EQ(ns.exit_code, 0) << Describe(ns);
+  EXPECT_NE(ns.out.find("namespace/team-a created"), std::string::npos) << Describe(ns);
+  EXPECT_NE(ns.err.find("Content-Type: application/vnd.kubernetes.protobuf"), std::string::npos)
+      << "kubectl no longer sends protobuf here, so this test no longer covers it:\n" << Describe(ns);
+  const json namespace_object = GetJson({"namespace", "team-a"});
+  EXPECT_EQ(namespace_object["metadata"]["name"], "team-a");
+  EXPECT_EQ(namespace_object["status"]["phase"], "Active");
+
+  EXPECT_NE(Ok({"create", "configmap", "cm1", "-n", "team-a", "--from-literal=a=b",
+                "--from-literal=greeting=hello world"})
+                .find("configmap/cm1 created"),
+            std::string::npos);
+  const json cm = GetJson({"configmap", "cm1", "-n", "team-a"});
+  EXPECT_EQ(cm["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(cm["data"], json({{"a", "b"}, {"greeting", "hello world"}}));
+
+  EXPECT_NE(Ok({"create", "secret", "generic", "s1", "--from-literal=a=b", "--from-literal=token=s3cr3t"})
+                .find("secret/s1 created"),
+            std::string::npos);
+  const json secret = GetJson({"secret", "s1"});
+  EXPECT_EQ(secret["data"], json({{"a", "Yg=="}, {"token", "czNjcjN0"}})) << "data is base64, as Kubernetes shows it";
+  EXPECT_EQ(secret["type"], "Opaque") << "the API server's default type";
+
+  EXPECT_NE(Ok({"create", "service", "clusterip", "svc1", "--tcp=80:8080"}).find("service/svc1 created"),
+            std::string::npos);
+  const json service = GetJson({"service", "svc1"});
+  EXPECT_EQ(service["spec"]["type"], "ClusterIP");
+  EXPECT_EQ(service["spec"]["selector"], json({{"app", "svc1"}}));
+  ASSERT_TRUE(service["spec"]["ports"].is_array() && service["spec"]["ports"].size() == 1) << service.dump();
+  EXPECT_EQ(service["spec"]["ports"][0]["port"], 80);
+  EXPECT_EQ(service["spec"]["ports"][0]["targetPort"], 8080);
+
+  // A second create of the same name is the usual 409, not a decoding failure.
+  const ProcessResult again = Kubectl({"create", "configmap", "cm1", "-n", "team-a", "--from-literal=a=c"});
+  EXPECT_NE(again.exit_code, 0) << Describe(again);
+  EXPECT_NE(again.err.find("configmaps \"cm1\" already exists"), std::string::npos) << Describe(again);
 }
 
 }  // namespace

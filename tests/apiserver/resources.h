@@ -1,5 +1,5 @@
 // The kinds the emulator serves: the built-in ones it needs (pods, services, events,
-// namespaces, configmaps, nodes, leases, customresourcedefinitions) and one per
+// namespaces, configmaps, secrets, nodes, leases, customresourcedefinitions) and one per
 // CustomResourceDefinition; their discovery documents and OpenAPI v3 index.
 #pragma once
 
