@@ -58,7 +58,9 @@ json TrainingJobExample() {
       "workers": [{"batch": 64, "amp": true}],
       "iteration": 1200,
       "accuracy": 0.71,
-      "estimatedTTASeconds": 340.5
+      "estimatedTTASeconds": 340.5,
+      "decisionEpoch": 3,
+      "decisionApplyAtIteration": 1190
     }
   })");
 }

@@ -177,6 +177,59 @@ TEST_F(OperatorE2eTest, AFailedPodRestartsTheGangWithNewPods) {
   EXPECT_TRUE(backoff) << job["status"].dump(2);
 }
 
+TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
+  StartOperator();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("rd", 4)).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("rd").size() == 4; }));
+  shim::ReportClientOptions co;
+  co.base_url = report_url_;
+  co.token = Token("rd");
+  auto client = shim::ReportClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+  // Worker 1 computes 4x slower from iteration 40: AMP for it (a decision).
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  api::WorkerReport rep;
+  rep.job = "default/rd";
+  rep.local_batch = 64;
+  std::optional<api::Decision> last;
+  for (int it = 1; it <= 80; ++it) {
+    for (int w = 0; w < 4; ++w) {
+      rep.worker = w;
+      rep.iteration = it;
+      rep.time_seconds = it * 0.5;
+      rep.compute_seconds = (w == 1 && it >= 40 ? 0.4 : 0.1) * noise(rng);
+      rep.communication_seconds = 0.01;
+      auto sent = (*client)->Send(rep);
+      ASSERT_TRUE(sent.ok()) << sent.status();
+      if (*sent) last = **sent;
+    }
+  }
+  ASSERT_TRUE(last.has_value()) << "a decision";
+  // Status recorded it before any worker got it.
+  json st = GetJson({"get", "tj", "rd"})["status"];
+  EXPECT_EQ(st.value("decisionEpoch", int64_t{0}), last->epoch) << st.dump(2);
+  EXPECT_EQ(st.value("decisionApplyAtIteration", int64_t{-1}), last->apply_at_iteration);
+
+  op_.Kill();
+  StartOperator();
+  co.base_url = report_url_;
+  client = shim::ReportClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+  // The restarted operator answers with the decision in force, not a new epoch 1 that
+  // the workers would ignore.
+  std::optional<api::Decision> resumed;
+  ASSERT_TRUE(Eventually([&] {
+    rep.worker = 0;
+    rep.iteration = 81;
+    auto sent = (*client)->Send(rep);
+    if (!sent.ok() || !*sent) return false;
+    resumed = **sent;
+    return true;
+  })) << ReadFile(dir_.path() + "/operator.log");
+  EXPECT_EQ(*resumed, *last);
+}
+
 TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sv", 2)).exit_code, 0);

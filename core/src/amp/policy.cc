@@ -75,6 +75,14 @@ std::vector<bool> AmpPolicy::States(int n) const {
   return out;
 }
 
+void AmpPolicy::Restore(int worker, bool amp) {
+  if (worker < 0) return;
+  if (static_cast<size_t>(worker) >= workers_.size()) workers_.resize(static_cast<size_t>(worker) + 1);
+  WorkerState& w = workers_[static_cast<size_t>(worker)];
+  w = WorkerState{};
+  w.amp = amp;
+}
+
 void AmpPolicy::Forget(int worker) {
   if (worker >= 0 && static_cast<size_t>(worker) < workers_.size()) {
     workers_[static_cast<size_t>(worker)] = WorkerState{};

@@ -504,8 +504,17 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
     rd.Number("estimatedTTASeconds", &t).AtLeast("estimatedTTASeconds", t, 0);
     s.estimated_tta_seconds = t;
   }
+  for (auto [name, field] : {std::pair{"decisionEpoch", &s.decision_epoch},
+                              std::pair{"decisionApplyAtIteration", &s.decision_apply_at_iteration}}) {
+    if (rd.ok() && rd.Has(name)) {
+      int64_t v = 0;
+      rd.Int(name, &v).AtLeast(name, static_cast<double>(v), 0);
+      *field = v;
+    }
+  }
   rd.RejectUnknown({"phase", "conditions", "observedGeneration", "syncMode", "k", "groups",
-                    "stragglers", "workers", "iteration", "accuracy", "estimatedTTASeconds"});
+                    "stragglers", "workers", "iteration", "accuracy", "estimatedTTASeconds",
+                    "decisionEpoch", "decisionApplyAtIteration"});
   if (!rd.ok()) return rd.status();
   return s;
 }
@@ -536,6 +545,8 @@ json ToJson(const TrainingJobStatus& s) {
   if (s.k) j["k"] = *s.k;
   if (s.accuracy) j["accuracy"] = *s.accuracy;
   if (s.estimated_tta_seconds) j["estimatedTTASeconds"] = *s.estimated_tta_seconds;
+  if (s.decision_epoch) j["decisionEpoch"] = *s.decision_epoch;
+  if (s.decision_apply_at_iteration) j["decisionApplyAtIteration"] = *s.decision_apply_at_iteration;
   return j;
 }
 

@@ -72,7 +72,9 @@ json FmnistJob() {
                   {"batch": 40, "amp": true}, {"batch": 72, "amp": false}],
       "iteration": 1234,
       "accuracy": 0.71,
-      "estimatedTTASeconds": 312.5
+      "estimatedTTASeconds": 312.5,
+      "decisionEpoch": 2,
+      "decisionApplyAtIteration": 1200
     }
   })");
 }
@@ -167,6 +169,8 @@ TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
   st.iteration = 42;
   st.accuracy = 0.5;
   st.estimated_tta_seconds = 10.25;
+  st.decision_epoch = 3;
+  st.decision_apply_at_iteration = 40;
   job.status = st;
   ASSERT_TRUE(Validate(job.spec).ok()) << Validate(job.spec);
 
@@ -446,6 +450,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "status.accuracy: must be <= 1, got 1.01"},
         BadCase{"NegativeTta", [](json& d) { d["status"]["estimatedTTASeconds"] = -1; },
                 "status.estimatedTTASeconds: must be >= 0, got -1"},
+        BadCase{"NegativeDecisionEpoch", [](json& d) { d["status"]["decisionEpoch"] = -2; },
+                "status.decisionEpoch: must be >= 0, got -2"},
         BadCase{"ConditionBadStatus",
                 [](json& d) { d["status"]["conditions"][0]["status"] = "Yes"; },
                 "status.conditions[0].status: must be one of True, False, Unknown, got \"Yes\""},

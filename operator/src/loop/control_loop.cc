@@ -134,6 +134,58 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
       batches_(EqualBatches(spec_.training.global_batch_size, n_)),
       amp_on_round_(static_cast<size_t>(n_), -1) {}
 
+Status JobControlLoop::Resume(const api::Decision& d) {
+  if (rounds_ > 0 || max_iteration_ >= 0) {
+    return Status::InvalidArgument("decision: a loop resumes before any report");
+  }
+  STAR_RETURN_IF_ERROR(api::Validate(d, "decision"));
+  if (static_cast<int>(d.workers.size()) != n_) {
+    return Status::InvalidArgument("decision.workers: must have one entry per worker (" +
+                                   std::to_string(n_) + "), got " + std::to_string(d.workers.size()));
+  }
+  std::vector<bool> amp(static_cast<size_t>(n_), false);
+  std::vector<int64_t> batches(static_cast<size_t>(n_), 0);
+  for (const api::WorkerSetting& w : d.workers) {
+    if (w.worker < 0 || w.worker >= n_ || batches[static_cast<size_t>(w.worker)] != 0) {
+      return Status::InvalidArgument("decision.workers: must list each rank in [0, " + std::to_string(n_) +
+                                     ") once, got rank " + std::to_string(w.worker));
+    }
+    amp[static_cast<size_t>(w.worker)] = w.amp;
+    batches[static_cast<size_t>(w.worker)] = w.batch;
+  }
+  for (const auto& g : d.groups) {
+    for (int r : g) {
+      if (r < 0 || r >= n_) {
+        return Status::InvalidArgument("decision.groups: rank " + std::to_string(r) + " outside [0, " +
+                                       std::to_string(n_) + ")");
+      }
+    }
+  }
+  if (d.k > n_) {
+    return Status::InvalidArgument("decision.k: must be <= " + std::to_string(n_) + ", got " + std::to_string(d.k));
+  }
+  for (int i = 0; i < n_; ++i) {
+    if (spec_.mitigation.amp.enabled) amp_.Restore(i, amp[static_cast<size_t>(i)]);
+    if (amp[static_cast<size_t>(i)]) {
+      amp_on_round_[static_cast<size_t>(i)] = 0;
+      // AMP's speedup was measured by the earlier loop: taken as none, so AMP stays on
+      // only while the worker is slow even with it (else it goes off, and on again with
+      // a fresh measurement if the contention is still there).
+      workers_[static_cast<size_t>(i)].amp_speedup = 1;
+    }
+  }
+  mode_ = d.mode;
+  k_ = d.k;
+  groups_ = d.groups;
+  amp_state_ = std::move(amp);
+  batches_ = std::move(batches);
+  // Unequal batches mean batch adaptation was on.
+  adapt_batches_ = batches_ != EqualBatches(spec_.training.global_batch_size, n_);
+  last_mode_round_ = 0;
+  decision_ = d;
+  return Status::Ok();
+}
+
 Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
   auto bad = [](const std::string& field, const std::string& why) {
     return Status::InvalidArgument(field + ": " + why);
@@ -540,7 +592,7 @@ void JobControlLoop::Decide(double t) {
   if (!mode_changed && !batches_changed && amp_state == amp_state_) return;
 
   api::Decision d;
-  d.epoch = decision_ ? decision_->epoch + 1 : 1;
+  d.epoch = std::max(decision_ ? decision_->epoch : 0, epoch_base_) + 1;
   // The margin is in the slowest worker's iterations: in fixed_k, groups and asgd the
   // fastest workers run ahead by the speed ratio, and the slowest must still report
   // (and learn the decision) before the fastest reach it.

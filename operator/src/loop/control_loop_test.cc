@@ -213,6 +213,58 @@ TEST(JobControlLoop, AutoLeavesSsgdForASevereStraggler) {
   }
 }
 
+TEST(JobControlLoop, AResumedLoopKeepsTheStateInForceAndContinuesTheEpochs) {
+  const api::TrainingJobSpec spec = Spec(api::SyncPolicy::kAuto, false, false);
+  JobControlLoop first = MakeLoop(spec);
+  RunResult r = RunJob(first, 300, Severe());
+  ASSERT_FALSE(r.decisions.empty());
+  const api::Decision last = r.decisions.back();
+  ASSERT_NE(last.mode, api::SyncMode::kSsgd);
+
+  // A restarted controller: the same straggler goes on; the mode in force is kept, and
+  // any new decision is newer than what the workers have.
+  JobControlLoop resumed = MakeLoop(spec);
+  ASSERT_TRUE(resumed.Resume(last).ok());
+  ASSERT_NE(resumed.current(), nullptr);
+  EXPECT_EQ(*resumed.current(), last);
+  RunResult again = RunJob(resumed, 300, Severe());
+  ASSERT_FALSE(again.decisions.empty());
+  EXPECT_EQ(again.decisions.front(), last) << "the decision in force is repeated to the workers";
+  for (size_t i = 1; i < again.decisions.size(); ++i) EXPECT_GT(again.decisions[i].epoch, last.epoch);
+  EXPECT_NE(again.decisions.back().mode, api::SyncMode::kSsgd);
+  EXPECT_TRUE(Events(resumed, "mode", -1).empty()) << "no mode change: the mode in force fits";
+}
+
+TEST(JobControlLoop, ResumeRefusesADecisionThatDoesNotFitOrComesLate) {
+  const api::TrainingJobSpec spec = Spec(api::SyncPolicy::kAuto, true, false);
+  api::Decision d;
+  d.epoch = 4;
+  d.apply_at_iteration = 100;
+  d.mode = api::SyncMode::kSsgd;
+  d.k = 1;
+  for (int w = 0; w < kWorkers - 1; ++w) d.workers.push_back({w, false, kGlobalBatch / kWorkers});
+  JobControlLoop loop = MakeLoop(spec);
+  Status s = loop.Resume(d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("decision.workers"), std::string::npos) << s;
+  EXPECT_EQ(loop.current(), nullptr) << "a refused resume changes nothing";
+  d.workers.push_back({kWorkers - 1, true, kGlobalBatch / kWorkers});
+  d.k = kWorkers + 1;
+  s = loop.Resume(d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("decision.k"), std::string::npos) << s;
+  d.k = kWorkers;
+  api::WorkerReport r;
+  r.worker = 0;
+  r.iteration = 1;
+  r.local_batch = 64;
+  r.compute_seconds = 0.1;
+  ASSERT_TRUE(loop.Observe(r).ok());
+  s = loop.Resume(d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("before any report"), std::string::npos) << s;
+}
+
 TEST(JobControlLoop, SsgdPolicyNeverChangesMode) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
   RunResult r = RunJob(loop, 300, Severe());

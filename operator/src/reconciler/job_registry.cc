@@ -34,8 +34,44 @@ api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail) 
 JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options)
     : now_(std::move(now)), options_(std::move(options)) {}
 
+std::optional<api::Decision> DecisionFromStatus(const json& status) {
+  if (!status.is_object()) return std::nullopt;
+  auto st = api::TrainingJobStatusFromJson(status, "status");
+  if (!st.ok() || st->decision_epoch.value_or(0) <= 0 || !st->sync_mode) return std::nullopt;
+  api::Decision d;
+  d.epoch = *st->decision_epoch;
+  d.apply_at_iteration = st->decision_apply_at_iteration.value_or(0);
+  d.mode = *st->sync_mode;
+  d.k = st->k.value_or(1);
+  d.groups = st->groups;
+  for (size_t i = 0; i < st->workers.size(); ++i) {
+    d.workers.push_back({static_cast<int>(i), st->workers[i].amp, st->workers[i].batch});
+  }
+  return d;
+}
+
+json DecisionStatus(const api::Decision& d) {
+  api::TrainingJobStatus st;
+  st.sync_mode = d.mode;
+  st.k = d.k;
+  st.groups = d.groups;
+  for (const api::WorkerSetting& w : d.workers) {
+    if (w.worker >= static_cast<int>(st.workers.size())) st.workers.resize(static_cast<size_t>(w.worker) + 1);
+    st.workers[static_cast<size_t>(w.worker)] = {w.batch, w.amp};
+  }
+  st.decision_epoch = d.epoch;
+  st.decision_apply_at_iteration = d.apply_at_iteration;
+  const json full = api::ToJson(st);
+  json out = json::object();
+  for (const char* k : {"syncMode", "k", "groups", "workers", "decisionEpoch", "decisionApplyAtIteration"}) {
+    if (full.contains(k)) out[k] = full[k];
+  }
+  return out;
+}
+
 Status JobRegistry::Upsert(const std::string& key, int64_t generation,
-                           const api::TrainingJobSpec& spec, const std::string& token) {
+                           const api::TrainingJobSpec& spec, const std::string& token,
+                           const std::optional<api::Decision>& resume) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(key);
   if (it != jobs_.end() && it->second.generation == generation && it->second.spec == spec) {
@@ -43,7 +79,11 @@ Status JobRegistry::Upsert(const std::string& key, int64_t generation,
     return Status::Ok();
   }
   STAR_ASSIGN_OR_RETURN(JobControlLoop loop, JobControlLoop::Create(spec, options_));
+  std::optional<api::Decision> in_force = resume;
+  if (it != jobs_.end() && it->second.loop->current()) in_force = *it->second.loop->current();
+  if (in_force && !loop.Resume(*in_force).ok()) loop.ContinueEpochs(in_force->epoch);
   Job job;
+  job.recorded_epoch = in_force ? in_force->epoch : 0;
   job.generation = generation;
   job.token = token;
   job.spec = spec;
@@ -134,6 +174,21 @@ std::optional<JobSnapshot> JobRegistry::Snapshot(const std::string& key) const {
   return s;
 }
 
+std::optional<api::Decision> JobRegistry::Unrecorded(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return std::nullopt;
+  const api::Decision* d = it->second.loop->current();
+  if (d == nullptr || d->epoch <= it->second.recorded_epoch) return std::nullopt;
+  return *d;
+}
+
+void JobRegistry::Recorded(const std::string& key, int64_t epoch) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  if (it != jobs_.end()) it->second.recorded_epoch = std::max(it->second.recorded_epoch, epoch);
+}
+
 JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   JobUpdate u;
   u.key = key;
@@ -154,15 +209,8 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   const int n = job.loop->num_workers();
   api::TrainingJobStatus st;
   st.iteration = job.iteration;
-  if (const api::Decision* d = job.loop->current()) {
-    st.sync_mode = d->mode;
-    st.k = d->k;
-    st.groups = d->groups;
-    for (const api::WorkerSetting& w : d->workers) {
-      if (w.worker >= static_cast<int>(st.workers.size())) st.workers.resize(w.worker + 1);
-      st.workers[w.worker] = {w.batch, w.amp};
-    }
-  } else {
+  const api::Decision* d = job.loop->current();
+  if (d == nullptr) {
     // The baseline the pods start with: SSGD, equal batches, AMP off.
     st.sync_mode = api::SyncMode::kSsgd;
     st.k = n;
@@ -180,12 +228,17 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   }
   json full = api::ToJson(st);
   json status = json::object();
-  for (const char* k : {"syncMode", "k", "groups", "stragglers", "workers", "iteration"}) {
-    if (full.contains(k)) status[k] = full[k];
+  for (const char* k : {"stragglers", "iteration"}) status[k] = full[k];
+  if (d == nullptr) {
+    for (const char* k : {"syncMode", "k", "groups", "workers"}) status[k] = full[k];
+  } else if (d->epoch <= job.recorded_epoch) {
+    // A decision not recorded yet is written with its first delivery (Unrecorded), all
+    // of its fields at once.
+    status.update(DecisionStatus(*d));
   }
+  u.mode = d ? d->mode : api::SyncMode::kSsgd;
   u.status = std::move(status);
   u.stragglers = static_cast<int>(st.stragglers.size());
-  u.mode = st.sync_mode;
   return u;
 }
 

@@ -54,9 +54,16 @@ TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
       ASSERT_TRUE(r.ok()) << r.status();
     }
   }
+  // The loop decided (AMP for worker 3): status gets the decision once it is recorded.
+  auto unrecorded = reg.Unrecorded("ns/a");
+  ASSERT_TRUE(unrecorded.has_value());
+  reg.Recorded("ns/a", unrecorded->epoch);
+  EXPECT_FALSE(reg.Unrecorded("ns/a").has_value());
   auto updates = reg.Drain();
   ASSERT_EQ(updates.size(), 1u);
   const JobUpdate& u = updates[0];
+  EXPECT_EQ(u.status["decisionEpoch"], unrecorded->epoch);
+  EXPECT_EQ(u.status["workers"][3]["amp"], true) << u.status.dump();
   EXPECT_EQ(u.key, "ns/a");
   EXPECT_EQ(u.status["iteration"], 80);
   ASSERT_EQ(u.status["stragglers"].size(), 1u) << u.status.dump();
@@ -70,6 +77,63 @@ TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
   for (const auto& e : u.events) straggler_event |= e.event == "straggler" && e.worker == 3;
   EXPECT_TRUE(straggler_event);
   EXPECT_TRUE(reg.Drain().empty()) << "drained once";
+}
+
+TEST(JobRegistry, AnUnrecordedDecisionStaysOutOfTheDrainedStatus) {
+  JobRegistry reg([] { return std::string(); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  for (int64_t it = 1; it <= 80; ++it) {
+    for (int w = 0; w < 4; ++w) {
+      ASSERT_TRUE(reg.Observe(Report("ns/a", w, it, (w == 1 && it >= 40 ? 0.4 : 0.1) * noise(rng))).ok());
+    }
+  }
+  ASSERT_TRUE(reg.Unrecorded("ns/a").has_value());
+  auto updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  for (const char* k : {"syncMode", "workers", "decisionEpoch"}) {
+    EXPECT_FALSE(updates[0].status.contains(k)) << k << " of a decision no worker has yet";
+  }
+}
+
+TEST(JobRegistry, ANewLoopResumesFromTheRecordedDecisionOrTheOneItReplaces) {
+  api::Decision d;
+  d.epoch = 7;
+  d.apply_at_iteration = 300;
+  d.mode = api::SyncMode::kFixedK;
+  d.k = 3;
+  d.groups = {{0, 1, 3, 2}};
+  for (int w = 0; w < 4; ++w) d.workers.push_back({w, w == 2, 64});
+  // A restarted operator: the decision from status, round-tripped through its fields.
+  auto from_status = DecisionFromStatus(DecisionStatus(d));
+  ASSERT_TRUE(from_status.has_value());
+  EXPECT_EQ(*from_status, d);
+  JobRegistry reg([] { return std::string(); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok", from_status).ok());
+  auto snap = reg.Snapshot("ns/a");
+  ASSERT_TRUE(snap.has_value());
+  EXPECT_EQ(snap->mode, api::SyncMode::kFixedK);
+  EXPECT_EQ(snap->epoch, 7);
+  EXPECT_FALSE(reg.Unrecorded("ns/a").has_value()) << "it came from status: recorded";
+  // A spec change with another worker count: the decision no longer fits, the epochs go on.
+  api::TrainingJobSpec five = Spec(5);
+  ASSERT_TRUE(reg.Upsert("ns/a", 2, five, "tok").ok());
+  snap = reg.Snapshot("ns/a");
+  EXPECT_EQ(snap->mode, api::SyncMode::kSsgd);
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  std::optional<api::Decision> first;
+  for (int64_t it = 1; it <= 80 && !first; ++it) {
+    for (int w = 0; w < 5 && !first; ++w) {
+      auto r = reg.Observe(Report("ns/a", w, it, (w == 4 && it >= 40 ? 0.4 : 0.1) * noise(rng)));
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (*r) first = **r;
+    }
+  }
+  ASSERT_TRUE(first.has_value()) << "worker 4 straggles: a decision";
+  EXPECT_EQ(first->epoch, 8);
+  EXPECT_FALSE(DecisionFromStatus(nlohmann::json{{"syncMode", "ssgd"}}).has_value()) << "no decisionEpoch";
 }
 
 TEST(JobRegistry, BadReportsAreRefusedNamingTheField) {

@@ -543,7 +543,9 @@ struct Operator::Impl {
       return std::chrono::milliseconds(0);
     }
     STAR_ASSIGN_OR_RETURN(std::string token, EnsureToken(job));
-    STAR_RETURN_IF_ERROR(registry.Upsert(key, job["metadata"].value("generation", int64_t{0}), *spec, token));
+    // A restarted operator resumes from the decision recorded in status.
+    STAR_RETURN_IF_ERROR(registry.Upsert(key, job["metadata"].value("generation", int64_t{0}), *spec, token,
+                                         DecisionFromStatus(job.value("status", json::object()))));
     STAR_RETURN_IF_ERROR(EnsureService(job));
 
     PhaseInput in;
@@ -705,6 +707,17 @@ struct Operator::Impl {
     auto d = registry.Observe(report, &latency, &fresh);
     if (!d.ok()) throw std::invalid_argument(d.status().message());
     if (fresh) metrics->Decision(report.job, latency);
+    // A decision reaches the workers only once status records it: a restarted operator
+    // resumes from there (workers ignore decision epochs they have seen).
+    if (auto unrecorded = registry.Unrecorded(report.job)) {
+      const auto slash = report.job.find('/');
+      auto r = client->MergePatch(kube::TrainingJobs(), report.job.substr(0, slash), report.job.substr(slash + 1),
+                                  {{"status", DecisionStatus(*unrecorded)}}, /*status=*/true);
+      // A 500: the worker goes on and learns the decision from a later report.
+      if (!r.ok()) throw std::runtime_error("decision epoch " + std::to_string(unrecorded->epoch) +
+                                            " not recorded: " + r.status().ToString());
+      registry.Recorded(report.job, unrecorded->epoch);
+    }
     return *d;
   }
 };

@@ -56,6 +56,7 @@
 //   one that never saw the previous decision would not make its switch).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -157,6 +158,16 @@ class JobControlLoop {
   [[nodiscard]] const api::Decision* current() const {
     return decision_ ? &*decision_ : nullptr;
   }
+  // Resumes from `decision`, the latest one an earlier instance of this job's loop
+  // issued (a restarted controller): it becomes the state in force and current() (so
+  // the next decision's epoch follows it: workers ignore epochs they have seen), and the
+  // mode dwell starts over. Call before any Observe. InvalidArgument when it does not fit
+  // the job (api::Validate, a worker setting per rank) or reports were observed already.
+  [[nodiscard]] Status Resume(const api::Decision& decision);
+  // Without a decision to resume (it does not fit a changed spec): the next decision's
+  // epoch is at least `epoch` + 1.
+  void ContinueEpochs(int64_t epoch) { epoch_base_ = std::max(epoch_base_, epoch); }
+
   // Per worker: its iteration time excluding waiting on peers (the detector's windowed
   // median once its window is full, else the mean of the reports so far); 0 before any.
   [[nodiscard]] std::vector<double> worker_seconds() const { return MeanTimes(); }
@@ -224,6 +235,7 @@ class JobControlLoop {
   bool redecide_ = false;            // a decision waits for the previous one to apply
   int64_t last_amp_change_round_ = -1;  // round of the last AMP on/off of any worker
   std::vector<int64_t> amp_on_round_;  // per worker: round AMP last went on; -1 never
+  int64_t epoch_base_ = 0;             // epochs an earlier loop issued (ContinueEpochs)
 };
 
 }  // namespace star::op

@@ -59,6 +59,9 @@ class AmpPolicy {
 
   // Forgets a worker (e.g. it left the job); its AMP state becomes off without a Change.
   void Forget(int worker);
+  // Sets a worker's AMP state without a Change (a controller resuming the state in force);
+  // its streaks start over. Ignored for worker < 0.
+  void Restore(int worker, bool amp);
 
  private:
   struct WorkerState {

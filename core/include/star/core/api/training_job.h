@@ -166,6 +166,12 @@ struct TrainingJobStatus {
   int64_t iteration = 0;                        // >= 0
   std::optional<double> accuracy;               // in [0, 1] when set
   std::optional<double> estimated_tta_seconds;  // wire "estimatedTTASeconds"; >= 0 when set
+  // The latest decision issued to the workers (with syncMode, k, groups, workers): its
+  // epoch and the iteration it applies at (both >= 0; unset before the first). A
+  // restarted controller resumes from them: workers ignore decisions not newer than one
+  // they have.
+  std::optional<int64_t> decision_epoch;               // wire "decisionEpoch"
+  std::optional<int64_t> decision_apply_at_iteration;  // wire "decisionApplyAtIteration"
 
   friend bool operator==(const TrainingJobStatus&, const TrainingJobStatus&) = default;
 };

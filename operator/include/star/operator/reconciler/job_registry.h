@@ -49,10 +49,13 @@ class JobRegistry {
   // `now` gives RFC 3339 wall-clock time (for stragglers[].since).
   explicit JobRegistry(std::function<std::string()> now, LoopOptions options = {});
 
-  // Registers `key` or, when the generation changed, replaces its loop (a spec change
-  // restarts decisions from the baseline). InvalidArgument from JobControlLoop::Create.
+  // Registers `key` or, when the generation changed, replaces its loop. A new loop
+  // resumes from the decision the workers run: the replaced loop's (a spec change), else
+  // `resume` (the one recorded in status, for a restarted operator); when that does not
+  // fit the spec, its epochs still continue. InvalidArgument from JobControlLoop::Create.
   [[nodiscard]] Status Upsert(const std::string& key, int64_t generation,
-                              const api::TrainingJobSpec& spec, const std::string& token);
+                              const api::TrainingJobSpec& spec, const std::string& token,
+                              const std::optional<api::Decision>& resume = std::nullopt);
   // Node of each rank ("" unknown), for stragglers[].node.
   void SetWorkerNodes(const std::string& key, std::vector<std::string> nodes);
   void Remove(const std::string& key);
@@ -71,6 +74,12 @@ class JobRegistry {
   // nullopt for an unknown job.
   std::optional<JobSnapshot> Snapshot(const std::string& key) const;
 
+  // The job's current decision when it is not recorded (Recorded) yet: it must be
+  // written to status before any worker gets it, so that a restarted operator resumes
+  // from it. nullopt when there is none or it is recorded.
+  std::optional<api::Decision> Unrecorded(const std::string& key) const;
+  void Recorded(const std::string& key, int64_t epoch);
+
   // Jobs with reports since the last Drain.
   std::vector<JobUpdate> Drain();
 
@@ -82,6 +91,7 @@ class JobRegistry {
     std::unique_ptr<JobControlLoop> loop;
     std::vector<std::string> nodes;
     size_t events_sent = 0;  // timeline entries already drained
+    int64_t recorded_epoch = 0;  // the newest decision epoch written to status
     int64_t iteration = 0;
     bool dirty = false;
     // Per worker: the latest straggler event's detail and when it started.
@@ -94,6 +104,13 @@ class JobRegistry {
   mutable std::mutex mu_;
   std::map<std::string, Job> jobs_;
 };
+
+// The decision a job's status records (decisionEpoch > 0 with syncMode, k, groups and
+// workers); nullopt when it records none or does not parse.
+std::optional<api::Decision> DecisionFromStatus(const nlohmann::json& status);
+// The status fields that record `d` (syncMode, k, groups, workers, decisionEpoch,
+// decisionApplyAtIteration), for a merge patch.
+nlohmann::json DecisionStatus(const api::Decision& d);
 
 // Parses a straggler timeline detail ("cause=compute kind=static slowdown=2.01").
 api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail);
