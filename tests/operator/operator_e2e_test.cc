@@ -230,6 +230,40 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
   EXPECT_EQ(*resumed, *last);
 }
 
+TEST_F(OperatorE2eTest, ChangingReplicasRestartsTheGangWithTheNewWorldSize) {
+  StartOperator();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sc", 2)).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("sc").size() == 2; }));
+  std::set<std::string> old_uids;
+  for (const json& p : Pods("sc")) old_uids.insert(p["metadata"]["uid"].get<std::string>());
+  for (int i = 0; i < 2; ++i) SetPodPhase("sc-worker-" + std::to_string(i), "Running", "node-0");
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "sc"})["status"].value("phase", "") == "Running"; }));
+
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sc", 3)).exit_code, 0);
+  auto world_size = [](const json& pod) {
+    for (const json& e : pod["spec"]["containers"][0]["env"]) {
+      if (e["name"] == "STAR_WORLD_SIZE") return e.value("value", "");
+    }
+    return std::string();
+  };
+  ASSERT_TRUE(Eventually([&] {
+    auto pods = Pods("sc");
+    if (pods.size() != 3) return false;
+    for (const json& p : pods) {
+      if (old_uids.count(p["metadata"]["uid"].get<std::string>()) || world_size(p) != "3") return false;
+    }
+    return true;
+  })) << ReadFile(dir_.path() + "/operator.log");
+  bool spec_changed = false;
+  const json events = GetJson({"get", "events"});
+  for (const json& e : events["items"]) {
+    spec_changed |= e.value("reason", "") == "SpecChanged" && e["involvedObject"]["name"] == "sc";
+  }
+  EXPECT_TRUE(spec_changed) << events.dump(1);
+  const json job = GetJson({"get", "tj", "sc"});
+  EXPECT_FALSE(job["metadata"]["annotations"].contains(kRestartsAnnotation)) << "a spec change is no failure";
+}
+
 TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sv", 2)).exit_code, 0);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <set>
 
 namespace star::op {
@@ -129,6 +131,7 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
     };
     return env;
   };
+  const std::string hash = PodTemplateHash(spec);
   std::vector<json> pods;
   for (int i = 0; i < workers; ++i) {
     std::vector<json> env = common(i);
@@ -145,7 +148,25 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
                                             "ps", i, PsPodName(name, i), env));
     pods.push_back(std::move(pod));
   }
+  for (json& pod : pods) pod["metadata"]["annotations"][kPodTemplateHashAnnotation] = hash;
   return pods;
+}
+
+std::string PodTemplateHash(const api::TrainingJobSpec& spec) {
+  const json full = api::ToJson(spec);
+  json parts = json::object();
+  for (const char* k : {"architecture", "workers", "parameterServers"}) {
+    if (full.contains(k)) parts[k] = full[k];
+  }
+  // FNV-1a, 64 bits, over the canonical dump (object keys sorted).
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : parts.dump()) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 json DesiredService(const json& job) {
@@ -248,6 +269,13 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
       d.message = failed_text() + "; " + std::to_string(in.restarts) + " restarts used (max " +
                   std::to_string(in.max_restarts) + ")";
     }
+    d.action = PodAction::kDeleteAll;
+    return d;
+  }
+  if (in.outdated && in.current != JobPhase::kRestarting) {
+    d.phase = JobPhase::kRestarting;
+    d.reason = "SpecChanged";
+    d.message = "the pods' template or replicas changed: the gang restarts with the new spec";
     d.action = PodAction::kDeleteAll;
     return d;
   }

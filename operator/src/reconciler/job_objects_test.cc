@@ -175,6 +175,35 @@ TEST(DecidePhase, AFailedPodRestartsTheGangUntilTheLimitThenFails) {
   EXPECT_EQ(d.action, PodAction::kDeleteAll);
 }
 
+TEST(DecidePhase, OutdatedPodsRestartTheGangWithoutCountingARestart) {
+  auto in = Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Running")}});
+  in.outdated = true;
+  in.max_restarts = 0;
+  auto d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kRestarting);
+  EXPECT_EQ(d.reason, "SpecChanged");
+  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+  EXPECT_EQ(d.restarts, 0) << "a spec change is no failure";
+  in.current = api::JobPhase::kSucceeded;
+  EXPECT_EQ(DecidePhase(in).action, PodAction::kNone) << "a finished job stays finished";
+}
+
+TEST(PodTemplateHash, FollowsTheTemplateAndReplicasOnly) {
+  auto spec = [](const json& job) { return api::TrainingJobFromJson(job)->spec; };
+  const std::string base = PodTemplateHash(spec(Job(2)));
+  EXPECT_EQ(base.size(), 16u);
+  EXPECT_EQ(PodTemplateHash(spec(Job(2))), base);
+  EXPECT_NE(PodTemplateHash(spec(Job(3))), base) << "replicas";
+  EXPECT_NE(PodTemplateHash(spec(Job(2, 1))), base) << "parameter servers";
+  json image = Job(2);
+  image["spec"]["workers"]["template"]["spec"]["containers"][0]["image"] = "img:2";
+  EXPECT_NE(PodTemplateHash(spec(image)), base) << "template";
+  json target = Job(2);
+  target["spec"]["training"]["targetAccuracy"] = 0.8;
+  EXPECT_EQ(PodTemplateHash(spec(target)), base) << "training settings do not touch the pods";
+  for (const json& pod : Pods(Job(2))) EXPECT_EQ(pod["metadata"]["annotations"][kPodTemplateHashAnnotation], base);
+}
+
 TEST(DecidePhase, AllWorkersSucceededIsTerminal) {
   auto d = DecidePhase(Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Succeeded")}, {"j-worker-1", Pod("Succeeded")}}));
   EXPECT_EQ(d.phase, api::JobPhase::kSucceeded);

@@ -553,6 +553,16 @@ struct Operator::Impl {
     in.current = api::ParseJobPhase(status.value("phase", "Pending")).value_or(api::JobPhase::kPending);
     for (const json& p : *desired) in.desired.push_back(p["metadata"]["name"].get<std::string>());
     in.observed = ObservedPods(ns, name);
+    if (!desired->empty()) {
+      const json want = (*desired)[0]["metadata"]["annotations"][kPodTemplateHashAnnotation];
+      for (const auto& [pod_name, pod] : in.observed) {
+        const json annotations = pod["metadata"].value("annotations", json::object());
+        if (pod["metadata"].contains("deletionTimestamp") || !annotations.contains(kPodTemplateHashAnnotation)) {
+          continue;
+        }
+        in.outdated |= annotations[kPodTemplateHashAnnotation] != want;
+      }
+    }
     const json annotations = job["metadata"].value("annotations", json::object());
     if (annotations.contains(kRestartsAnnotation) && annotations[kRestartsAnnotation].is_string()) {
       try {

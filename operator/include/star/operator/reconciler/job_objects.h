@@ -34,6 +34,9 @@ inline constexpr char kRankLabel[] = "star.dev/rank";
 inline constexpr char kFinalizer[] = "star.dev/node-allocations";
 // On the TrainingJob: how many times its pods were restarted (decimal).
 inline constexpr char kRestartsAnnotation[] = "star.dev/restarts";
+// On every pod: PodTemplateHash of the spec it was made from. A pod whose hash differs
+// from the job's current one (the template or a replica count changed) is outdated.
+inline constexpr char kPodTemplateHashAnnotation[] = "star.dev/pod-template-hash";
 inline constexpr int kStorePort = 29500;
 
 std::string WorkerPodName(const std::string& job, int rank);
@@ -62,6 +65,9 @@ StatusOr<std::vector<nlohmann::json>> DesiredPods(const nlohmann::json& job,
                                                   const api::TrainingJobSpec& spec,
                                                   const PodEnvOptions& options);
 nlohmann::json DesiredService(const nlohmann::json& job);
+// A hash (16 hex digits) of what the pods are made from: architecture, workers and
+// parameterServers (replicas and templates).
+std::string PodTemplateHash(const api::TrainingJobSpec& spec);
 // `token` is stored base64-encoded under data.token.
 nlohmann::json DesiredSecret(const nlohmann::json& job, const std::string& token);
 // data.token of a Secret, decoded; nullopt when absent or malformed.
@@ -81,6 +87,8 @@ struct PhaseInput {
   std::vector<std::string> desired;                 // names, as DesiredPods
   // Observed pods of the job by name (pods with a deletionTimestamp included).
   std::map<std::string, nlohmann::json> observed;
+  // An observed pod was made from another spec (its kPodTemplateHashAnnotation differs).
+  bool outdated = false;
   int restarts = 0;        // the restarts annotation
   int max_restarts = 3;    // --max-restarts
   bool backoff_elapsed = true;  // the restart backoff since the last restart has passed
@@ -97,6 +105,8 @@ struct PhaseDecision {
 // Level-based phase rules:
 //   terminal phases (Succeeded, Failed) stay, with kDeleteAll while a pod is left
 //     running after a failure;
+//   outdated pods while not Restarting -> Restarting (SpecChanged, kDeleteAll; not counted
+//     as a restart): the gang comes back with the new spec;
 //   a pod Failed while not Restarting: restarts < max -> Restarting (restarts + 1,
 //     kDeleteAll), else Failed (BackoffLimitExceeded, kDeleteAll);
 //   Restarting: kDeleteAll until no pod is left, then once the backoff has elapsed
