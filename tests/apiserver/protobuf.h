@@ -34,6 +34,7 @@ struct WireField {
 // (they must outlive the reader and the fields it returns).
 class WireReader {
  public:
+  // Reads `data` in place: it must outlive the reader.
   explicit WireReader(std::string_view data) : data_(data) {}
 
   bool done() const { return pos_ >= data_.size(); }

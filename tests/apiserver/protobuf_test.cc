@@ -100,7 +100,8 @@ TEST(WireReaderTest, ReadsEachWireTypeInOrder) {
 }
 
 TEST(WireReaderTest, NegativeInt32IsTenBytesOfTwosComplement) {
-  WireReader r(Var(1, static_cast<std::uint64_t>(std::int64_t{-5})));
+  const std::string data = Var(1, static_cast<std::uint64_t>(std::int64_t{-5}));
+  WireReader r(data);  // reads a view: `data` must outlive it
   auto f = r.Next();
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(static_cast<std::int64_t>(f->varint), -5);
