@@ -1,0 +1,341 @@
+// The whole resource path end to end: star-operator decides a CPU reallocation and writes
+// node-0's NodeAllocation; star-agent (its Kubernetes source) applies it to real cgroup v1
+// CPU quotas and writes the NodeAllocation's status. Both real binaries against the API
+// emulator; the test plays kubelet (pod cgroups, phases and bindings) and the workers
+// (WorkerReports with the job's token). Needs root and a cgroup v1 cpu hierarchy at
+// /sys/fs/cgroup/cpu; the pod cgroups live under a cgroup root of the test's own.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e_util.h"
+#include "star/operator/reconciler/job_objects.h"
+#include "star/operator/reconciler/reallocation.h"
+#include "star/shim/reporter.h"
+
+namespace star::op {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using apiserver::testing::BackgroundProcess;
+using apiserver::testing::ProcessResult;
+using e2e::Eventually;
+using e2e::ReadFile;
+using namespace std::chrono_literals;
+
+constexpr char kCpuHierarchy[] = "/sys/fs/cgroup/cpu";
+constexpr char kNode[] = "node-0";
+// What the pods' cgroups hold before the agent touches them (500m at the default period):
+// distinct from every quota the allocation asks for, and what a release must restore.
+constexpr int64_t kOriginalQuotaUs = 50000;
+
+// A job of `workers` pods with CPU request and limit as given; AMP off, so a compute
+// straggler is the sync mode's to handle.
+std::string Job(const std::string& name, int workers, const std::string& request, const std::string& limit) {
+  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
+         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
+         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
+         "              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit + "}\n"
+         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
+         "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
+}
+
+// The integer in a cgroup file; nullopt when it cannot be read.
+std::optional<int64_t> ReadCgroupInt(const std::string& path) {
+  std::ifstream in(path);
+  int64_t v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
+// Cgroup directories made by the test, removed leaf first (rmdir: cgroup files cannot be
+// unlinked) by Remove or the destructor.
+class CgroupDirs {
+ public:
+  ~CgroupDirs() { Remove(); }
+  // Makes `dir` and its missing parents under `base`; false when one cannot be made.
+  bool Make(const fs::path& base, const fs::path& relative) {
+    fs::path p = base;
+    for (const fs::path& part : relative) {
+      p /= part;
+      if (::mkdir(p.c_str(), 0755) == 0) {
+        made_.push_back(p);
+      } else if (errno != EEXIST) {
+        return false;
+      }
+    }
+    return true;
+  }
+  void Remove() {
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) ::rmdir(it->c_str());
+    made_.clear();
+  }
+
+ private:
+  std::vector<fs::path> made_;  // in creation order: parents before children
+};
+
+// A pod on node-0 as the kubelet would have it: its uid and its cgroup.
+struct NodePod {
+  std::string name, uid;
+  std::string dir;  // absolute path of its cgroup in the cpu hierarchy
+  std::optional<int64_t> QuotaUs() const { return ReadCgroupInt(dir + "/cpu.cfs_quota_us"); }
+  // `millicores` as a CFS quota at this cgroup's period (as the agent writes it).
+  std::optional<int64_t> QuotaUsOf(int64_t millicores) const {
+    auto period = ReadCgroupInt(dir + "/cpu.cfs_period_us");
+    if (!period) return std::nullopt;
+    return millicores == 0 ? -1 : std::max<int64_t>(1000, millicores * *period / 1000);
+  }
+};
+
+class OperatorAgentE2eTest : public e2e::EmulatorTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0 || !fs::exists(std::string(kCpuHierarchy) + "/cpu.cfs_quota_us")) {
+      GTEST_SKIP() << "needs root and a cgroup v1 cpu hierarchy at " << kCpuHierarchy;
+    }
+    EmulatorTest::SetUp();
+    cgroup_root_ = "star-operator-agent-e2e-" + std::to_string(getpid());
+  }
+
+  void TearDown() override {
+    if (!server_) return;  // skipped before the emulator started
+    agent_.Stop();
+    op_.Stop();
+    cgroups_.Remove();
+    EXPECT_FALSE(fs::exists(std::string(kCpuHierarchy) + "/" + cgroup_root_))
+        << "cgroups left behind under " << cgroup_root_;
+    EmulatorTest::TearDown();
+  }
+
+  std::string Logs() {
+    return "\n--- operator\n" + ReadFile(dir_.path() + "/operator.log") + "\n--- agent\n" +
+           ReadFile(dir_.path() + "/agent.log") + "\n--- nodeallocation\n" +
+           GetJson({"get", "nodeallocations", kNode}).dump(2);
+  }
+
+  void StartOperator() {
+    ASSERT_TRUE(op_.Start({STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen", "127.0.0.1:0",
+                           "--metrics-listen", "", "--status-interval", "200ms"},
+                          dir_.path() + "/operator.log"));
+    auto url = op_.WaitForLine("report-url ", 60s);
+    ASSERT_TRUE(url.has_value()) << ReadFile(dir_.path() + "/operator.log");
+    report_url_ = *url;
+  }
+
+  void StartAgent() {
+    ASSERT_TRUE(agent_.Start({STAR_AGENT_BINARY, "--node", kNode, "--kubeconfig", kubeconfig_, "--cgroup-root",
+                              cgroup_root_, "--journal", dir_.path() + "/journal.json", "--metrics-address", "",
+                              "--poll-ms", "50"},
+                             dir_.path() + "/agent.log"));
+  }
+
+  // Makes the cgroup of pod `name` (which exists, with a uid) under kubepods/<qos_dir> of
+  // the test's cgroup root ("" for Guaranteed: kubepods/pod<uid>), with kOriginalQuotaUs.
+  void MakePodCgroup(const std::string& name, const std::string& qos_dir, NodePod& out) {
+    json pod = GetJson({"get", "pod", name});
+    ASSERT_TRUE(pod.is_object()) << name;
+    out.name = name;
+    out.uid = pod["metadata"].value("uid", "");
+    ASSERT_FALSE(out.uid.empty()) << pod.dump(2);
+    fs::path relative = fs::path(cgroup_root_) / "kubepods";
+    if (!qos_dir.empty()) relative /= qos_dir;
+    relative /= "pod" + out.uid;
+    ASSERT_TRUE(cgroups_.Make(kCpuHierarchy, relative)) << relative << ": " << strerror(errno);
+    out.dir = (fs::path(kCpuHierarchy) / relative).string();
+    std::ofstream(out.dir + "/cpu.cfs_quota_us") << kOriginalQuotaUs;
+    ASSERT_EQ(out.QuotaUs(), kOriginalQuotaUs) << out.dir;
+  }
+
+  // The spec entry of pod `uid` in node-0's NodeAllocation `na` (null when absent).
+  static json SpecEntry(const json& na, const std::string& uid) {
+    if (!na.is_object()) return json();
+    for (const json& p : na["spec"].value("pods", json::array())) {
+      if (p.value("uid", "") == uid) return p;
+    }
+    return json();
+  }
+  static int64_t SpecQuota(const json& na, const NodePod& pod) {
+    json e = SpecEntry(na, pod.uid);
+    return e.is_object() ? e["cpu"].value("quotaMillicores", int64_t{-1}) : -1;
+  }
+  static std::string Condition(const json& na, const std::string& type) {
+    for (const json& c : na.value(json::json_pointer("/status/conditions"), json::array())) {
+      if (c.value("type", "") == type) return c.value("status", "");
+    }
+    return "";
+  }
+
+  // Why node-0 does not (yet) match NodeAllocation `na`; "" once it does: the status
+  // observed the newest generation and is Ready, it lists each of `pods` that has an entry
+  // as applied with the entry's quota, and every pod's cgroup holds its entry's quota (a pod
+  // without an entry: its original quota).
+  static std::string AgentLag(const json& na, const std::vector<const NodePod*>& pods) {
+    if (!na.is_object()) return "no NodeAllocation";
+    const int64_t generation = na["metadata"].value("generation", int64_t{0});
+    const int64_t observed = na.value(json::json_pointer("/status/observedGeneration"), int64_t{0});
+    if (observed != generation) {
+      return "observedGeneration " + std::to_string(observed) + " of " + std::to_string(generation);
+    }
+    if (Condition(na, "Ready") != "True") return "not Ready";
+    for (const NodePod* pod : pods) {
+      const json entry = SpecEntry(na, pod->uid);
+      const std::optional<int64_t> have = pod->QuotaUs();
+      if (entry.is_null()) {
+        if (have != kOriginalQuotaUs) return pod->name + ": not back at its original quota";
+        continue;
+      }
+      const int64_t millicores = entry["cpu"].value("quotaMillicores", int64_t{0});
+      if (have != pod->QuotaUsOf(millicores)) {
+        return pod->name + ": cgroup quota " + std::to_string(have.value_or(-2)) + " for " +
+               std::to_string(millicores) + "m";
+      }
+      bool applied = false;
+      for (const json& a : na.value(json::json_pointer("/status/applied"), json::array())) {
+        applied |= a.value("uid", "") == pod->uid && a["cpu"].value("quotaMillicores", int64_t{-1}) == millicores;
+      }
+      if (!applied) return pod->name + ": " + std::to_string(millicores) + "m not in status.applied";
+    }
+    return "";
+  }
+
+  // Waits until node-0 matches its NodeAllocation and `also` holds of it; the last lag
+  // goes to `why`.
+  bool EventuallyApplied(const std::vector<const NodePod*>& pods, const std::function<bool(const json&)>& also,
+                         std::string& why) {
+    return Eventually([&] {
+      const json na = GetJson({"get", "nodeallocations", kNode});
+      why = AgentLag(na, pods);
+      if (!why.empty()) return false;
+      if (!also(na)) why = "the NodeAllocation does not show the expected quotas yet";
+      return why.empty();
+    });
+  }
+
+  // fm's workers report 150 iterations with its token; worker 0 computes 3x slower from
+  // iteration 30 (with some noise: identical times leave the detector no spread to judge by).
+  void SendReports() {
+    shim::ReportClientOptions co;
+    co.base_url = report_url_;
+    co.token = SecretToken(GetJson({"get", "secret", TokenSecretName("fm")})).value_or("");
+    auto client = shim::ReportClient::Create(co);
+    ASSERT_TRUE(client.ok()) << client.status();
+    std::mt19937_64 rng(11);
+    std::lognormal_distribution<double> noise(0.0, 0.03);
+    api::WorkerReport rep;
+    rep.job = "default/fm";
+    rep.local_batch = 64;
+    for (int it = 1; it <= 150; ++it) {
+      for (int w = 0; w < 4; ++w) {
+        rep.worker = w;
+        rep.iteration = it;
+        rep.time_seconds = it * 0.5;
+        rep.compute_seconds = (w == 0 && it >= 30 ? 0.3 : 0.1) * noise(rng);
+        rep.communication_seconds = 0.01;
+        auto sent = (*client)->Send(rep);
+        ASSERT_TRUE(sent.ok()) << sent.status();
+      }
+    }
+  }
+
+  std::string cgroup_root_;  // relative to kCpuHierarchy
+  CgroupDirs cgroups_;       // declared before the processes: they stop first
+  e2e::OperatorProcess op_;
+  BackgroundProcess agent_;
+  std::string report_url_;
+};
+
+TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJobStopsRunning) {
+  // node-0 has 4 CPUs: fm's worker 0 (1 CPU) and nb's worker (request 500m, limit 2).
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0\n").exit_code, 0);
+  ProcessResult r = Kubectl({"patch", "node", kNode, "--subresource=status", "--type=merge", "-p",
+                             json{{"status", {{"allocatable", {{"cpu", "4"}}}}}}.dump()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  StartOperator();
+  StartAgent();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("fm", 4, "1", "1")).exit_code, 0);
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("nb", 1, "500m", "2")).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; })) << Logs();
+
+  // The kubelet's side on node-0: fm's worker 0 is Guaranteed, nb's is Burstable.
+  NodePod fm0, nb0;
+  MakePodCgroup("fm-worker-0", "", fm0);
+  MakePodCgroup("nb-worker-0", "burstable", nb0);
+  if (HasFatalFailure()) return;
+  const std::vector<const NodePod*> pods = {&fm0, &nb0};
+  for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? kNode : "node-1");
+  SetPodPhase("nb-worker-0", "Running", kNode);
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }))
+      << Logs();
+
+  // Baseline: each pod's limit, in the cgroups and in the status.
+  std::string why;
+  ASSERT_TRUE(EventuallyApplied(
+      pods, [&](const json& na) { return SpecQuota(na, fm0) == 1000 && SpecQuota(na, nb0) == 2000; }, why))
+      << why << Logs();
+  EXPECT_EQ(fm0.QuotaUs(), fm0.QuotaUsOf(1000));
+  EXPECT_EQ(nb0.QuotaUs(), nb0.QuotaUsOf(2000));
+
+  // fm's worker 0 straggles: the operator moves CPU to it from the node and from nb, and
+  // the agent puts the new quotas into the cgroups.
+  SendReports();
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(EventuallyApplied(
+      pods,
+      [&](const json& na) {
+        return GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation) &&
+               SpecQuota(na, fm0) > 1000 && SpecQuota(na, nb0) < 2000;
+      },
+      why))
+      << why << Logs();
+  const json planned = GetJson({"get", "nodeallocations", kNode});
+  const int64_t fm_planned = SpecQuota(planned, fm0), nb_planned = SpecQuota(planned, nb0);
+  EXPECT_LE(fm_planned + nb_planned, 4000) << "node-0 is not overcommitted";
+  EXPECT_GT(fm0.QuotaUs().value_or(0), *fm0.QuotaUsOf(1000));
+  EXPECT_LT(nb0.QuotaUs().value_or(0), *nb0.QuotaUsOf(2000));
+  EXPECT_GE(nb0.QuotaUs().value_or(0), *nb0.QuotaUsOf(100)) << "not below nb's floor";
+
+  // A failed pod stops fm (its gang restarts): the plan is undone, nb's cgroup gets its
+  // limit back and fm's old worker 0, gone from the allocation, its original quota.
+  SetPodPhase("fm-worker-1", "Failed");
+  ASSERT_TRUE(EventuallyApplied(
+      pods,
+      [&](const json& na) {
+        return !GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation) &&
+               SpecQuota(na, nb0) == 2000 && SpecEntry(na, fm0.uid).is_null();
+      },
+      why))
+      << why << Logs();
+  EXPECT_EQ(nb0.QuotaUs(), nb0.QuotaUsOf(2000));
+  EXPECT_EQ(fm0.QuotaUs(), kOriginalQuotaUs);
+
+  // Without the operator, a deleted NodeAllocation releases node-0: every original is back.
+  op_.Stop();
+  ASSERT_EQ(Kubectl({"delete", "nodeallocation", kNode, "--wait=false"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return fm0.QuotaUs() == kOriginalQuotaUs && nb0.QuotaUs() == kOriginalQuotaUs; }))
+      << "fm-worker-0 " << fm0.QuotaUs().value_or(-2) << ", nb-worker-0 " << nb0.QuotaUs().value_or(-2) << Logs();
+  const int status = agent_.Stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << Logs();
+}
+
+}  // namespace
+}  // namespace star::op
