@@ -221,4 +221,37 @@ class EmulatorTest : public ::testing::Test {
   std::string kubeconfig_;
 };
 
+#ifdef STAR_OPERATOR_BINARY
+// EmulatorTest with star-operator (the binary, STAR_OPERATOR_BINARY) against the
+// emulator, stopped at the end.
+class OperatorTest : public EmulatorTest {
+ protected:
+  void TearDown() override {
+    op_.Stop();
+    EmulatorTest::TearDown();
+  }
+
+  // Starts star-operator (report endpoint on a free loopback port, no metrics endpoint,
+  // status every 200 ms, restart backoff 100 ms, then `extra`) and waits for its report URL.
+  void StartOperator(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen",
+                                     "127.0.0.1:0", "--metrics-listen", "", "--status-interval", "200ms",
+                                     "--restart-backoff", "100ms"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(op_.Start(argv, dir_.path() + "/operator.log"));
+    auto url = op_.WaitForLine("report-url ", std::chrono::seconds(60));
+    ASSERT_TRUE(url.has_value()) << ReadFile(dir_.path() + "/operator.log");
+    report_url_ = *url;
+  }
+
+  // The job's report token, from its Secret ("" when there is none).
+  std::string Token(const std::string& job) {
+    return SecretToken(GetJson({"get", "secret", TokenSecretName(job)})).value_or("");
+  }
+
+  OperatorProcess op_;
+  std::string report_url_;
+};
+#endif
+
 }  // namespace star::op::e2e

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "e2e_reports.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/reallocation.h"
 #include "star/shim/reporter.h"
@@ -46,18 +47,6 @@ constexpr char kNode[] = "node-0";
 // What the pods' cgroups hold before the agent touches them (500m at the default period):
 // distinct from every quota the allocation asks for, and what a release must restore.
 constexpr int64_t kOriginalQuotaUs = 50000;
-
-// A job of `workers` pods with CPU request and limit as given; AMP off, so a compute
-// straggler is the sync mode's to handle.
-std::string Job(const std::string& name, int workers, const std::string& request, const std::string& limit) {
-  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
-         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
-         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
-         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
-         "              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit + "}\n"
-         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
-         "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
-}
 
 // The integer in a cgroup file; nullopt when it cannot be read.
 std::optional<int64_t> ReadCgroupInt(const std::string& path) {
@@ -107,13 +96,13 @@ struct NodePod {
   }
 };
 
-class OperatorAgentE2eTest : public e2e::EmulatorTest {
+class OperatorAgentE2eTest : public e2e::OperatorTest {
  protected:
   void SetUp() override {
     if (geteuid() != 0 || !fs::exists(std::string(kCpuHierarchy) + "/cpu.cfs_quota_us")) {
       GTEST_SKIP() << "needs root and a cgroup v1 cpu hierarchy at " << kCpuHierarchy;
     }
-    EmulatorTest::SetUp();
+    OperatorTest::SetUp();
     cgroup_root_ = "star-operator-agent-e2e-" + std::to_string(getpid());
   }
 
@@ -124,22 +113,13 @@ class OperatorAgentE2eTest : public e2e::EmulatorTest {
     cgroups_.Remove();
     EXPECT_FALSE(fs::exists(std::string(kCpuHierarchy) + "/" + cgroup_root_))
         << "cgroups left behind under " << cgroup_root_;
-    EmulatorTest::TearDown();
+    OperatorTest::TearDown();
   }
 
   std::string Logs() {
     return "\n--- operator\n" + ReadFile(dir_.path() + "/operator.log") + "\n--- agent\n" +
            ReadFile(dir_.path() + "/agent.log") + "\n--- nodeallocation\n" +
            GetJson({"get", "nodeallocations", kNode}).dump(2);
-  }
-
-  void StartOperator() {
-    ASSERT_TRUE(op_.Start({STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen", "127.0.0.1:0",
-                           "--metrics-listen", "", "--status-interval", "200ms"},
-                          dir_.path() + "/operator.log"));
-    auto url = op_.WaitForLine("report-url ", 60s);
-    ASSERT_TRUE(url.has_value()) << ReadFile(dir_.path() + "/operator.log");
-    report_url_ = *url;
   }
 
   void StartAgent() {
@@ -231,37 +211,14 @@ class OperatorAgentE2eTest : public e2e::EmulatorTest {
     });
   }
 
-  // fm's workers report 150 iterations with its token; worker 0 computes 3x slower from
-  // iteration 30 (with some noise: identical times leave the detector no spread to judge by).
+  // fm's workers report, worker 0 as a straggler (e2e_reports.h).
   void SendReports() {
-    shim::ReportClientOptions co;
-    co.base_url = report_url_;
-    co.token = SecretToken(GetJson({"get", "secret", TokenSecretName("fm")})).value_or("");
-    auto client = shim::ReportClient::Create(co);
-    ASSERT_TRUE(client.ok()) << client.status();
-    std::mt19937_64 rng(11);
-    std::lognormal_distribution<double> noise(0.0, 0.03);
-    api::WorkerReport rep;
-    rep.job = "default/fm";
-    rep.local_batch = 64;
-    for (int it = 1; it <= 150; ++it) {
-      for (int w = 0; w < 4; ++w) {
-        rep.worker = w;
-        rep.iteration = it;
-        rep.time_seconds = it * 0.5;
-        rep.compute_seconds = (w == 0 && it >= 30 ? 0.3 : 0.1) * noise(rng);
-        rep.communication_seconds = 0.01;
-        auto sent = (*client)->Send(rep);
-        ASSERT_TRUE(sent.ok()) << sent.status();
-      }
-    }
+    e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
   }
 
   std::string cgroup_root_;  // relative to kCpuHierarchy
-  CgroupDirs cgroups_;       // declared before the processes: they stop first
-  e2e::OperatorProcess op_;
+  CgroupDirs cgroups_;       // declared before the agent: it stops first
   BackgroundProcess agent_;
-  std::string report_url_;
 };
 
 TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJobStopsRunning) {
@@ -272,8 +229,8 @@ TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJob
   ASSERT_EQ(r.exit_code, 0) << r.err;
   StartOperator();
   StartAgent();
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("fm", 4, "1", "1")).exit_code, 0);
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("nb", 1, "500m", "2")).exit_code, 0);
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, e2e::ReallocJob("fm", 4, "1", "1")).exit_code, 0);
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, e2e::ReallocJob("nb", 1, "500m", "2")).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; })) << Logs();
 
   // The kubelet's side on node-0: fm's worker 0 is Guaranteed, nb's is Burstable.

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "e2e_reports.h"
 #include "e2e_util.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/shim/reporter.h"
@@ -27,32 +28,7 @@ using e2e::JobYaml;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
-class OperatorE2eTest : public e2e::EmulatorTest {
- protected:
-  void TearDown() override {
-    op_.Stop();
-    EmulatorTest::TearDown();
-  }
-
-  void StartOperator(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen",
-                                     "127.0.0.1:0", "--metrics-listen", "", "--status-interval", "200ms",
-                                     "--restart-backoff", "100ms"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    ASSERT_TRUE(op_.Start(argv, dir_.path() + "/operator.log"));
-    auto url = op_.WaitForLine("report-url ", 60s);
-    ASSERT_TRUE(url.has_value()) << ReadFile(dir_.path() + "/operator.log");
-    report_url_ = *url;
-  }
-
-  std::string Token(const std::string& job) {
-    json secret = GetJson({"get", "secret", TokenSecretName(job)});
-    return SecretToken(secret).value_or("");
-  }
-
-  e2e::OperatorProcess op_;
-  std::string report_url_;
-};
+using OperatorE2eTest = e2e::OperatorTest;
 
 TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDeleteCascades) {
   StartOperator();
@@ -90,7 +66,7 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   EXPECT_EQ(na["spec"]["pods"][0]["cpu"]["quotaMillicores"], 500);
   EXPECT_EQ(na["spec"]["pods"][0]["guaranteed"], true);
 
-  // Reports: a wrong token is refused; worker 2 computes 4x slower from iteration 40.
+  // Reports: a wrong token is refused.
   shim::ReportClientOptions co;
   co.base_url = report_url_;
   co.token = "wrong";
@@ -102,22 +78,8 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   auto refused = (*bad)->Send(rep);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
-  co.token = token;
-  auto client = shim::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok());
-  std::mt19937_64 rng(7);
-  std::lognormal_distribution<double> noise(0.0, 0.05);
-  for (int it = 1; it <= 80; ++it) {
-    for (int w = 0; w < 4; ++w) {
-      rep.worker = w;
-      rep.iteration = it;
-      rep.time_seconds = it * 0.5;
-      rep.compute_seconds = (w == 2 && it >= 40 ? 0.4 : 0.1) * noise(rng);
-      rep.communication_seconds = 0.01;
-      auto sent = (*client)->Send(rep);
-      ASSERT_TRUE(sent.ok()) << sent.status();
-    }
-  }
+  // Worker 2 computes 4x slower from iteration 40.
+  e2e::SendReports(report_url_, token, {"default/fm", 4, 80, 2, 40, 4.0, 7, 0.05});
   ASSERT_TRUE(Eventually([&] {
     json st = GetJson({"get", "tj", "fm"})["status"];
     return st.is_object() && st.value("stragglers", json::array()).size() == 1 &&
@@ -181,30 +143,9 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("rd", 4)).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return Pods("rd").size() == 4; }));
-  shim::ReportClientOptions co;
-  co.base_url = report_url_;
-  co.token = Token("rd");
-  auto client = shim::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok()) << client.status();
   // Worker 1 computes 4x slower from iteration 40: AMP for it (a decision).
-  std::mt19937_64 rng(5);
-  std::lognormal_distribution<double> noise(0.0, 0.05);
-  api::WorkerReport rep;
-  rep.job = "default/rd";
-  rep.local_batch = 64;
   std::optional<api::Decision> last;
-  for (int it = 1; it <= 80; ++it) {
-    for (int w = 0; w < 4; ++w) {
-      rep.worker = w;
-      rep.iteration = it;
-      rep.time_seconds = it * 0.5;
-      rep.compute_seconds = (w == 1 && it >= 40 ? 0.4 : 0.1) * noise(rng);
-      rep.communication_seconds = 0.01;
-      auto sent = (*client)->Send(rep);
-      ASSERT_TRUE(sent.ok()) << sent.status();
-      if (*sent) last = **sent;
-    }
-  }
+  e2e::SendReports(report_url_, Token("rd"), {"default/rd", 4, 80, 1, 40, 4.0, 5, 0.05}, &last);
   ASSERT_TRUE(last.has_value()) << "a decision";
   // Status recorded it before any worker got it.
   json st = GetJson({"get", "tj", "rd"})["status"];
@@ -213,9 +154,15 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
 
   op_.Kill();
   StartOperator();
+  shim::ReportClientOptions co;
   co.base_url = report_url_;
-  client = shim::ReportClient::Create(co);
+  co.token = Token("rd");
+  auto client = shim::ReportClient::Create(co);
   ASSERT_TRUE(client.ok()) << client.status();
+  api::WorkerReport rep;
+  rep.job = "default/rd";
+  rep.local_batch = 64;
+  rep.compute_seconds = 0.1;
   // The restarted operator answers with the decision in force, not a new epoch 1 that
   // the workers would ignore.
   std::optional<api::Decision> resumed;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "e2e_reports.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/reallocation.h"
 #include "star/shim/reporter.h"
@@ -25,34 +26,8 @@ using e2e::Eventually;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
-// A job of `workers` pods with CPU request and limit as given; AMP off, so a compute
-// straggler is the sync mode's to handle.
-std::string Job(const std::string& name, int workers, const std::string& request, const std::string& limit) {
-  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
-         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
-         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
-         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
-         "              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit + "}\n"
-         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
-         "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
-}
-
-class ReallocationE2eTest : public e2e::EmulatorTest {
+class ReallocationE2eTest : public e2e::OperatorTest {
  protected:
-  void TearDown() override {
-    op_.Stop();
-    EmulatorTest::TearDown();
-  }
-
-  void StartOperator() {
-    ASSERT_TRUE(op_.Start({STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen", "127.0.0.1:0",
-                           "--metrics-listen", "", "--status-interval", "200ms"},
-                          dir_.path() + "/operator.log"));
-    auto url = op_.WaitForLine("report-url ", 60s);
-    ASSERT_TRUE(url.has_value()) << ReadFile(dir_.path() + "/operator.log");
-    report_url_ = *url;
-  }
-
   // The NodeAllocation entry of `pod` on `node` (null when absent).
   json Entry(const std::string& node, const std::string& pod) {
     json na = GetJson({"get", "nodeallocations", node});
@@ -86,8 +61,8 @@ class ReallocationE2eTest : public e2e::EmulatorTest {
                                json{{"status", {{"allocatable", {{"cpu", node_cpu}}}}}}.dump()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     StartOperator();
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("fm", 4, "1", "1")).exit_code, 0);
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("nb", 1, nb_request, nb_limit)).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, e2e::ReallocJob("fm", 4, "1", "1")).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, e2e::ReallocJob("nb", 1, nb_request, nb_limit)).exit_code, 0);
     ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; }))
         << ReadFile(dir_.path() + "/operator.log");
     for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? "node-0" : "node-1");
@@ -96,38 +71,11 @@ class ReallocationE2eTest : public e2e::EmulatorTest {
         << ReadFile(dir_.path() + "/operator.log");
   }
 
-  // fm's workers report 150 iterations with its token; worker 0 computes 3x slower from
-  // iteration 30 (with some noise: identical times leave the detector no spread to judge by).
+  // fm's workers report, worker 0 as a straggler (e2e_reports.h).
   void SendReports() {
-    shim::ReportClientOptions co;
-    co.base_url = report_url_;
-    co.token = SecretToken(GetJson({"get", "secret", TokenSecretName("fm")})).value_or("");
-    auto client = shim::ReportClient::Create(co);
-    ASSERT_TRUE(client.ok()) << client.status();
-    SendReports(**client);
+    e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
   }
 
-  static void SendReports(shim::ReportClient& client) {
-    std::mt19937_64 rng(11);
-    std::lognormal_distribution<double> noise(0.0, 0.03);
-    api::WorkerReport rep;
-    rep.job = "default/fm";
-    rep.local_batch = 64;
-    for (int it = 1; it <= 150; ++it) {
-      for (int w = 0; w < 4; ++w) {
-        rep.worker = w;
-        rep.iteration = it;
-        rep.time_seconds = it * 0.5;
-        rep.compute_seconds = (w == 0 && it >= 30 ? 0.3 : 0.1) * noise(rng);
-        rep.communication_seconds = 0.01;
-        auto sent = client.Send(rep);
-        ASSERT_TRUE(sent.ok()) << sent.status();
-      }
-    }
-  }
-
-  e2e::OperatorProcess op_;
-  std::string report_url_;
 };
 
 TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilItsJobIsDeleted) {

@@ -1,0 +1,78 @@
+// Worker reports for the operator e2e tests (the test plays the workers) and the job
+// manifest of the resource-reallocation scenarios.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "star/core/api/decision.h"
+#include "star/core/api/worker_report.h"
+#include "star/shim/reporter.h"
+
+namespace star::op::e2e {
+
+// A job in namespace default of `workers` pods with CPU request and limit as given.
+inline std::string ReallocJob(const std::string& name, int workers, const std::string& request,
+                              const std::string& limit) {
+  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
+         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
+         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
+         "              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit + "}\n"
+         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
+         "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
+}
+
+// What the workers of a job report: `iterations` rounds of every worker 0..workers-1,
+// compute 0.1 s times lognormal noise (sigma), `slow_worker` `slowdown` times slower
+// from iteration `slow_from`; communication 0.01 s. Deterministic (seed).
+struct StragglerReports {
+  std::string job;  // "<namespace>/<name>"
+  int workers = 4;
+  int iterations = 80;
+  int slow_worker = 0;
+  int slow_from = 40;
+  double slowdown = 4;
+  uint64_t seed = 7;
+  double sigma = 0.05;
+};
+
+// Sends `r` to `report_url` with `token`; *last (if not null) gets the newest decision
+// the responses carried.
+inline void SendReports(const std::string& report_url, const std::string& token, const StragglerReports& r,
+                        std::optional<api::Decision>* last = nullptr) {
+  shim::ReportClientOptions co;
+  co.base_url = report_url;
+  co.token = token;
+  auto client = shim::ReportClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::mt19937_64 rng(r.seed);
+  std::lognormal_distribution<double> noise(0.0, r.sigma);
+  api::WorkerReport rep;
+  rep.job = r.job;
+  rep.local_batch = 64;
+  for (int it = 1; it <= r.iterations; ++it) {
+    for (int w = 0; w < r.workers; ++w) {
+      rep.worker = w;
+      rep.iteration = it;
+      rep.time_seconds = it * 0.5;
+      rep.compute_seconds = (w == r.slow_worker && it >= r.slow_from ? 0.1 * r.slowdown : 0.1) * noise(rng);
+      rep.communication_seconds = 0.01;
+      auto sent = (*client)->Send(rep);
+      ASSERT_TRUE(sent.ok()) << sent.status();
+      if (last != nullptr && *sent) *last = **sent;
+    }
+  }
+}
+
+// Job default/fm's 4 workers report 150 iterations; worker 0 computes 3x slower from
+// iteration 30 (with some noise: identical times leave the detector no spread to judge by).
+inline void SendSlowWorkerZeroReports(const std::string& report_url, const std::string& token) {
+  SendReports(report_url, token, {"default/fm", 4, 150, 0, 30, 3.0, 11, 0.03});
+}
+
+}  // namespace star::op::e2e
