@@ -63,7 +63,7 @@ json DecisionStatus(const api::Decision& d) {
   st.decision_apply_at_iteration = d.apply_at_iteration;
   const json full = api::ToJson(st);
   json out = json::object();
-  for (const char* k : {"syncMode", "k", "groups", "workers", "decisionEpoch", "decisionApplyAtIteration"}) {
+  for (const char* k : kDecisionStatusKeys) {
     if (full.contains(k)) out[k] = full[k];
   }
   return out;
@@ -183,6 +183,12 @@ std::optional<api::Decision> JobRegistry::Unrecorded(const std::string& key) con
   return *d;
 }
 
+int64_t JobRegistry::RecordedEpoch(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(key);
+  return it == jobs_.end() ? 0 : it->second.recorded_epoch;
+}
+
 void JobRegistry::Recorded(const std::string& key, int64_t epoch) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(key);
@@ -235,6 +241,7 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
     // A decision not recorded yet is written with its first delivery (Unrecorded), all
     // of its fields at once.
     status.update(DecisionStatus(*d));
+    u.decision_epoch = d->epoch;
   }
   u.mode = d ? d->mode : api::SyncMode::kSsgd;
   u.status = std::move(status);

@@ -116,6 +116,7 @@ struct Operator::Impl {
   std::map<std::string, PodOverride> folded;
   std::map<std::string, int64_t> planned_epoch;
   std::atomic<uint64_t> event_seq{0};
+  std::mutex record_mu;  // decisions written to status one at a time (OnReport)
 
   explicit Impl(kube::Client* c, OperatorOptions o, OperatorMetrics* m)
       : client(c), options(std::move(o)), metrics(m), registry(NowRfc3339, options.loop) {}
@@ -696,9 +697,17 @@ struct Operator::Impl {
         auto job = jobs->Get(u.key);
         if (!job) continue;
         const auto slash = u.key.find('/');
-        auto r = client->MergePatch(kube::TrainingJobs(), u.key.substr(0, slash),
-                                    u.key.substr(slash + 1), {{"status", u.status}}, true);
-        if (!r.ok()) Log("status of " + u.key + ": " + r.status().ToString());
+        {
+          // Not interleaved with OnReport's decision records; a decision recorded since
+          // Drain is newer than what `u` holds: its fields stay as recorded.
+          std::lock_guard record_lock(record_mu);
+          if (registry.RecordedEpoch(u.key) != u.decision_epoch) {
+            for (const char* k : kDecisionStatusKeys) u.status.erase(k);
+          }
+          auto r = client->MergePatch(kube::TrainingJobs(), u.key.substr(0, slash), u.key.substr(slash + 1),
+                                      {{"status", u.status}}, true);
+          if (!r.ok()) Log("status of " + u.key + ": " + r.status().ToString());
+        }
         bool replan = false;
         for (const TimelineEvent& e : u.events) {
           Emit(*job, FromTimeline(e));
@@ -719,7 +728,12 @@ struct Operator::Impl {
     if (fresh) metrics->Decision(report.job, latency);
     // A decision reaches the workers only once status records it: a restarted operator
     // resumes from there (workers ignore decision epochs they have seen).
-    if (auto unrecorded = registry.Unrecorded(report.job)) {
+    // Writes are serialised (and re-read the newest decision) so that an older decision
+    // can never overwrite a newer one; reports without a new decision skip the lock.
+    if (registry.Unrecorded(report.job)) {
+      std::lock_guard lock(record_mu);
+      auto unrecorded = registry.Unrecorded(report.job);
+      if (!unrecorded) return *d;
       const auto slash = report.job.find('/');
       auto r = client->MergePatch(kube::TrainingJobs(), report.job.substr(0, slash), report.job.substr(slash + 1),
                                   {{"status", DecisionStatus(*unrecorded)}}, /*status=*/true);
@@ -760,6 +774,9 @@ Status Operator::Start() {
     ro.host = hp.first;
     ro.port = hp.second;
     ro.job_token = [&m](const std::string& job) { return m.registry.Token(job); };
+    // OnReport is thread-safe (the registry locks); a job whose decision waits on the API
+    // server does not hold up the others' reports.
+    ro.serialize_handler = false;
     STAR_ASSIGN_OR_RETURN(m.report_server,
                           shim::ReportServer::Start(ro, [&m](const api::WorkerReport& r) { return m.OnReport(r); }));
   }

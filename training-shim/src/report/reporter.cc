@@ -209,8 +209,10 @@ struct ReportServer::Impl {
       return;
     }
     std::optional<api::Decision> decision;
-    {
+    if (options.serialize_handler) {
       std::lock_guard<std::mutex> lock(handler_mu);
+      decision = handler(*report);
+    } else {
       decision = handler(*report);
     }
     json out = {{"decision", decision ? api::ToJson(*decision) : json(nullptr)}};

@@ -1,7 +1,9 @@
 #include "star/shim/reporter.h"
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -250,6 +252,41 @@ TEST(ReportServer, ConcurrentReportsAreAllAnswered) {
   }
   for (auto& f : done) EXPECT_TRUE(f.get());
   EXPECT_EQ(rec.count(), static_cast<size_t>(kThreads));
+}
+
+// How many handler calls overlap when two reports arrive together: each call waits (at
+// most 5 s) for the other to come in.
+int MostConcurrentCalls(bool serialize) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0, most = 0;
+  auto server = ReportServer::Start(
+      {.host = "127.0.0.1", .port = 0, .token = "", .job_token = {}, .serialize_handler = serialize},
+      [&](const api::WorkerReport&) -> std::optional<api::Decision> {
+        std::unique_lock lock(mu);
+        most = std::max(most, ++inside);
+        cv.notify_all();
+        cv.wait_for(lock, std::chrono::seconds(5), [&] { return most >= 2; });
+        --inside;
+        return std::nullopt;
+      });
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return -1;
+  auto client = MakeClient((*server)->base_url(), "", milliseconds(20000));
+  std::vector<std::future<bool>> done;
+  for (int i = 0; i < 2; ++i) {
+    done.push_back(std::async(std::launch::async, [&, i] {
+      api::WorkerReport r = SampleReport();
+      r.worker = i;
+      return client->Send(r).ok();
+    }));
+  }
+  for (auto& f : done) EXPECT_TRUE(f.get());
+  return most;
+}
+
+TEST(ReportServer, AnUnserialisedHandlerTakesReportsConcurrently) {
+  EXPECT_EQ(MostConcurrentCalls(/*serialize=*/false), 2);
 }
 
 }  // namespace

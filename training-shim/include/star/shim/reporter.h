@@ -65,10 +65,14 @@ struct ReportServerOptions {
   // {"error": ...}). Called on server threads, concurrently; must be thread-safe.
   // Default empty = use `token`.
   std::function<std::optional<std::string>(const std::string& job)> job_token;
+  // Whether the server calls the handler one report at a time. Default true; false for a
+  // thread-safe handler (the operator's, whose reports of different jobs must not wait
+  // on each other).
+  bool serialize_handler = true;
 };
 
-// Decides what to answer a report with; nullopt = no decision. Called one report at a
-// time (the server serialises calls), on a server thread. To refuse a report it throws
+// Decides what to answer a report with; nullopt = no decision. Called on a server
+// thread, one report at a time unless ReportServerOptions::serialize_handler is false. To refuse a report it throws
 // std::invalid_argument: the client gets a 400 with the exception's message; any other
 // exception is a 500.
 using ReportHandler = std::function<std::optional<api::Decision>(const api::WorkerReport&)>;

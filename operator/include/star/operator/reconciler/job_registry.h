@@ -33,6 +33,8 @@ struct JobUpdate {
   std::vector<TimelineEvent> events;  // new since the last Drain, in order
   int stragglers = 0;
   std::optional<api::SyncMode> mode;
+  // The epoch of the decision whose fields `status` holds (0: the baseline, none).
+  int64_t decision_epoch = 0;
 };
 
 // A job as its loop sees it now (for resource reallocation).
@@ -79,6 +81,8 @@ class JobRegistry {
   // from it. nullopt when there is none or it is recorded.
   std::optional<api::Decision> Unrecorded(const std::string& key) const;
   void Recorded(const std::string& key, int64_t epoch);
+  // The newest epoch recorded (0 for none or an unknown job).
+  int64_t RecordedEpoch(const std::string& key) const;
 
   // Jobs with reports since the last Drain.
   std::vector<JobUpdate> Drain();
@@ -108,6 +112,9 @@ class JobRegistry {
 // The decision a job's status records (decisionEpoch > 0 with syncMode, k, groups and
 // workers); nullopt when it records none or does not parse.
 std::optional<api::Decision> DecisionFromStatus(const nlohmann::json& status);
+// The keys DecisionStatus writes.
+inline constexpr const char* kDecisionStatusKeys[] = {"syncMode", "k", "groups", "workers", "decisionEpoch",
+                                                       "decisionApplyAtIteration"};
 // The status fields that record `d` (syncMode, k, groups, workers, decisionEpoch,
 // decisionApplyAtIteration), for a merge patch.
 nlohmann::json DecisionStatus(const api::Decision& d);
