@@ -3,6 +3,7 @@
 // Not a Google Benchmark: a plain executable that prints its numbers.
 //
 //   operator_reconcile_bench [--jobs 500] [--workers 16] [--timeout 600] [--threads 4]
+//                            [--report-rounds 30] [--report-threads 8]
 //
 // Starts the Kubernetes API emulator (tests/apiserver) and the operator in-process,
 // creates --jobs TrainingJobs of --workers workers through the operator's client, and
@@ -10,6 +11,12 @@
 // status.phase (polled every 200 ms). Prints the times, the rates, the process's peak RSS (ru_maxrss, which
 // includes the emulator: the RSS before the operator starts is the baseline, and the
 // emulator's object counts are printed) and the operator's reconcile counts.
+//
+// Then the report path: every worker of every job sends --report-rounds reports (one per
+// round, with its job's token, over HTTP to the operator's report endpoint) from
+// --report-threads client threads, each owning whole jobs; in every tenth job worker 1
+// computes 4x slower, so those jobs' loops decide (and record the decisions in status).
+// Prints reports/s, the latency of one report (p50, p99, max) and the decisions seen.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -23,6 +30,10 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
+#include <algorithm>
+#include <atomic>
+#include <random>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -32,6 +43,7 @@
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/operator.h"
+#include "star/shim/reporter.h"
 
 namespace {
 
@@ -103,16 +115,98 @@ std::map<std::string, double> ReconcileCounts(const std::string& text) {
   return out;
 }
 
+// The report phase (see the file comment). False when a report failed.
+bool ReportPhase(kube::Client& kc, op::Operator& oper, int jobs, int workers, int rounds, int threads) {
+  const kube::ResourceRef secrets{"", "v1", "secrets", true, "Secret"};
+  auto list = kc.List(secrets, "default");
+  if (!list.ok()) return std::cerr << "secrets: " << list.status().ToString() << "\n", false;
+  std::map<std::string, std::string> tokens;  // job name -> token
+  for (const json& sec : (*list)["items"]) {
+    const std::string name = sec["metadata"].value("name", "");
+    const auto dash = name.rfind("-token");
+    auto token = op::SecretToken(sec);
+    if (dash != std::string::npos && token) tokens[name.substr(0, dash)] = *token;
+  }
+  std::atomic<long> failures{0}, decisions{0};
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t) + 1);
+      std::lognormal_distribution<double> noise(0.0, 0.05);
+      std::vector<std::unique_ptr<shim::ReportClient>> clients;
+      std::vector<std::string> names;
+      for (int j = t; j < jobs; j += threads) {
+        char name[32];
+        std::snprintf(name, sizeof name, "job-%05d", j);
+        shim::ReportClientOptions co;
+        co.base_url = oper.report_url();
+        co.token = tokens[name];
+        co.timeout = std::chrono::seconds(60);
+        auto c = shim::ReportClient::Create(co);
+        if (!c.ok()) {
+          ++failures;
+          return;
+        }
+        clients.push_back(std::move(c).value());
+        names.push_back(name);
+      }
+      std::vector<int64_t> epoch(clients.size(), 0);
+      for (int round = 1; round <= rounds; ++round) {
+        for (size_t i = 0; i < clients.size(); ++i) {
+          const bool slow_job = (t + static_cast<int>(i) * threads) % 10 == 0;
+          for (int w = 0; w < workers; ++w) {
+            api::WorkerReport r;
+            r.job = "default/" + names[i];
+            r.worker = w;
+            r.iteration = round;
+            r.time_seconds = round * 0.5;
+            r.local_batch = 16;
+            r.compute_seconds = (slow_job && w == 1 ? 0.4 : 0.1) * noise(rng);
+            r.communication_seconds = 0.01;
+            const auto a = Clock::now();
+            auto got = clients[i]->Send(r);
+            latencies[static_cast<size_t>(t)].push_back(Seconds(a, Clock::now()));
+            if (!got.ok()) {
+              ++failures;
+            } else if (*got && (*got)->epoch > epoch[i]) {
+              epoch[i] = (*got)->epoch;
+              ++decisions;
+            }
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const double wall = Seconds(t0, Clock::now());
+  std::vector<double> all;
+  for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, static_cast<size_t>(p * all.size()))]; };
+  std::printf("reports: %zu in %.2f s from %d threads: %.0f reports/s; latency ms p50 %.2f p99 %.2f max %.2f; "
+              "new decisions seen %ld; failures %ld\n",
+              all.size(), wall, threads, static_cast<double>(all.size()) / wall, pct(0.5) * 1e3, pct(0.99) * 1e3,
+              all.empty() ? 0.0 : all.back() * 1e3, decisions.load(), failures.load());
+  std::fflush(stdout);
+  return failures == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"operator_reconcile_bench: reconcile throughput and memory on the API emulator"};
-  int jobs = 500, workers = 16, timeout_s = 600, threads = 4;
+  int jobs = 500, workers = 16, timeout_s = 600, threads = 4, report_rounds = 30, report_threads = 8;
   app.add_option("--jobs", jobs, "TrainingJobs to create")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--workers", workers, "Workers per job")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--timeout", timeout_s, "Seconds to wait for every pod and phase")
       ->capture_default_str()->check(CLI::Range(1, 86400));
   app.add_option("--threads", threads, "Operator reconcile threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--report-rounds", report_rounds, "Reports per worker after the reconcile (0 = skip)")
+      ->capture_default_str()->check(CLI::Range(0, 100000));
+  app.add_option("--report-threads", report_threads, "Client threads sending the reports")
+      ->capture_default_str()->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
 
   apiserver::ApiServerOptions so;
@@ -211,7 +305,10 @@ int main(int argc, char** argv) {
               rss_baseline, peak_baseline, rss_operator_idle, rss_end, peak, peak - rss_baseline);
   std::fflush(stdout);
 
+  bool reports_ok = true;
+  if (report_rounds > 0) reports_ok = ReportPhase(kc, *oper, jobs, workers, report_rounds, report_threads);
+
   oper->Stop();
   server.Stop();
-  return t_pods && t_phase ? 0 : 2;
+  return t_pods && t_phase && reports_ok ? 0 : 2;
 }
