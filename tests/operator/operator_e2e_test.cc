@@ -55,6 +55,7 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   EXPECT_NE(r.out.find("PHASE"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("STRAGGLERS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ssgd"), std::string::npos) << "MODE shows the mode the pods start in\n" << r.out;
 
   // NodeAllocations: two pods per node, 500m each, guaranteed.
   ASSERT_TRUE(Eventually([&] {

@@ -384,8 +384,18 @@ struct Operator::Impl {
       return Status::Ok();
     }
     json patch = {{"status", {{"phase", phase}, {"conditions", cj}, {"observedGeneration", generation}}}};
+    // Not interleaved with decision records (OnReport): the baseline below must not
+    // replace a decision recorded since `job` was read.
+    std::unique_lock record_lock(record_mu);
+    if (!old_status.contains("syncMode") && registry.RecordedEpoch(kube::KeyOf(job)) == 0) {
+      // The mode the pods start in, until a report says more (kubectl get tj: MODE).
+      patch["status"]["syncMode"] = "ssgd";
+      const json replicas = job.value("spec", json::object()).value("workers", json::object()).value("replicas", json());
+      if (replicas.is_number_integer() && replicas.get<int64_t>() >= 1) patch["status"]["k"] = replicas;
+    }
     auto r = client->MergePatch(kube::TrainingJobs(), job["metadata"].value("namespace", "default"),
                                 job["metadata"]["name"].get<std::string>(), patch, /*status=*/true);
+    record_lock.unlock();
     if (!r.ok()) return r.status();
     if (old_status.value("phase", "") != phase) {
       const bool bad = d.phase == api::JobPhase::kFailed || d.phase == api::JobPhase::kRestarting;
