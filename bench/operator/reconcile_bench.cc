@@ -3,7 +3,7 @@
 // Not a Google Benchmark: a plain executable that prints its numbers.
 //
 //   operator_reconcile_bench [--jobs 500] [--workers 16] [--timeout 600] [--threads 4]
-//                            [--report-rounds 30] [--report-threads 8]
+//                            [--nodes 50] [--report-rounds 30] [--report-threads 8]
 //
 // Starts the Kubernetes API emulator (tests/apiserver) and the operator in-process,
 // creates --jobs TrainingJobs of --workers workers through the operator's client, and
@@ -11,6 +11,10 @@
 // status.phase (polled every 200 ms). Prints the times, the rates, the process's peak RSS (ru_maxrss, which
 // includes the emulator: the RSS before the operator starts is the baseline, and the
 // emulator's object counts are printed) and the operator's reconcile counts.
+//
+// Then, with --nodes N > 0, the bench plays the scheduler: it binds every pod to one of N
+// nodes (spec.nodeName, round robin) and waits until the NodeAllocations list every pod,
+// which is the operator's NodeAllocation path under load.
 //
 // Then the report path: every worker of every job sends --report-rounds reports (one per
 // round, with its job's token, over HTTP to the operator's report endpoint) from
@@ -115,6 +119,41 @@ std::map<std::string, double> ReconcileCounts(const std::string& text) {
   return out;
 }
 
+// The binding phase (see the file comment). False when a binding failed or the
+// NodeAllocations did not list every pod by `deadline`.
+bool BindPhase(kube::Client& kc, int jobs, int workers, int nodes, Clock::time_point deadline) {
+  const auto t0 = Clock::now();
+  long bound = 0;
+  for (int j = 0; j < jobs; ++j) {
+    char name[32];
+    std::snprintf(name, sizeof name, "job-%05d", j);
+    for (int w = 0; w < workers; ++w) {
+      const std::string node = "node-" + std::to_string((static_cast<long>(j) * workers + w) % nodes);
+      auto r = kc.MergePatch(kube::Pods(), "default", op::WorkerPodName(name, w), {{"spec", {{"nodeName", node}}}});
+      if (!r.ok()) return std::cerr << "bind: " << r.status().ToString() << "\n", false;
+      ++bound;
+    }
+  }
+  const auto t_bound = Clock::now();
+  long listed = 0;
+  while (Clock::now() < deadline) {
+    auto list = kc.List(kube::NodeAllocations(), "");
+    listed = 0;
+    if (list.ok()) {
+      for (const json& na : (*list)["items"]) listed += static_cast<long>(na["spec"].value("pods", json::array()).size());
+    }
+    if (listed >= bound) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const auto t_listed = Clock::now();
+  std::printf("bound %ld pods to %d nodes in %.2f s (%.0f bindings/s); NodeAllocations list %ld pods %.2f s after "
+              "the first binding\n",
+              bound, nodes, Seconds(t0, t_bound), static_cast<double>(bound) / Seconds(t0, t_bound), listed,
+              Seconds(t0, t_listed));
+  std::fflush(stdout);
+  return listed >= bound;
+}
+
 // The report phase (see the file comment). False when a report failed.
 bool ReportPhase(kube::Client& kc, op::Operator& oper, int jobs, int workers, int rounds, int threads) {
   const kube::ResourceRef secrets{"", "v1", "secrets", true, "Secret"};
@@ -197,12 +236,14 @@ bool ReportPhase(kube::Client& kc, op::Operator& oper, int jobs, int workers, in
 
 int main(int argc, char** argv) {
   CLI::App app{"operator_reconcile_bench: reconcile throughput and memory on the API emulator"};
-  int jobs = 500, workers = 16, timeout_s = 600, threads = 4, report_rounds = 30, report_threads = 8;
+  int jobs = 500, workers = 16, timeout_s = 600, threads = 4, report_rounds = 30, report_threads = 8, nodes = 50;
   app.add_option("--jobs", jobs, "TrainingJobs to create")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--workers", workers, "Workers per job")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--timeout", timeout_s, "Seconds to wait for every pod and phase")
       ->capture_default_str()->check(CLI::Range(1, 86400));
   app.add_option("--threads", threads, "Operator reconcile threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--nodes", nodes, "Nodes to bind the pods to after the reconcile (0 = skip)")
+      ->capture_default_str()->check(CLI::Range(0, 100000));
   app.add_option("--report-rounds", report_rounds, "Reports per worker after the reconcile (0 = skip)")
       ->capture_default_str()->check(CLI::Range(0, 100000));
   app.add_option("--report-threads", report_threads, "Client threads sending the reports")
@@ -305,10 +346,16 @@ int main(int argc, char** argv) {
               rss_baseline, peak_baseline, rss_operator_idle, rss_end, peak, peak - rss_baseline);
   std::fflush(stdout);
 
+  bool bound_ok = true;
+  if (nodes > 0) bound_ok = BindPhase(kc, jobs, workers, nodes, deadline);
   bool reports_ok = true;
   if (report_rounds > 0) reports_ok = ReportPhase(kc, *oper, jobs, workers, report_rounds, report_threads);
+  if (nodes > 0 || report_rounds > 0) {
+    std::printf("RSS MiB after every phase: %.1f, peak %.1f\n", CurrentRssMiB(), PeakRssMiB());
+    std::fflush(stdout);
+  }
 
   oper->Stop();
   server.Stop();
-  return t_pods && t_phase && reports_ok ? 0 : 2;
+  return t_pods && t_phase && bound_ok && reports_ok ? 0 : 2;
 }

@@ -212,6 +212,23 @@ TEST_F(OperatorE2eTest, ChangingReplicasRestartsTheGangWithTheNewWorldSize) {
   EXPECT_FALSE(job["metadata"]["annotations"].contains(kRestartsAnnotation)) << "a spec change is no failure";
 }
 
+TEST_F(OperatorE2eTest, EntriesOfAJobThatIsGoneLeaveTheNodeAllocation) {
+  // node-9 lists a pod of job "ghost", which does not exist, and a pod STAR does not manage.
+  const json na = {{"apiVersion", "star.dev/v1alpha1"},
+                   {"kind", "NodeAllocation"},
+                   {"metadata", {{"name", "node-9"}}},
+                   {"spec",
+                    {{"pods",
+                      {{{"namespace", "default"}, {"name", "ghost-worker-0"}, {"uid", "g0"}, {"cpu", {{"quotaMillicores", 500}}}},
+                       {{"namespace", "default"}, {"name", "nginx"}, {"uid", "n0"}, {"cpu", {{"quotaMillicores", 200}}}}}}}}};
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, na.dump()).exit_code, 0);
+  StartOperator();
+  ASSERT_TRUE(Eventually([&] {
+    json got = GetJson({"get", "nodeallocations", "node-9"});
+    return got.is_object() && got["spec"]["pods"].size() == 1 && got["spec"]["pods"][0]["name"] == "nginx";
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-9"}).dump(2);
+}
+
 TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sv", 2)).exit_code, 0);

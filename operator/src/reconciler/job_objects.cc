@@ -99,6 +99,16 @@ bool IsJobPodName(const std::string& job, const std::string& pod) {
   return false;
 }
 
+std::optional<std::string> JobOfPodName(const std::string& pod) {
+  for (const std::string role : {"-worker-", "-ps-"}) {
+    const auto at = pod.rfind(role);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string job = pod.substr(0, at);
+    if (IsJobPodName(job, pod)) return job;
+  }
+  return std::nullopt;
+}
+
 json OwnerReference(const json& job) {
   return {{"apiVersion", job.value("apiVersion", std::string("star.dev/v1alpha1"))},
           {"kind", "TrainingJob"},

@@ -127,6 +127,16 @@ PhaseInput Input(api::JobPhase current, std::map<std::string, json> observed) {
   return in;
 }
 
+TEST(JobOfPodName, IsTheInverseOfThePodNames) {
+  EXPECT_EQ(JobOfPodName(WorkerPodName("fm", 12)), "fm");
+  EXPECT_EQ(JobOfPodName(PsPodName("a-worker-1", 0)), "a-worker-1");
+  EXPECT_EQ(JobOfPodName(WorkerPodName("b-ps-2", 3)), "b-ps-2");
+  EXPECT_EQ(JobOfPodName("fm-worker-"), std::nullopt);
+  EXPECT_EQ(JobOfPodName("fm-worker-x"), std::nullopt);
+  EXPECT_EQ(JobOfPodName("-worker-1"), std::nullopt);
+  EXPECT_EQ(JobOfPodName("nginx"), std::nullopt);
+}
+
 TEST(DecidePhase, NoPodsCreatesThemAllRunningPodsMakeRunning) {
   auto d = DecidePhase(Input(api::JobPhase::kPending, {}));
   EXPECT_EQ(d.phase, api::JobPhase::kCreated);

@@ -115,6 +115,9 @@ struct Operator::Impl {
   std::map<std::string, std::map<std::string, PodOverride>> plans;
   std::map<std::string, PodOverride> folded;
   std::map<std::string, int64_t> planned_epoch;
+  // Which nodes' NodeAllocations list a job's pods (job key -> nodes, node -> job keys),
+  // from the allocations informer and the operator's own writes.
+  std::map<std::string, std::set<std::string>> job_nodes, node_jobs;
   std::atomic<uint64_t> event_seq{0};
   std::mutex record_mu;  // decisions written to status one at a time (OnReport)
 
@@ -201,6 +204,36 @@ struct Operator::Impl {
     queue.Add(key);
   }
 
+  void OnAllocation(const std::string& type, const json& na) {
+    const std::string node = na["metadata"].value("name", "");
+    std::set<std::string> now;
+    if (type != "DELETED") {
+      for (const json& p : na.value("spec", json::object()).value("pods", json::array())) {
+        if (auto job = JobOfPodName(p.value("name", ""))) now.insert(p.value("namespace", "") + "/" + *job);
+      }
+    }
+    std::vector<std::string> appeared;
+    std::lock_guard lock(mu);
+    for (const std::string& job : now) {
+      if (!node_jobs[node].count(job)) appeared.push_back(job);
+    }
+    // Reconciled: entries of a job that no longer exists are removed there.
+    for (const std::string& job : appeared) queue.Add(job);
+    for (const std::string& job : node_jobs[node]) {
+      if (now.count(job)) continue;
+      auto it = job_nodes.find(job);
+      if (it == job_nodes.end()) continue;
+      it->second.erase(node);
+      if (it->second.empty()) job_nodes.erase(it);
+    }
+    for (const std::string& job : now) job_nodes[job].insert(node);
+    if (now.empty()) {
+      node_jobs.erase(node);
+    } else {
+      node_jobs[node] = std::move(now);
+    }
+  }
+
   // ---- events
 
   void Emit(const json& job, const EventSpec& e) {
@@ -285,18 +318,12 @@ struct Operator::Impl {
     auto by_node = JobAllocationsByNode(pod_list);
     std::set<std::string> nodes;
     for (const auto& [node, _] : by_node) nodes.insert(node);
-    for (const json& na : allocations->List()) {
-      for (const json& p : na.value("spec", json::object()).value("pods", json::array())) {
-        if (p.value("namespace", "") == ns && IsJobPodName(name, p.value("name", ""))) {
-          nodes.insert(na["metadata"]["name"].get<std::string>());
-          break;
-        }
-      }
-    }
     std::map<std::string, PodOverride> overrides;
     {
       std::lock_guard lock(mu);
       overrides = folded;
+      auto it = job_nodes.find(ns + "/" + name);
+      if (it != job_nodes.end()) nodes.insert(it->second.begin(), it->second.end());
     }
     for (const std::string& node : nodes) {
       const auto mine =
@@ -329,6 +356,13 @@ struct Operator::Impl {
         return r.status();
       });
       if (!s.ok()) return s;
+      if (changed && !mine.empty()) {
+        // Known at once, before the informer sees the write: a deletion that follows
+        // right away still finds this node.
+        std::lock_guard lock(mu);
+        job_nodes[ns + "/" + name].insert(node);
+        node_jobs[node].insert(ns + "/" + name);
+      }
       if (changed && !job["metadata"].contains("deletionTimestamp")) {
         int64_t cpu = 0;
         for (const auto& p : mine) cpu += p.cpu.quota_millicores;
@@ -526,9 +560,19 @@ struct Operator::Impl {
     if (!cached) {
       registry.Remove(key);
       metrics->ForgetJob(key);
-      std::lock_guard lock(mu);
-      restarted_at.erase(key);
-      planned_epoch.erase(key);
+      {
+        std::lock_guard lock(mu);
+        restarted_at.erase(key);
+        planned_epoch.erase(key);
+      }
+      // Entries of a job that is gone (its finalizer was removed by hand, or a node's
+      // NodeAllocation was written back from an old copy): removed from every node.
+      const auto slash = key.find('/');
+      const json gone = {{"metadata",
+                          {{"namespace", key.substr(0, slash)},
+                           {"name", key.substr(slash + 1)},
+                           {"deletionTimestamp", NowRfc3339()}}}};
+      STAR_RETURN_IF_ERROR(SyncAllocations(gone, {}));
       return std::chrono::milliseconds(0);
     }
     json job = std::move(*cached);
@@ -801,8 +845,9 @@ Status Operator::Start() {
   po.label_selector = kJobLabel;
   m.pods = std::make_unique<kube::Informer>(m.client, kube::Pods(), po,
                                             [&m](const std::string& type, const json& obj) { m.OnPod(type, obj); });
-  m.allocations = std::make_unique<kube::Informer>(m.client, kube::NodeAllocations(), kube::InformerOptions{},
-                                                   [](const std::string&, const json&) {});
+  m.allocations = std::make_unique<kube::Informer>(
+      m.client, kube::NodeAllocations(), kube::InformerOptions{},
+      [&m](const std::string& type, const json& obj) { m.OnAllocation(type, obj); });
   // The jobs' Services (labelled with their job): a deleted one is made again.
   m.services = std::make_unique<kube::Informer>(
       m.client, kube::Services(), po, [&m](const std::string& type, const json& obj) {

@@ -44,6 +44,9 @@ std::string PsPodName(const std::string& job, int index);
 std::string TokenSecretName(const std::string& job);
 // Whether `pod` is named like one of `job`'s pods (<job>-worker-<digits>, <job>-ps-<digits>).
 bool IsJobPodName(const std::string& job, const std::string& pod);
+// The job a pod name belongs to (<job>-worker-<digits> or <job>-ps-<digits>); nullopt for
+// other names.
+std::optional<std::string> JobOfPodName(const std::string& pod);
 
 struct PodEnvOptions {
   std::string report_url;  // STAR_CONTROLLER_URL; the operator's --report-url
