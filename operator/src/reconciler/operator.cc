@@ -50,6 +50,9 @@ std::string RandomToken() {
 kube::ResourceRef Secrets() { return {"", "v1", "secrets", true, "Secret"}; }
 kube::ResourceRef Nodes() { return {"", "v1", "nodes", false, "Node"}; }
 
+// Work-queue keys of NodeAllocations (job keys are "<namespace>/<name>").
+constexpr char kNodeKeyPrefix[] = "node:";
+
 bool Transient(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
          s.code() == StatusCode::kAborted || s.code() == StatusCode::kAlreadyExists ||
@@ -118,6 +121,11 @@ struct Operator::Impl {
   // Which nodes' NodeAllocations list a job's pods (job key -> nodes, node -> job keys),
   // from the allocations informer and the operator's own writes.
   std::map<std::string, std::set<std::string>> job_nodes, node_jobs;
+  // What each job wants on each node (node -> job key -> its pods' entries, before
+  // plan overrides); an empty list removes the job's entries. The node's key in the work
+  // queue ("node:<name>") writes them, so the changes of many jobs to one node coalesce
+  // into one write.
+  std::map<std::string, std::map<std::string, std::vector<api::PodAllocation>>> node_wants;
   std::atomic<uint64_t> event_seq{0};
   std::mutex record_mu;  // decisions written to status one at a time (OnReport)
 
@@ -185,9 +193,9 @@ struct Operator::Impl {
       const bool had = it != plans.end();
       if ((had ? it->second : std::map<std::string, PodOverride>{}) == plan) return;
       if (had) {
-        for (const auto& [uid, o] : it->second) affected.insert(o.job);
+        for (const auto& [uid, o] : it->second) affected.insert(o.job), affected.insert(NodeKey(o.node));
       }
-      for (const auto& [uid, o] : plan) affected.insert(o.job);
+      for (const auto& [uid, o] : plan) affected.insert(o.job), affected.insert(NodeKey(o.node));
       if (plan.empty()) {
         plans.erase(key);
       } else {
@@ -221,6 +229,7 @@ struct Operator::Impl {
     for (const std::string& job : appeared) queue.Add(job);
     for (const std::string& job : node_jobs[node]) {
       if (now.count(job)) continue;
+      queue.Add(job);  // its entries left this node: a finalizer may be waiting for that
       auto it = job_nodes.find(job);
       if (it == job_nodes.end()) continue;
       it->second.erase(node);
@@ -310,72 +319,110 @@ struct Operator::Impl {
     return Status::Ok();
   }
 
-  // Puts the job's pods into every NodeAllocation (mine = its pods on that node; none
-  // when `pods` is empty: the deletion path).
-  Status SyncAllocations(const json& job, const std::vector<json>& pod_list) {
-    const std::string ns = job["metadata"].value("namespace", "default");
-    const std::string name = job["metadata"]["name"].get<std::string>();
+  static std::string NodeKey(const std::string& node) { return kNodeKeyPrefix + node; }
+
+  // Records what the job wants in every NodeAllocation (its pods on that node; nothing
+  // when `pod_list` is empty: the deletion path) and queues the nodes whose wants changed.
+  void SyncAllocations(const json& job, const std::vector<json>& pod_list) {
+    const std::string key = job["metadata"].value("namespace", "default") + "/" + job["metadata"]["name"].get<std::string>();
     auto by_node = JobAllocationsByNode(pod_list);
-    std::set<std::string> nodes;
-    for (const auto& [node, _] : by_node) nodes.insert(node);
+    std::vector<std::string> changed;
+    {
+      std::lock_guard lock(mu);
+      std::set<std::string> nodes;
+      for (const auto& [node, _] : by_node) nodes.insert(node);
+      auto listed = job_nodes.find(key);
+      if (listed != job_nodes.end()) nodes.insert(listed->second.begin(), listed->second.end());
+      for (const std::string& node : nodes) {
+        std::vector<api::PodAllocation> mine = by_node.count(node) ? by_node[node] : std::vector<api::PodAllocation>{};
+        auto& wants = node_wants[node];
+        auto it = wants.find(key);
+        if (it != wants.end() && it->second == mine) continue;
+        wants[key] = std::move(mine);
+        changed.push_back(node);
+      }
+    }
+    for (const std::string& node : changed) queue.Add(NodeKey(node));
+  }
+
+  // Writes one NodeAllocation: every job's wants on the node, with the plans' overrides;
+  // entries of other jobs (and pods STAR does not manage) stay. Level-based: compared
+  // with the cached object first, written only when different (a 409 reads it again).
+  Status ReconcileNode(const std::string& node) {
+    std::map<std::string, std::vector<api::PodAllocation>> wants;
     std::map<std::string, PodOverride> overrides;
     {
       std::lock_guard lock(mu);
+      auto it = node_wants.find(node);
+      if (it == node_wants.end()) return Status::Ok();
+      wants = it->second;
       overrides = folded;
-      auto it = job_nodes.find(ns + "/" + name);
-      if (it != job_nodes.end()) nodes.insert(it->second.begin(), it->second.end());
     }
-    for (const std::string& node : nodes) {
-      const auto mine =
-          by_node.count(node) ? ApplyOverrides(by_node[node], overrides) : std::vector<api::PodAllocation>{};
-      bool changed = false;
-      Status s = kube::RetryOnConflict([&]() -> Status {
-        changed = false;
-        auto current = client->Get(kube::NodeAllocations(), "", node);
-        if (!current.ok() && current.status().code() == StatusCode::kNotFound) {
-          if (mine.empty()) return Status::Ok();
-          api::NodeAllocation a;
-          a.name = node;
-          a.spec = MergeJobAllocations({}, ns, name, mine);
-          auto created = client->Create(kube::NodeAllocations(), "", api::ToJson(a));
-          if (!created.ok() && created.status().code() == StatusCode::kAlreadyExists) {
-            return Status::Aborted("NodeAllocation " + node + " appeared");
-          }
-          changed = created.ok();
-          return created.status();
+    auto merge = [&](const api::NodeAllocationSpec& current) {
+      api::NodeAllocationSpec merged = current;
+      for (const auto& [key, mine] : wants) {
+        const auto slash = key.find('/');
+        merged = MergeJobAllocations(merged, key.substr(0, slash), key.substr(slash + 1), ApplyOverrides(mine, overrides));
+      }
+      return merged;
+    };
+    bool first = true;
+    Status s = kube::RetryOnConflict([&]() -> Status {
+      std::optional<json> current = first ? allocations->Get(node) : std::nullopt;
+      if (!first || !current) {
+        auto fresh = client->Get(kube::NodeAllocations(), "", node);
+        if (!fresh.ok() && fresh.status().code() != StatusCode::kNotFound) return fresh.status();
+        current = fresh.ok() ? std::optional<json>(std::move(*fresh)) : std::nullopt;
+      }
+      first = false;
+      if (!current) {
+        api::NodeAllocation a;
+        a.name = node;
+        a.spec = merge({});
+        if (a.spec.pods.empty()) return Status::Ok();
+        auto created = client->Create(kube::NodeAllocations(), "", api::ToJson(a));
+        if (!created.ok() && created.status().code() == StatusCode::kAlreadyExists) {
+          return Status::Aborted("NodeAllocation " + node + " appeared");
         }
-        if (!current.ok()) return current.status();
-        auto spec = api::NodeAllocationSpecFromJson((*current)["spec"]);
-        if (!spec.ok()) return spec.status().WithPrefix("NodeAllocation " + node);
-        api::NodeAllocationSpec merged = MergeJobAllocations(*spec, ns, name, mine);
-        if (merged == *spec) return Status::Ok();
-        json updated = *current;
-        updated["spec"] = api::ToJson(merged);
-        auto r = client->Update(kube::NodeAllocations(), "", updated);
-        changed = r.ok();
-        return r.status();
-      });
-      if (!s.ok()) return s;
-      if (changed && !mine.empty()) {
+        return created.status();
+      }
+      auto spec = api::NodeAllocationSpecFromJson((*current)["spec"]);
+      if (!spec.ok()) return spec.status().WithPrefix("NodeAllocation " + node);
+      api::NodeAllocationSpec merged = merge(*spec);
+      if (merged == *spec) return Status::Ok();
+      json updated = *current;
+      updated["spec"] = api::ToJson(merged);
+      return client->Update(kube::NodeAllocations(), "", updated).status();
+    });
+    if (!s.ok()) return s;
+    std::lock_guard lock(mu);
+    auto it = node_wants.find(node);
+    if (it == node_wants.end()) return Status::Ok();
+    for (const auto& [key, mine] : wants) {
+      auto w = it->second.find(key);
+      if (w == it->second.end() || w->second != mine) continue;  // changed meanwhile: queued again
+      if (mine.empty()) {
+        it->second.erase(w);  // removed: nothing left to want
+      } else {
         // Known at once, before the informer sees the write: a deletion that follows
         // right away still finds this node.
-        std::lock_guard lock(mu);
-        job_nodes[ns + "/" + name].insert(node);
-        node_jobs[node].insert(ns + "/" + name);
-      }
-      if (changed && !job["metadata"].contains("deletionTimestamp")) {
-        int64_t cpu = 0;
-        for (const auto& p : mine) cpu += p.cpu.quota_millicores;
-        Emit(job, {"Normal", "AllocationsUpdated",
-                   "node " + node + ": " + std::to_string(mine.size()) + " pods, " +
-                       std::to_string(cpu) + "m CPU quota"});
+        job_nodes[key].insert(node);
+        node_jobs[node].insert(key);
       }
     }
+    if (it->second.empty()) node_wants.erase(it);
     return Status::Ok();
   }
 
-  Status Finalize(const json& job) {
-    STAR_RETURN_IF_ERROR(SyncAllocations(job, {}));
+  // Removes the job's entries from every NodeAllocation, then its finalizer. Returns
+  // how long to wait while entries are still listed (0 = done).
+  StatusOr<std::chrono::milliseconds> Finalize(const json& job) {
+    SyncAllocations(job, {});
+    {
+      std::lock_guard lock(mu);
+      // The allocations informer requeues the job as its entries go; this is a fallback.
+      if (job_nodes.count(kube::KeyOf(job))) return std::chrono::milliseconds(1000);
+    }
     json finalizers = json::array();
     bool had = false;
     for (const json& f : job["metadata"].value("finalizers", json::array())) {
@@ -385,12 +432,12 @@ struct Operator::Impl {
         finalizers.push_back(f);
       }
     }
-    if (!had) return Status::Ok();
+    if (!had) return std::chrono::milliseconds(0);
     auto r = client->MergePatch(kube::TrainingJobs(), job["metadata"].value("namespace", "default"),
                                 job["metadata"]["name"].get<std::string>(),
                                 {{"metadata", {{"finalizers", finalizers}}}});
     if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
-    return Status::Ok();
+    return std::chrono::milliseconds(0);
   }
 
   // Writes phase, conditions and observedGeneration when they differ from `job`'s.
@@ -572,14 +619,15 @@ struct Operator::Impl {
                           {{"namespace", key.substr(0, slash)},
                            {"name", key.substr(slash + 1)},
                            {"deletionTimestamp", NowRfc3339()}}}};
-      STAR_RETURN_IF_ERROR(SyncAllocations(gone, {}));
+      SyncAllocations(gone, {});
       return std::chrono::milliseconds(0);
     }
     json job = std::move(*cached);
     const std::string ns = job["metadata"].value("namespace", "default");
     const std::string name = job["metadata"]["name"].get<std::string>();
     if (job["metadata"].contains("deletionTimestamp")) {
-      STAR_RETURN_IF_ERROR(Finalize(job));
+      STAR_ASSIGN_OR_RETURN(auto wait, Finalize(job));
+      if (wait.count() > 0) return wait;
       registry.Remove(key);
       metrics->ForgetJob(key);
       return std::chrono::milliseconds(0);
@@ -711,7 +759,7 @@ struct Operator::Impl {
     registry.SetWorkerNodes(key, std::move(nodes));
     STAR_RETURN_IF_ERROR(Reallocate(&job, key, *spec, d, in.observed));
     if (d.action == PodAction::kDeleteAll) pod_list.clear();
-    STAR_RETURN_IF_ERROR(SyncAllocations(job, pod_list));
+    SyncAllocations(job, pod_list);
     return wait;
   }
 
@@ -720,7 +768,13 @@ struct Operator::Impl {
       auto key = queue.Get(std::chrono::milliseconds(200));
       if (!key) continue;
       const auto start = Clock::now();
-      auto r = ReconcileJob(*key);
+      StatusOr<std::chrono::milliseconds> r = std::chrono::milliseconds(0);
+      if (key->rfind(kNodeKeyPrefix, 0) == 0) {
+        Status s = ReconcileNode(key->substr(sizeof kNodeKeyPrefix - 1));
+        if (!s.ok()) r = s;
+      } else {
+        r = ReconcileJob(*key);
+      }
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       if (r.ok()) {
         queue.Forget(*key);

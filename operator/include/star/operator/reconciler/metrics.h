@@ -1,8 +1,9 @@
 // OperatorMetrics: the operator's Prometheus metrics (the model; star-operator serves
 // them on --metrics-listen /metrics). Thread-safe.
 //
-//   star_operator_reconcile_total{result}        reconciles by result: success, error,
-//                                                requeue (all initialised to zero)
+//   star_operator_reconcile_total{result}        reconciles (of TrainingJobs and of
+//                                                NodeAllocations) by result: success,
+//                                                error, requeue (all initialised to zero)
 //   star_operator_reconcile_duration_seconds     duration of one reconcile
 //   star_job_sync_mode{job,mode}                 1 for the job's mode in force, else 0
 //   star_job_stragglers{job}                     current stragglers

@@ -11,8 +11,11 @@
 //   pods (all desired pods are created together; AlreadyExists is fine; a pod the API
 //   refuses for good rolls the created ones back and fails the job: all or none);
 //   phase and conditions (DecidePhase), restarts with backoff (annotation
-//   star.dev/restarts); NodeAllocations (the job's pods per node); on deletion the job's
-//   entries leave every NodeAllocation, then the finalizer goes.
+//   star.dev/restarts); NodeAllocations (the job's pods per node, recorded as the job's
+//   wants; each node's NodeAllocation is its own work-queue key, "node:<name>", so the
+//   changes of many jobs to one node coalesce into one write, with the reallocation
+//   plans' overrides on top); on deletion the job's entries leave every NodeAllocation,
+//   then the finalizer goes. Entries of a job that no longer exists are removed.
 // Transient errors (Unavailable, DeadlineExceeded, Aborted, AlreadyExists races)
 // requeue with per-key backoff; terminal errors (an invalid spec, a pod the API refuses)
 // are written to status (phase Failed, condition Failed with the reason) and not retried.
