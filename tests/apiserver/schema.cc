@@ -2,10 +2,31 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <regex>
 
 namespace star::apiserver {
 namespace {
+
+// Each schema pattern compiled once (compiling dominated validating large objects);
+// nullptr for a pattern std::regex cannot compile. Thread-safe; entries are never removed.
+const std::regex* CompiledPattern(const std::string& pattern) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<std::regex>> cache;
+  std::lock_guard lock(mu);
+  auto it = cache.find(pattern);
+  if (it == cache.end()) {
+    std::unique_ptr<std::regex> re;
+    try {
+      re = std::make_unique<std::regex>(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+    }
+    it = cache.emplace(pattern, std::move(re)).first;
+  }
+  return it->second.get();
+}
 
 using nlohmann::json;
 
@@ -244,13 +265,10 @@ class Validator {
       }
     }
     if (const json* pattern = Find(schema, "pattern"); pattern != nullptr && pattern->is_string()) {
-      try {
-        const std::regex re(pattern->get<std::string>(), std::regex::ECMAScript);
-        if (!std::regex_search(s, re)) {
-          Invalid(path, value, "should match '" + pattern->get<std::string>() + "'");
-        }
-      } catch (const std::regex_error&) {
-        // A pattern std::regex cannot compile is not checked (the server uses RE2).
+      // A pattern std::regex cannot compile is not checked (the server uses RE2).
+      const std::regex* re = CompiledPattern(pattern->get<std::string>());
+      if (re != nullptr && !std::regex_search(s, *re)) {
+        Invalid(path, value, "should match '" + pattern->get<std::string>() + "'");
       }
     }
   }
