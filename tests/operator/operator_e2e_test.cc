@@ -213,19 +213,25 @@ TEST_F(OperatorE2eTest, ChangingReplicasRestartsTheGangWithTheNewWorldSize) {
 }
 
 TEST_F(OperatorE2eTest, EntriesOfAJobThatIsGoneLeaveTheNodeAllocation) {
-  // node-9 lists a pod of job "ghost", which does not exist, and a pod STAR does not manage.
-  const json na = {{"apiVersion", "star.dev/v1alpha1"},
-                   {"kind", "NodeAllocation"},
-                   {"metadata", {{"name", "node-9"}}},
-                   {"spec",
-                    {{"pods",
-                      {{{"namespace", "default"}, {"name", "ghost-worker-0"}, {"uid", "g0"}, {"cpu", {{"quotaMillicores", 500}}}},
-                       {{"namespace", "default"}, {"name", "nginx"}, {"uid", "n0"}, {"cpu", {{"quotaMillicores", 200}}}}}}}}};
+  // node-9 lists a pod of job "ghost", which does not exist, a pod STAR does not manage,
+  // and a pod of namespace "other", which this operator (--namespace default) does not watch.
+  const json na = {
+      {"apiVersion", "star.dev/v1alpha1"},
+      {"kind", "NodeAllocation"},
+      {"metadata", {{"name", "node-9"}}},
+      {"spec",
+       {{"pods",
+         {{{"namespace", "default"}, {"name", "ghost-worker-0"}, {"uid", "g0"}, {"cpu", {{"quotaMillicores", 500}}}},
+          {{"namespace", "default"}, {"name", "nginx"}, {"uid", "n0"}, {"cpu", {{"quotaMillicores", 200}}}},
+          {{"namespace", "other"}, {"name", "ghost-worker-1"}, {"uid", "o1"}, {"cpu", {{"quotaMillicores", 300}}}}}}}}};
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, na.dump()).exit_code, 0);
-  StartOperator();
+  StartOperator({"--namespace", "default"});
   ASSERT_TRUE(Eventually([&] {
     json got = GetJson({"get", "nodeallocations", "node-9"});
-    return got.is_object() && got["spec"]["pods"].size() == 1 && got["spec"]["pods"][0]["name"] == "nginx";
+    if (!got.is_object()) return false;
+    std::set<std::string> uids;
+    for (const json& p : got["spec"]["pods"]) uids.insert(p["uid"].get<std::string>());
+    return uids == std::set<std::string>{"n0", "o1"};
   })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-9"}).dump(2);
 }
 

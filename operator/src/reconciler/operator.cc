@@ -217,7 +217,10 @@ struct Operator::Impl {
     std::set<std::string> now;
     if (type != "DELETED") {
       for (const json& p : na.value("spec", json::object()).value("pods", json::array())) {
-        if (auto job = JobOfPodName(p.value("name", ""))) now.insert(p.value("namespace", "") + "/" + *job);
+        const std::string ns = p.value("namespace", "");
+        // Another namespace's entries belong to the operator watching it.
+        if (!options.ns.empty() && ns != options.ns) continue;
+        if (auto job = JobOfPodName(p.value("name", ""))) now.insert(ns + "/" + *job);
       }
     }
     std::vector<std::string> appeared;
