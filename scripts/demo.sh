@@ -2,7 +2,7 @@
 # The README's first command: installs dependencies, builds `star` and the bundled
 # Fashion-MNIST trainer, and runs examples/fmnist-job.yaml with `star local`: 4 worker
 # processes, each in its own cgroup (400m CPU) and network namespace, training over Gloo.
-# At 15 s a co-located neighbor (3 busy threads) starts beside worker 2; STAR detects the
+# At 5 s a co-located neighbor (3 busy threads) starts beside worker 2; STAR detects the
 # straggler, turns on mixed precision for it, reconsiders the sync mode and takes CPU back
 # from the neighbor. Prints the decision timeline and the report; writes demo-report.json
 # and demo.png. Needs root (cgroups, namespaces).
@@ -21,10 +21,10 @@ cmake --build "$BUILD_DIR" --target star star-fmnist --parallel "$(nproc)"
 STAR="$BUILD_DIR/cli/star"
 
 echo
-echo "== star local examples/fmnist-job.yaml --inject worker=2,neighbor=3,start=15s"
+echo "== star local examples/fmnist-job.yaml --inject worker=2,neighbor=3,start=5s"
 $SUDO "$STAR" local examples/fmnist-job.yaml \
   --policy "${STAR_DEMO_POLICY:-auto}" \
-  --inject worker=2,neighbor=3,start=15s \
+  --inject worker=2,neighbor=3,start=5s \
   --report demo-report.json --plot demo.png > demo-summary.json
 
 echo
