@@ -109,6 +109,17 @@ std::optional<std::string> JobOfPodName(const std::string& pod) {
   return std::nullopt;
 }
 
+int WorkerRank(const json& pod) {
+  if (!pod.is_object() || !pod.contains("metadata")) return -1;
+  const json labels = pod["metadata"].value("labels", json::object());
+  if (!labels.is_object() || labels.value(kRoleLabel, "") != "worker") return -1;
+  const json rank = labels.value(kRankLabel, json());
+  if (!rank.is_string()) return -1;
+  const std::string s = rank.get<std::string>();
+  if (!AllDigits(s) || s.size() > 9) return -1;
+  return std::stoi(s);
+}
+
 json OwnerReference(const json& job) {
   return {{"apiVersion", job.value("apiVersion", std::string("star.dev/v1alpha1"))},
           {"kind", "TrainingJob"},

@@ -137,6 +137,18 @@ TEST(JobOfPodName, IsTheInverseOfThePodNames) {
   EXPECT_EQ(JobOfPodName("nginx"), std::nullopt);
 }
 
+TEST(WorkerRank, IsTheRankLabelOfWorkersOnly) {
+  const auto pods = Pods(Job(3, 1));
+  EXPECT_EQ(WorkerRank(pods[2]), 2);
+  EXPECT_EQ(WorkerRank(pods[3]), -1) << "a parameter server";
+  json bad = pods[0];
+  bad["metadata"]["labels"][kRankLabel] = "x1";
+  EXPECT_EQ(WorkerRank(bad), -1);
+  bad["metadata"]["labels"][kRankLabel] = 7;
+  EXPECT_EQ(WorkerRank(bad), -1);
+  EXPECT_EQ(WorkerRank(json::object()), -1);
+}
+
 TEST(DecidePhase, NoPodsCreatesThemAllRunningPodsMakeRunning) {
   auto d = DecidePhase(Input(api::JobPhase::kPending, {}));
   EXPECT_EQ(d.phase, api::JobPhase::kCreated);

@@ -183,8 +183,8 @@ struct Operator::Impl {
     return *plan;
   }
 
-  // Records `key`'s plan; every job with a pod in the old or the new plan is reconciled
-  // again (its NodeAllocation entries follow the overrides).
+  // Records `key`'s plan; every node with a pod in the old or the new plan is written
+  // again (its NodeAllocation follows the overrides).
   void UpdatePlan(const std::string& key, const std::map<std::string, PodOverride>& plan) {
     std::set<std::string> affected;
     {
@@ -193,9 +193,9 @@ struct Operator::Impl {
       const bool had = it != plans.end();
       if ((had ? it->second : std::map<std::string, PodOverride>{}) == plan) return;
       if (had) {
-        for (const auto& [uid, o] : it->second) affected.insert(o.job), affected.insert(NodeKey(o.node));
+        for (const auto& [uid, o] : it->second) affected.insert(NodeKey(o.node));
       }
-      for (const auto& [uid, o] : plan) affected.insert(o.job), affected.insert(NodeKey(o.node));
+      for (const auto& [uid, o] : plan) affected.insert(NodeKey(o.node));
       if (plan.empty()) {
         plans.erase(key);
       } else {
@@ -203,7 +203,7 @@ struct Operator::Impl {
       }
       folded = FoldOverrides(plans);
     }
-    for (const std::string& job : affected) queue.Add(job);
+    for (const std::string& node : affected) queue.Add(node);
   }
 
   void OnJob(const std::string& type, const json& job) {
@@ -538,10 +538,7 @@ struct Operator::Impl {
     in.workers = snap->workers;
     for (const api::StragglerStatus& st : snap->stragglers) {
       for (const auto& [pod_name, pod] : observed) {
-        const json labels = pod["metadata"].value("labels", json::object());
-        if (labels.value(kRoleLabel, "") != "worker" || labels.value(kRankLabel, "") != std::to_string(st.worker)) {
-          continue;
-        }
+        if (WorkerRank(pod) != st.worker) continue;
         in.stragglers.push_back({pod["metadata"].value("uid", ""),
                                  pod.value("spec", json::object()).value("nodeName", ""), st.worker, st.cause,
                                  st.slowdown});
@@ -556,20 +553,18 @@ struct Operator::Impl {
       auto cached = allocations->Get(node);
       if (!cached) continue;
       auto a = api::NodeAllocationFromJson(*cached);
-      if (!a.ok()) return a.status().WithPrefix("NodeAllocation " + node);
+      if (!a.ok()) {  // planned without it: the planner then says what is missing
+        Log("NodeAllocation " + node + ": " + a.status().message());
+        continue;
+      }
       for (const api::PodAllocation& p : a->spec.pods) {
         auto pod = pods->Get(p.namespace_ + "/" + p.name);
         if (!pod) continue;
         const json labels = (*pod)["metadata"].value("labels", json::object());
         if (!labels.contains(kJobLabel)) continue;
         PodOwner owner;
-        owner.job = p.namespace_ + "/" + labels[kJobLabel].get<std::string>();
-        if (labels.value(kRoleLabel, "") == "worker") {
-          try {
-            owner.rank = std::stoi(labels.value(kRankLabel, "-1"));
-          } catch (const std::exception&) {
-          }
-        }
+        owner.job = p.namespace_ + "/" + labels.value(kJobLabel, "");
+        owner.rank = WorkerRank(*pod);
         if (!in.loads.count(owner.job)) {
           if (auto other = registry.Snapshot(owner.job)) in.loads[owner.job] = other->load;
         }
@@ -748,15 +743,9 @@ struct Operator::Impl {
     std::vector<std::string> nodes(static_cast<size_t>(spec->workers.replicas));
     for (const auto& [pod_name, pod] : in.observed) {
       pod_list.push_back(pod);
-      const json& labels = pod["metadata"].value("labels", json::object());
-      if (labels.value(kRoleLabel, "") == "worker") {
-        try {
-          const int rank = std::stoi(labels.value(kRankLabel, "-1"));
-          if (rank >= 0 && rank < spec->workers.replicas) {
-            nodes[static_cast<size_t>(rank)] = pod.value("spec", json::object()).value("nodeName", "");
-          }
-        } catch (const std::exception&) {
-        }
+      const int rank = WorkerRank(pod);
+      if (rank >= 0 && rank < spec->workers.replicas) {
+        nodes[static_cast<size_t>(rank)] = pod.value("spec", json::object()).value("nodeName", "");
       }
     }
     registry.SetWorkerNodes(key, std::move(nodes));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace star::op {
 
@@ -37,6 +38,7 @@ StatusOr<ReallocationOutcome> PlanJobReallocation(const ReallocationInput& in) {
   if (nodes.empty()) return Status::InvalidArgument("stragglers: none runs on a known node");
 
   resources::ClusterState cs;
+  std::set<std::string> bandwidth_limited;  // uids with a bandwidth allocation of their own
   std::map<std::string, size_t> job_index;
   auto add_job = [&](const std::string& key) {
     if (job_index.count(key)) return;
@@ -89,6 +91,7 @@ StatusOr<ReallocationOutcome> PlanJobReallocation(const ReallocationInput& in) {
         }
         pod.guaranteed = p.guaranteed && !pod.job.empty();
         if (pod.guaranteed) pod.request = pod.allocation;
+        if (p.network.egress_bits_per_second > 0) bandwidth_limited.insert(p.uid);
         cpu_sum += pod.allocation.cpu_millicores;
         bps_sum += pod.allocation.bandwidth_bps;
         cs.pods.push_back(std::move(pod));
@@ -116,13 +119,7 @@ StatusOr<ReallocationOutcome> PlanJobReallocation(const ReallocationInput& in) {
     if (s.cause == api::StragglerCause::kCompute) {
       d.extra.cpu_millicores = std::llround(static_cast<double>(pod->allocation.cpu_millicores) * more);
     } else {
-      const api::PodAllocation* a = nullptr;
-      for (const auto& n : in.allocations) {
-        for (const auto& p : n.spec.pods) {
-          if (p.uid == s.uid) a = &p;
-        }
-      }
-      if (a != nullptr && a->network.egress_bits_per_second > 0) {
+      if (bandwidth_limited.count(s.uid)) {
         d.extra.bandwidth_bps = std::llround(static_cast<double>(pod->allocation.bandwidth_bps) * more);
       }
     }

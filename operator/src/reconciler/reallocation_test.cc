@@ -81,6 +81,21 @@ TEST(PlanJobReallocation, AStragglerWithoutACpuLimitAsksForNothing) {
   EXPECT_NE(out->message.find("nothing to reallocate"), std::string::npos);
 }
 
+TEST(PlanJobReallocation, ACommunicationStragglerAsksForBandwidthOnlyWhenItHasALimit) {
+  ReallocationInput in = TwoJobs(4000);
+  in.stragglers[0].cause = api::StragglerCause::kCommunication;
+  auto out = PlanJobReallocation(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_FALSE(out->apply);
+  EXPECT_NE(out->message.find("nothing to reallocate"), std::string::npos) << "unlimited bandwidth";
+
+  for (auto& p : in.allocations[0].spec.pods) p.network.egress_bits_per_second = 100'000'000;
+  out = PlanJobReallocation(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->plan.wanted.bandwidth_bps, 100'000'000) << "(2 - 1) x its 100 Mbit/s";
+  EXPECT_EQ(out->plan.wanted.cpu_millicores, 0);
+}
+
 TEST(PlanJobReallocation, BadInputIsRefusedNamingTheField) {
   ReallocationInput in = TwoJobs(3000);
   in.stragglers[0].node = "";

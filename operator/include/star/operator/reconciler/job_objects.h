@@ -47,6 +47,9 @@ bool IsJobPodName(const std::string& job, const std::string& pod);
 // The job a pod name belongs to (<job>-worker-<digits> or <job>-ps-<digits>); nullopt for
 // other names.
 std::optional<std::string> JobOfPodName(const std::string& pod);
+// The rank of a worker pod (its star.dev/rank label); -1 for a parameter server, a pod
+// that is not STAR's, or a label that is not a rank.
+int WorkerRank(const nlohmann::json& pod);
 
 struct PodEnvOptions {
   std::string report_url;  // STAR_CONTROLLER_URL; the operator's --report-url
