@@ -634,6 +634,37 @@ ApiResult Api::Admit(const Target& t, json& object, const Request& req, std::vec
   return {200, json()};
 }
 
+ApiResult Api::Replacement(const Target& t, const json& current, const json& incoming, const Request& req,
+                           std::vector<std::string>& warnings) const {
+  json next;
+  if (t.subresource == "status") {
+    next = current;
+    if (incoming.contains("status")) {
+      next["status"] = incoming["status"];
+    } else {
+      next.erase("status");
+    }
+    next["metadata"]["resourceVersion"] = Meta(incoming, "resourceVersion");
+  } else {
+    next = incoming;
+    if (t.HasStatus() && !t.IsCrd()) {
+      if (current.contains("status")) {
+        next["status"] = current["status"];
+      } else {
+        next.erase("status");
+      }
+    }
+  }
+  if (!next["metadata"].is_object()) next["metadata"] = json::object();
+  next["apiVersion"] = t.type->ApiVersion(t.version);
+  next["kind"] = t.type->kind;
+  next["metadata"]["name"] = t.name;
+  ApiResult admitted = Admit(t, next, req, warnings);
+  if (!admitted.ok()) return admitted;
+  if (t.IsCrd()) next["status"] = CrdStatus(next, current.value("status", json()));
+  return {200, next};
+}
+
 ApiResult Api::Create(const Target& t, const Request& req, std::vector<std::string>& warnings) {
   auto body = ParseBody(req);
   if (!body.ok()) return BodyError(body.status());
@@ -694,34 +725,7 @@ ApiResult Api::Update(const Target& t, const Request& req, std::vector<std::stri
   if (t.type->namespaced && !ns.empty() && ns != t.ns) {
     return BadRequest("the namespace of the provided object does not match the namespace sent on the request");
   }
-  auto mutate = [&](const json& current) -> ApiResult {
-    json next;
-    if (t.subresource == "status") {
-      next = current;
-      if (body.contains("status")) {
-        next["status"] = body["status"];
-      } else {
-        next.erase("status");
-      }
-      next["metadata"]["resourceVersion"] = body["metadata"].value("resourceVersion", "");
-    } else {
-      next = body;
-      if (t.HasStatus() && !t.IsCrd()) {
-        if (current.contains("status")) {
-          next["status"] = current["status"];
-        } else {
-          next.erase("status");
-        }
-      }
-    }
-    next["apiVersion"] = t.type->ApiVersion(t.version);
-    next["kind"] = t.type->kind;
-    next["metadata"]["name"] = t.name;
-    ApiResult admitted = Admit(t, next, req, warnings);
-    if (!admitted.ok()) return admitted;
-    if (t.IsCrd()) next["status"] = CrdStatus(next, current.value("status", json()));
-    return {200, next};
-  };
+  auto mutate = [&](const json& current) -> ApiResult { return Replacement(t, current, body, req, warnings); };
   ApiResult r = store_.Update(*t.type, t.ns, t.name, mutate, Param(req, "dryRun") == "All");
   if (r.ok() && t.IsCrd()) SyncCrd(t.name);
   if (r.ok()) r.body = t.Present(r.body);
@@ -768,32 +772,7 @@ ApiResult Api::Patch(const Target& t, const Request& req, std::vector<std::strin
       }
     }
     if (!patched.is_object()) return BadRequest("the patched object is not a JSON object");
-    json next;
-    if (t.subresource == "status") {
-      next = current;
-      if (patched.contains("status")) {
-        next["status"] = patched["status"];
-      } else {
-        next.erase("status");
-      }
-      next["metadata"]["resourceVersion"] = Meta(patched, "resourceVersion");
-    } else {
-      next = patched;
-      if (t.HasStatus() && !t.IsCrd()) {
-        if (current.contains("status")) {
-          next["status"] = current["status"];
-        } else {
-          next.erase("status");
-        }
-      }
-    }
-    if (!next["metadata"].is_object()) next["metadata"] = json::object();
-    next["apiVersion"] = t.type->ApiVersion(t.version);
-    next["kind"] = t.type->kind;
-    ApiResult admitted = Admit(t, next, req, warnings);
-    if (!admitted.ok()) return admitted;
-    if (t.IsCrd()) next["status"] = CrdStatus(next, current.value("status", json()));
-    return {200, next};
+    return Replacement(t, current, patched, req, warnings);
   };
   ApiResult r = store_.Update(*t.type, t.ns, t.name, mutate, Param(req, "dryRun") == "All");
   if (r.code == 404 && kind == Kind::kApply && t.subresource.empty()) {
