@@ -153,15 +153,65 @@ bool IsSubdomain(const std::string& name) {
   return true;
 }
 
-std::vector<SchemaError> ValidateName(const json& object) {
+// The ObjectMeta rules every kind shares (the server checks them for built-in kinds and
+// CRDs alike): the name, string maps of labels and annotations, a list of string
+// finalizers, and ownerReferences with apiVersion, kind, name and uid.
+std::vector<SchemaError> ValidateMeta(const json& object) {
+  std::vector<SchemaError> errors;
+  const json& meta = object["metadata"];
+  auto type_error = [&](const std::string& field, const json& value, const char* want) {
+    errors.push_back({field, "FieldValueTypeInvalid", "Invalid value: " + value.dump() + ": must be " + want});
+  };
+  for (const char* map : {"labels", "annotations"}) {
+    if (!meta.contains(map) || meta[map].is_null()) continue;
+    if (!meta[map].is_object()) {
+      type_error(std::string("metadata.") + map, meta[map], "an object of strings");
+      continue;
+    }
+    for (const auto& [k, v] : meta[map].items()) {
+      if (!v.is_string()) type_error(std::string("metadata.") + map + "[" + k + "]", v, "a string");
+    }
+  }
+  if (meta.contains("finalizers") && !meta["finalizers"].is_null()) {
+    if (!meta["finalizers"].is_array()) {
+      type_error("metadata.finalizers", meta["finalizers"], "a list of strings");
+    } else {
+      for (size_t i = 0; i < meta["finalizers"].size(); ++i) {
+        if (!meta["finalizers"][i].is_string()) {
+          type_error("metadata.finalizers[" + std::to_string(i) + "]", meta["finalizers"][i], "a string");
+        }
+      }
+    }
+  }
+  if (meta.contains("ownerReferences") && !meta["ownerReferences"].is_null()) {
+    const json& refs = meta["ownerReferences"];
+    if (!refs.is_array()) {
+      type_error("metadata.ownerReferences", refs, "a list");
+    } else {
+      for (size_t i = 0; i < refs.size(); ++i) {
+        const std::string at = "metadata.ownerReferences[" + std::to_string(i) + "]";
+        if (!refs[i].is_object()) {
+          type_error(at, refs[i], "an object");
+          continue;
+        }
+        for (const char* f : {"apiVersion", "kind", "name", "uid"}) {
+          if (!refs[i].contains(f)) {
+            errors.push_back({at + "." + f, "FieldValueRequired", "Required value"});
+          } else if (!refs[i][f].is_string()) {
+            type_error(at + "." + f, refs[i][f], "a string");
+          }
+        }
+      }
+    }
+  }
   const std::string name = Meta(object, "name");
-  if (name.empty()) return {};
-  if (IsSubdomain(name)) return {};
-  return {{"metadata.name", "FieldValueInvalid",
+  if (name.empty() || IsSubdomain(name)) return errors;
+  errors.push_back({"metadata.name", "FieldValueInvalid",
            "Invalid value: " + json(name).dump() +
                ": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
                "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-               "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"}};
+               "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"});
+  return errors;
 }
 
 json CrdStatus(const json& crd, const json& current_status) {
@@ -607,7 +657,7 @@ Response Api::Watch(const Target& t, const Request& req, const FaultDecision& fa
 }
 
 ApiResult Api::Admit(const Target& t, json& object, const Request& req, std::vector<std::string>& warnings) const {
-  std::vector<SchemaError> errors = ValidateName(object);
+  std::vector<SchemaError> errors = ValidateMeta(object);
   if (t.IsCrd()) {
     const auto crd_errors = ValidateCrd(object);
     errors.insert(errors.end(), crd_errors.begin(), crd_errors.end());
@@ -848,6 +898,9 @@ ApiResult Api::DeleteCollection(const Target& t, const Request& req) {
     one.name = Meta(item, "name");
     one.verb = "delete";
     ApiResult r = Delete(one, req);
+    // Bad delete options fail the first item, before anything is deleted; an item
+    // deleted meanwhile (404) is skipped.
+    if (!r.ok() && r.code != 404) return r;
     if (r.ok()) items.push_back(r.body);
   }
   return {200,

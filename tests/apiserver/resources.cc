@@ -352,7 +352,9 @@ json Registry::GroupList() const {
   }
   json list = {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", json::array()}};
   for (const auto& g : groups) {
-    json group = *Group(g);
+    auto found = Group(g);
+    if (!found) continue;  // its last CRD went meanwhile
+    json group = std::move(*found);
     group.erase("kind");
     group.erase("apiVersion");
     list["groups"].push_back(std::move(group));

@@ -588,6 +588,44 @@ TEST_F(ApiServerTest, ConcurrentWritesGetDistinctResourceVersions) {
   EXPECT_EQ(client_->Get(kWidgets).body["items"].size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
+TEST_F(ApiServerTest, MalformedObjectMetaIs422NamingTheFieldForBuiltInKindsToo) {
+  const std::string pods = "/api/v1/namespaces/default/pods";
+  auto pod = [](const json& meta) {
+    json p = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", {{"containers", json::array()}}}};
+    return p;
+  };
+  struct Case {
+    json meta;
+    std::string field;
+  };
+  for (const Case& c : {Case{{{"name", "a"}, {"ownerReferences", {{{"uid", 5}}}}}, "metadata.ownerReferences[0].uid"},
+                        Case{{{"name", "a"}, {"ownerReferences", "x"}}, "metadata.ownerReferences"},
+                        Case{{{"name", "a"}, {"labels", {{"app", 1}}}}, "metadata.labels[app]"},
+                        Case{{{"name", "a"}, {"finalizers", {7}}}, "metadata.finalizers[0]"}}) {
+    const Reply r = client_->Post(pods, pod(c.meta));
+    EXPECT_EQ(r.code, 422) << c.meta.dump();
+    EXPECT_NE(r.body.value("message", "").find(c.field), std::string::npos) << r.body.dump();
+    EXPECT_EQ(client_->Get(pods + "/a").code, 404) << "nothing stored";
+  }
+  // A valid pod, then an update that breaks its metadata: refused, unchanged.
+  ASSERT_EQ(client_->Post(pods, pod({{"name", "a"}, {"labels", {{"app", "x"}}}})).code, 201);
+  EXPECT_EQ(client_->Patch(pods + "/a", {{"metadata", {{"labels", {{"app", 2}}}}}}).code, 422);
+  EXPECT_EQ(client_->Get(pods + "/a").body["metadata"]["labels"]["app"], "x");
+  EXPECT_EQ(client_->Delete(pods + "/a").code, 200);
+}
+
+TEST_F(ApiServerTest, DeleteCollectionWithBadOptionsIs400AndDeletesNothing) {
+  Create(Widget("a", 1));
+  Create(Widget("b", 1));
+  const Reply bad = client_->Delete(kWidgets + "?propagationPolicy=Bogus");
+  EXPECT_EQ(bad.code, 400) << bad.body.dump();
+  EXPECT_EQ(client_->Get(kWidgets).body["items"].size(), 2u);
+  const Reply all = client_->Delete(kWidgets);
+  EXPECT_EQ(all.code, 200) << all.body.dump();
+  EXPECT_EQ(all.body["items"].size(), 2u);
+  EXPECT_EQ(client_->Get(kWidgets).body["items"].size(), 0u);
+}
+
 TEST_F(ApiServerTest, AnInvalidObjectIs422NamingTheField) {
   const Reply r = client_->Post(kWidgets, Widget("x", 0));
   EXPECT_EQ(r.code, 422);

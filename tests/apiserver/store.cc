@@ -357,7 +357,16 @@ void Store::DeliverLocked(Watcher& w, const Event& e) {
 
 void Store::SendLocked(Watcher& w, const std::string& type, const json& object, bool counts) {
   if (w.closed) return;
-  const json event = {{"type", type}, {"object", w.options.present ? w.options.present(object) : object}};
+  json presented;
+  try {
+    presented = w.options.present ? w.options.present(object) : object;
+  } catch (const std::exception&) {
+    // An object this watch cannot present (e.g. a Table cell of a malformed pod) ends
+    // this watch only: the change is stored and the other watchers still get it.
+    CloseLocked(w);
+    return;
+  }
+  const json event = {{"type", type}, {"object", std::move(presented)}};
   if (!w.sink->Write(Dump(event) + "\n")) {
     CloseLocked(w);
     return;
