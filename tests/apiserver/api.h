@@ -93,13 +93,13 @@ class Api {
   ApiResult Patch(const Target& t, const Request& req, std::vector<std::string>& warnings);
   ApiResult Delete(const Target& t, const Request& req);
   ApiResult DeleteCollection(const Target& t, const Request& req);
-  // Prunes, defaults and validates `object` for its kind; 422 (or 400 for unknown fields
-  // under ?fieldValidation=Strict) on failure.
   // What an update (or patch) of `current` to `incoming` stores: for the status
   // subresource only incoming's status (and resourceVersion), else incoming with
   // current's status kept (built-in kinds; CRDs recompute theirs); then admitted.
   ApiResult Replacement(const Target& t, const nlohmann::json& current, const nlohmann::json& incoming,
                         const Request& req, std::vector<std::string>& warnings) const;
+  // Prunes, defaults and validates `object` for its kind; 422 (or 400 for unknown fields
+  // under ?fieldValidation=Strict) on failure.
   ApiResult Admit(const Target& t, nlohmann::json& object, const Request& req,
                   std::vector<std::string>& warnings) const;
   void SyncCrd(const std::string& name);  // registry <- the stored CRD (or its absence)
