@@ -235,9 +235,9 @@ struct Client::Impl {
     }
     if (resp.status_code() >= 400) return ErrorFromBody(resp.status_code(), reply);
     json parsed = json::parse(reply, nullptr, false);
-    if (parsed.is_discarded()) {
+    if (parsed.is_discarded() || !parsed.is_object()) {
       return Status::Internal("kube: " + method + " " + target + ": the answer (HTTP " +
-                              std::to_string(resp.status_code()) + ") is not JSON");
+                              std::to_string(resp.status_code()) + ") is not a JSON object");
     }
     return parsed;
   }
@@ -334,6 +334,10 @@ StatusOr<json> Client::List(const ResourceRef& r, const std::string& ns, const L
     return Status::Internal("kube: list " + r.resource + ": the answer has no items");
   }
   if (list["items"].is_null()) list["items"] = json::array();
+  if (!list["items"].is_array()) return Status::Internal("kube: list " + r.resource + ": items is not a list");
+  for (const json& item : list["items"]) {
+    if (!item.is_object()) return Status::Internal("kube: list " + r.resource + ": an item is not an object");
+  }
   return list;
 }
 

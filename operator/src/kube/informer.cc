@@ -96,7 +96,13 @@ void Informer::Run() {
   };
   const auto notify = [this](const std::vector<std::pair<std::string, json>>& events) {
     if (!handler_) return;
-    for (const auto& [type, object] : events) handler_(type, object);
+    for (const auto& [type, object] : events) {
+      // A handler that throws must neither end this thread nor replay the watch.
+      try {
+        handler_(type, object);
+      } catch (const std::exception&) {
+      }
+    }
   };
 
   milliseconds backoff = std::max(options_.relist_backoff, milliseconds(1));

@@ -144,7 +144,8 @@ std::string Env(const char* name) {
 
 StatusOr<ClientOptions> OptionsFromKubeconfig(const std::string& path, const std::string& context) {
   std::string file = path;
-  if (file.empty()) {
+  if (file.empty() && !Env("KUBECONFIG").empty()) {
+    // As kubectl: a set $KUBECONFIG names the files; ~/.kube/config is not tried then.
     std::stringstream entries(Env("KUBECONFIG"));
     std::string entry;
     while (std::getline(entries, entry, ':')) {
@@ -154,6 +155,7 @@ StatusOr<ClientOptions> OptionsFromKubeconfig(const std::string& path, const std
         break;
       }
     }
+    if (file.empty()) return Status::NotFound("kubeconfig: no file of $KUBECONFIG (" + Env("KUBECONFIG") + ") exists");
   }
   if (file.empty()) {
     const std::string home = Env("HOME");

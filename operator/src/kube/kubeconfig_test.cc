@@ -114,6 +114,18 @@ TEST_F(KubeconfigTest, KubeconfigEnvironmentVariableIsUsedWhenNoPathIsGiven) {
   EXPECT_EQ(options->server, server_->url());
 }
 
+TEST_F(KubeconfigTest, AKubeconfigVariableNamingNoFileIsAnErrorNotHomesConfig) {
+  // $HOME has a valid config; $KUBECONFIG names only missing files: as kubectl, an error.
+  ASSERT_TRUE(std::filesystem::create_directories(dir_.path() + "/home/.kube"));
+  ASSERT_TRUE(server_->WriteKubeconfig(dir_.path() + "/home/.kube/config").ok());
+  ScopedEnv home("HOME", (dir_.path() + "/home").c_str());
+  ScopedEnv env("KUBECONFIG", (dir_.path() + "/absent.yaml").c_str());
+  auto options = OptionsFromKubeconfig("");
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(options.status().message().find("$KUBECONFIG"), std::string::npos) << options.status();
+}
+
 TEST_F(KubeconfigTest, ErrorsNameTheFileAndTheField) {
   const auto error = [&](const std::string& text, const std::string& context = "") {
     const std::string path = WriteConfig(text, "bad");

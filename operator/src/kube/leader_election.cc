@@ -46,11 +46,13 @@ struct LeaderElector::Impl {
 
   Impl(Client* c, LeaderElectionOptions o, std::function<void()> started, std::function<void()> stopped)
       : client(c), options(WithIdentity(std::move(o))), on_started(std::move(started)), on_stopped(std::move(stopped)) {
-    // Its own connection: no retries inside the client and a short request timeout, so one
-    // renewal never outlasts the renew deadline (the elector retries every retry_period).
+    // Its own connection: no retries inside the client and a short request timeout, so
+    // that a renewal (a Get and an Update) started a renew_period after the last one ends
+    // by the renew deadline (the elector retries every retry_period).
     ClientOptions own = c->options();
     own.max_retries = 0;
-    own.request_timeout = std::min(own.request_timeout, std::max(RenewDeadline() / 2, milliseconds(100)));
+    const auto slack = std::chrono::duration_cast<milliseconds>(RenewDeadline() - options.renew_period);
+    own.request_timeout = std::min(own.request_timeout, std::max(slack / 2, milliseconds(100)));
     if (auto made = Client::Create(own); made.ok()) {
       own_client = std::move(*made);
       client = own_client.get();
@@ -169,6 +171,9 @@ struct LeaderElector::Impl {
         std::lock_guard<std::mutex> lock(mu);
         if (stopping) return;
       }
+      if (leading && Clock::now() - last_renewed >= RenewDeadline()) {
+        SetLeading(false);  // could not renew in time: stop before anyone may take over
+      }
       const Outcome outcome = TryAcquireOrRenew();
       if (outcome == Outcome::kHeld) {
         last_renewed = Clock::now();
@@ -176,8 +181,12 @@ struct LeaderElector::Impl {
       } else if (leading && (outcome == Outcome::kHeldByOther || Clock::now() - last_renewed >= RenewDeadline())) {
         SetLeading(false);  // lost the lease, or could not renew it in time
       }
-      const milliseconds next = outcome == Outcome::kHeld ? std::chrono::duration_cast<milliseconds>(options.renew_period)
-                                                          : options.retry_period;
+      milliseconds next = outcome == Outcome::kHeld ? std::chrono::duration_cast<milliseconds>(options.renew_period)
+                                                    : options.retry_period;
+      if (leading) {  // wake up at the renew deadline at the latest
+        const auto left = std::chrono::duration_cast<milliseconds>(last_renewed + RenewDeadline() - Clock::now());
+        next = std::min(next, left);
+      }
       if (!Wait(std::max(next, milliseconds(1)))) return;
     }
   }

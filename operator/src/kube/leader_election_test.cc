@@ -118,5 +118,20 @@ TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsTakenStopsLeading) {
   EXPECT_EQ(a.stopped, 1);
 }
 
+TEST_F(LeaderElectionTest, ALeaderCutOffFromTheApiServerStopsLeadingOnce) {
+  Candidate a(client_.get(), "a");
+  a.elector->Start();
+  ASSERT_TRUE(WaitFor([&] { return a.elector->leading(); }));
+  apiserver::FaultRule down;
+  down.resource = "leases";
+  down.status = 503;
+  server_->api().faults().Add(down);
+  ASSERT_TRUE(WaitFor([&] { return !a.elector->leading(); })) << "renewals fail until the renew deadline";
+  EXPECT_EQ(a.stopped, 1);
+  server_->api().faults().Clear();
+  ASSERT_TRUE(WaitFor([&] { return a.elector->leading(); })) << "leads again once its lease is reachable";
+  EXPECT_EQ(a.started, 2);
+}
+
 }  // namespace
 }  // namespace star::kube

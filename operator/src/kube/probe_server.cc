@@ -47,6 +47,10 @@ StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Start(const std::string& add
         }
       } catch (const std::exception& e) {
         self->Log(std::string("http: ") + e.what());
+        try {  // the prober gets an answer, not a timeout
+          r.reply(http::status_codes::InternalError, std::string(e.what()) + "\n");
+        } catch (const std::exception&) {
+        }
       }
     });
     impl->listener->open().wait();

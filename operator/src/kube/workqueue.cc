@@ -134,7 +134,7 @@ std::optional<std::string> WorkQueue::Get(milliseconds timeout) {
 
 void WorkQueue::Done(const std::string& key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->processing.erase(key);
+  if (impl_->processing.erase(key) == 0) return;  // not being processed: a stray Done
   if (impl_->dirty.count(key) != 0 && !impl_->shutting_down) {
     impl_->queue.push_back(key);
     impl_->cv.notify_one();

@@ -37,6 +37,15 @@ TEST(WorkQueueTest, AKeyAddedWhileProcessingIsQueuedAgainAfterDone) {
   EXPECT_EQ(q.Len(), 0u);
 }
 
+TEST(WorkQueueTest, AStrayDoneDoesNotQueueAKeyTwice) {
+  WorkQueue q;
+  q.Add("a");
+  q.Done("a");  // "a" is queued, not being processed
+  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_EQ(q.Get(1s), "a");
+  EXPECT_EQ(q.Get(0ms), std::nullopt);
+}
+
 TEST(WorkQueueTest, RateLimitedBackoffDoublesUpToTheCapAndForgetResetsIt) {
   WorkQueue q(WorkQueue::Options{10ms, 100ms});
   EXPECT_EQ(q.NextBackoff("a"), 10ms);
@@ -77,7 +86,8 @@ TEST(WorkQueueTest, DelayedKeysComeOutInTheOrderTheyBecomeDue) {
 
 TEST(WorkQueueTest, ShutDownUnblocksAWaitingGet) {
   WorkQueue q;
-  auto got = std::async(std::launch::async, [&] { return q.Get(std::chrono::hours(1)); });
+  auto got = std::async(std::launch::async, [&] { return q.Get(10s); });
+  ASSERT_EQ(got.wait_for(50ms), std::future_status::timeout) << "Get waits while the queue is empty";
   q.ShutDown();
   ASSERT_EQ(got.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(got.get(), std::nullopt);

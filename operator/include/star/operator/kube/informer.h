@@ -38,7 +38,8 @@ struct InformerOptions {
 // the difference to the cache as events: ADDED, MODIFIED (resourceVersion changed),
 // DELETED (with the last cached object). A stream ended at its timeout is re-watched from
 // the last resourceVersion seen (BOOKMARKs advance it; they are not passed to the handler).
-// Handlers run on the informer's thread, one at a time, after the cache is updated.
+// Handlers run on the informer's thread, one at a time, after the cache is updated; an
+// exception a handler throws is dropped (handlers report their own errors).
 // Borrows `client`, which must outlive it. Start once; Stop is idempotent, ends an open
 // watch within about 100 ms and returns when the thread has ended (a list in flight is
 // waited for: at most the client's request timeout and retries). Start after Stop does
@@ -115,12 +116,13 @@ class WorkQueue {
 // skew between nodes cannot steal a live lease; renewTime is written for people). Renew
 // every `renew_period`; retry every `retry_period` while not leading or after a failed
 // renewal. Leading ends (on_stopped_leading) when another holder is seen or no renewal
-// succeeded for 2/3 of lease_duration. Callbacks run on the elector's thread and must not
+// succeeded for 2/3 of lease_duration (the renew deadline: checked before each attempt and
+// woken for, so before another elector may take the lease). Callbacks run on the elector's thread and must not
 // block. Stop(): joins the thread, then, if leading, calls on_stopped_leading and releases
 // the lease (holder "", so another elector takes it at once). An empty identity becomes
 // hostname_pid. Requests go through a connection of its own made from client->options(),
-// without retries and with a request timeout of at most lease_duration / 3, so a renewal
-// cannot outlast the renew deadline.
+// without retries and with a request timeout of at most half of (renew deadline -
+// renew_period), at least 100 ms, so that a renewal started on time ends by the deadline.
 struct LeaderElectionOptions {
   std::string ns = "default";
   std::string name = "star-operator";
