@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "k8s_test_util.h"
 #include "apiserver/test_process.h"
 #include "star/operator/kube/client.h"
 
@@ -34,15 +35,7 @@ constexpr char kUid[] = "5b1e7c3a-9d2f-4e6b-8a1c-3f5d7e9b0a2c";
 constexpr char kCpuRoot[] = "/sys/fs/cgroup/cpu";
 
 json Allocation(int64_t quota_millicores) {
-  return {{"apiVersion", "star.dev/v1alpha1"},
-          {"kind", "NodeAllocation"},
-          {"metadata", {{"name", kNode}}},
-          {"spec",
-           {{"pods",
-             {{{"namespace", "ns"},
-               {"name", "worker-0"},
-               {"uid", kUid},
-               {"cpu", {{"quotaMillicores", quota_millicores}, {"weight", 100}}}}}}}}};
+  return star::agent::testing::OneWorkerAllocation(kNode, kUid, quota_millicores);
 }
 
 // Polls `done` every 10 ms for at most 20 s.

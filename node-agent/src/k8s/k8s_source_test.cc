@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s_test_util.h"
 #include "apiserver/server.h"
 #include "star/agent/journal.h"
 #include "star/agent/memory_node_os.h"
@@ -30,21 +31,14 @@ const std::string kCgroup = std::string("kubepods/burstable/pod") + kUid;
 const CpuLimits kOriginal{200000, 100000, 100};
 
 json Allocation(int64_t quota_millicores) {
-  return {{"apiVersion", "star.dev/v1alpha1"},
-          {"kind", "NodeAllocation"},
-          {"metadata", {{"name", kNode}}},
-          {"spec",
-           {{"pods",
-             {{{"namespace", "ns"},
-               {"name", "worker-0"},
-               {"uid", kUid},
-               {"cpu", {{"quotaMillicores", quota_millicores}, {"weight", 100}}}}}}}}};
+  return star::agent::testing::OneWorkerAllocation(kNode, kUid, quota_millicores);
 }
 
 class K8sSourceTest : public ::testing::Test {
  protected:
   // Faults, when given, are active before the source's first request.
-  void Start(std::vector<apiserver::FaultRule> faults = {}) {
+  // `max_retries`: the client's own retries (0: every failed request reaches the source).
+  void Start(std::vector<apiserver::FaultRule> faults = {}, int max_retries = 5) {
     apiserver::ApiServerOptions options;
     options.crds_dir = STAR_CRDS_DIR;
     options.faults = std::move(faults);
@@ -53,6 +47,7 @@ class K8sSourceTest : public ::testing::Test {
     kube::ClientOptions client_options;
     client_options.server = server_->url();
     client_options.initial_backoff = 10ms;
+    client_options.max_retries = max_retries;
     auto client = kube::Client::Create(client_options);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(client).value();
@@ -229,7 +224,7 @@ TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {
   drop.verb = "watch";
   drop.resource = "nodeallocations";
   drop.drop_watch_after = 1;
-  ASSERT_NO_FATAL_FAILURE(Start({gone, drop, list_fails}));
+  ASSERT_NO_FATAL_FAILURE(Start({gone, drop, list_fails}, /*max_retries=*/0));
 
   ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
   ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000 && ObservedGeneration() == 1; }));
@@ -240,7 +235,7 @@ TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {
   }
   ASSERT_TRUE(RunUntil([&] { return ObservedGeneration() == 4; }));
   const auto counters = server_->api().faults().counters();
-  EXPECT_GE(counters.errors, 1u) << "the 410 fired";
+  EXPECT_GE(counters.errors, 2u) << "the 410 and the failed list fired";
   EXPECT_GE(counters.dropped_watches, 1u);
 }
 
