@@ -9,6 +9,8 @@ function(star_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
+  # Test helpers every test may use (star/test_support/*.h).
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   # Labels are set after discovery: gtest_discover_tests's PROPERTIES flattens a list
   # ("LABELS shim e2e" would set only "shim"). CTest includes this file after the

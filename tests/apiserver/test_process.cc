@@ -64,17 +64,6 @@ int Reap(pid_t pid, Clock::time_point deadline, bool* killed) {
 
 }  // namespace
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/star-apiserver-test-XXXXXX";
-  if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& stdin_text,
                          std::chrono::milliseconds timeout) {
   ProcessResult result;

@@ -11,20 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "star/test_support/temp_dir.h"
+
 namespace star::apiserver::testing {
 
-// A fresh directory under /tmp, removed recursively by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = star::test_support::TempDir;
 
 struct ProcessResult {
   int exit_code = -1;  // -1: killed (timeout) or did not start

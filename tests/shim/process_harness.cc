@@ -41,16 +41,6 @@ int OpenPidFd(pid_t pid) {
 
 }  // namespace
 
-TempDir::TempDir(const std::string& prefix) {
-  std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
-  if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -16,22 +16,11 @@
 #include <vector>
 
 #include "star/core/status.h"
+#include "star/test_support/temp_dir.h"
 
 namespace star::shim::harness {
 
-// A fresh directory under /tmp; removed recursively by the destructor. path() is empty if
-// it could not be created.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "star-test");
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = star::test_support::TempDir;
 
 // The whole content of a file ("" if it cannot be read).
 std::string ReadFile(const std::string& path);

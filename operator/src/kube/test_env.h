@@ -14,6 +14,7 @@
 
 #include "apiserver/server.h"
 #include "star/operator/kube/client.h"
+#include "star/test_support/temp_dir.h"
 
 namespace star::kube::testing {
 
@@ -29,24 +30,7 @@ inline bool WaitFor(const std::function<bool()>& condition, std::chrono::millise
   return true;
 }
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "star-kube-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = star::test_support::TempDir;
 
 // Sets (or unsets, with nullptr) an environment variable for the scope.
 class ScopedEnv {
