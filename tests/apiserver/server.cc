@@ -1,11 +1,6 @@
 // The cpprestsdk adapter. cpprest exceptions are converted here and nowhere else.
 #include "server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <condition_variable>
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
@@ -14,6 +9,7 @@
 #include <queue>
 #include <thread>
 
+#include "star/shim/net.h"
 #include "yaml_json.h"
 
 namespace star::apiserver {
@@ -53,23 +49,6 @@ class BufferSink : public WatchSink {
  private:
   concurrency::streams::producer_consumer_buffer<uint8_t> buf_;
 };
-
-int PickFreePort(const std::string& host) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 std::string DecodeQueryPart(std::string s) {
   std::replace(s.begin(), s.end(), '+', ' ');
@@ -207,7 +186,7 @@ Status ApiServer::Start() {
   std::string last_error;
   // With port 0, a port picked free can be taken by someone else before we bind it: retry.
   for (int attempt = 0; attempt < (requested == 0 ? 8 : 1); ++attempt) {
-    const int p = requested == 0 ? PickFreePort(host) : requested;
+    const int p = requested == 0 ? shim::PickFreePort(host) : requested;
     if (p == 0) return Status::Unavailable("cannot bind " + host + ":0");
     try {
       auto listener = std::make_unique<http::experimental::listener::http_listener>(
