@@ -64,6 +64,14 @@ std::string MediaType(const std::string& content_type) {
 
 // What the Accept header asks for: "" (plain JSON), "Table", "PartialObjectMetadata" or
 // "PartialObjectMetadataList"; `version` gets the meta.k8s.io version asked for.
+// The Table rendering a request asks for (meta.k8s.io `version`, ?includeObject).
+TableOptions TableOptionsOf(const Request& req, const std::string& version) {
+  TableOptions options;
+  options.api_version = version;
+  if (!Param(req, "includeObject").empty()) options.include_object = Param(req, "includeObject");
+  return options;
+}
+
 std::string AcceptedAs(const std::string& accept, std::string* version) {
   std::stringstream ranges(accept);
   std::string range;
@@ -547,9 +555,7 @@ ApiResult Api::Get(const Target& t, const Request& req) {
   std::string meta_version;
   const std::string as = AcceptedAs(req.accept, &meta_version);
   if (as == "Table") {
-    TableOptions options;
-    options.api_version = meta_version;
-    if (!Param(req, "includeObject").empty()) options.include_object = Param(req, "includeObject");
+    const TableOptions options = TableOptionsOf(req, meta_version);
     return {200, ToTable(*t.type, t.version, {object}, Meta(object, "resourceVersion"), options)};
   }
   if (as == "PartialObjectMetadata") {
@@ -571,9 +577,7 @@ ApiResult Api::List(const Target& t, const Request& req) {
   std::string meta_version;
   const std::string as = AcceptedAs(req.accept, &meta_version);
   if (as == "Table") {
-    TableOptions options;
-    options.api_version = meta_version;
-    if (!Param(req, "includeObject").empty()) options.include_object = Param(req, "includeObject");
+    const TableOptions options = TableOptionsOf(req, meta_version);
     return {200, ToTable(*t.type, t.version, items, rv, options)};
   }
   if (as == "PartialObjectMetadataList" || as == "PartialObjectMetadata") {
@@ -631,9 +635,7 @@ Response Api::Watch(const Target& t, const Request& req, const FaultDecision& fa
   o.kind = t.type->kind;
   std::string meta_version;
   if (AcceptedAs(req.accept, &meta_version) == "Table") {
-    TableOptions options;
-    options.api_version = meta_version;
-    if (!Param(req, "includeObject").empty()) options.include_object = Param(req, "includeObject");
+    const TableOptions options = TableOptionsOf(req, meta_version);
     o.present = [t, options](const json& object) {
       const json presented = t.Present(object);
       return ToTable(*t.type, t.version, {presented}, Meta(presented, "resourceVersion"), options);
