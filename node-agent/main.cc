@@ -37,7 +37,7 @@
 #include "star/agent/allocation_source.h"
 #include "star/agent/journal.h"
 #include "star/agent/k8s_source.h"
-#include "star/operator/kube/probe_server.h"
+#include "star/kube/probe_server.h"
 #include "star/agent/pod_cgroup.h"
 #include "star/agent/real_node_os.h"
 #include "star/agent/reconciler.h"

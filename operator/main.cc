@@ -34,9 +34,9 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 
-#include "star/operator/kube/client.h"
-#include "star/operator/kube/informer.h"
-#include "star/operator/kube/probe_server.h"
+#include "star/kube/client.h"
+#include "star/kube/informer.h"
+#include "star/kube/probe_server.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/operator.h"
 

@@ -19,7 +19,7 @@
 
 #include "k8s_test_util.h"
 #include "apiserver/test_process.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include "star/agent/journal.h"
 #include "star/agent/memory_node_os.h"
 #include "star/agent/reconciler.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 namespace star::agent {
 namespace {

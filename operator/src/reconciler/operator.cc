@@ -16,11 +16,13 @@
 
 #include "star/core/api/node_allocation.h"
 #include "star/core/api/training_job.h"
-#include "star/operator/kube/informer.h"
+#include "star/kube/informer.h"
+#include "star/kube/leader_election.h"
+#include "star/kube/workqueue.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/job_registry.h"
 #include "star/operator/reconciler/reallocation.h"
-#include "star/shim/reporter.h"
+#include "star/report/server.h"
 
 namespace star::op {
 namespace {
@@ -102,7 +104,7 @@ struct Operator::Impl {
   kube::WorkQueue queue;
 
   std::unique_ptr<kube::Informer> jobs, pods, allocations, services;
-  std::unique_ptr<shim::ReportServer> report_server;
+  std::unique_ptr<report::ReportServer> report_server;
   std::string report_url;
   std::atomic<bool> stopping{false};
   std::atomic<bool> started{false};
@@ -870,7 +872,7 @@ Status Operator::Start() {
   Impl& m = *impl_;
   if (!m.options.report_listen.empty()) {
     STAR_ASSIGN_OR_RETURN(auto hp, SplitHostPort(m.options.report_listen, "report_listen"));
-    shim::ReportServerOptions ro;
+    report::ReportServerOptions ro;
     ro.host = hp.first;
     ro.port = hp.second;
     ro.job_token = [&m](const std::string& job) { return m.registry.Token(job); };
@@ -878,7 +880,7 @@ Status Operator::Start() {
     // server does not hold up the others' reports.
     ro.serialize_handler = false;
     STAR_ASSIGN_OR_RETURN(m.report_server,
-                          shim::ReportServer::Start(ro, [&m](const api::WorkerReport& r) { return m.OnReport(r); }));
+                          report::ReportServer::Start(ro, [&m](const api::WorkerReport& r) { return m.OnReport(r); }));
   }
   m.report_url = !m.options.report_url.empty() ? m.options.report_url
                  : m.report_server                ? m.report_server->base_url()

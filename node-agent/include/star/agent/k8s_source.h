@@ -41,7 +41,7 @@
 #include "star/agent/reconciler.h"
 #include "star/core/api/node_allocation.h"
 #include "star/core/status.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 namespace star::agent {
 

@@ -28,7 +28,7 @@
 
 #include "star/core/status.h"
 #include "star/operator/control_loop.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 #include "star/operator/reconciler/metrics.h"
 
 namespace star::op {

@@ -1,4 +1,4 @@
-#include "star/operator/kube/probe_server.h"
+#include "star/kube/probe_server.h"
 
 #include <cpprest/http_listener.h>
 

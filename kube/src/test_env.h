@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "apiserver/server.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 #include "star/test_support/temp_dir.h"
 
 namespace star::kube::testing {

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "kube/test_env.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 namespace star::kube {
 namespace {

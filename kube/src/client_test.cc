@@ -1,6 +1,6 @@
 // The client against the in-process API emulator: CRUD of TrainingJobs and pods, the
 // error mapping, retries, merge patches and the status subresource, and watches.
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/test_env.h"
-#include "star/operator/kube/informer.h"
+#include "star/kube/leader_election.h"
 
 namespace star::kube {
 namespace {

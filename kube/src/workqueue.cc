@@ -1,8 +1,9 @@
 // WorkQueue: client-go's deduplicating queue with delayed and rate-limited adds.
+#include "star/kube/workqueue.h"
+
 #include <algorithm>
 #include <deque>
-
-#include "star/operator/kube/informer.h"
+#include <set>
 
 namespace star::kube {
 

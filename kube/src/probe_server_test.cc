@@ -1,4 +1,4 @@
-#include "star/operator/kube/probe_server.h"
+#include "star/kube/probe_server.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

@@ -4,7 +4,7 @@
 
 #include <future>
 
-#include "star/operator/kube/informer.h"
+#include "star/kube/workqueue.h"
 
 namespace star::kube {
 namespace {

@@ -1,6 +1,6 @@
 // The informer against the emulator: sync, the cache following changes, re-lists after a
 // dropped watch and after 410 Gone, and convergence (events synthesised for what it missed).
-#include "star/operator/kube/informer.h"
+#include "star/kube/informer.h"
 
 #include <gtest/gtest.h>
 

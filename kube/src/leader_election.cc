@@ -6,7 +6,7 @@
 #include <ctime>
 #include <unistd.h>
 
-#include "star/operator/kube/informer.h"
+#include "star/kube/leader_election.h"
 
 namespace star::kube {
 namespace {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 namespace star::kube {
 namespace {

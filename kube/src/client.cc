@@ -1,6 +1,6 @@
 // The Kubernetes API client over cpprestsdk's http_client. cpprest (and boost::asio)
 // exceptions are converted to Status here and nowhere else.
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 
 #include <algorithm>
 #include <boost/asio/ssl.hpp>

@@ -1,5 +1,5 @@
 // Informer: list, then watch from the list's resourceVersion, re-listing after errors.
-#include "star/operator/kube/informer.h"
+#include "star/kube/informer.h"
 
 #include <algorithm>
 
