@@ -43,11 +43,11 @@
 #include <nlohmann/json.hpp>
 
 #include "apiserver/server.h"
-#include "star/operator/kube/client.h"
+#include "star/kube/client.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/operator.h"
-#include "star/shim/reporter.h"
+#include "star/report/client.h"
 
 namespace {
 
@@ -174,16 +174,16 @@ bool ReportPhase(kube::Client& kc, op::Operator& oper, int jobs, int workers, in
     pool.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<uint64_t>(t) + 1);
       std::lognormal_distribution<double> noise(0.0, 0.05);
-      std::vector<std::unique_ptr<shim::ReportClient>> clients;
+      std::vector<std::unique_ptr<report::ReportClient>> clients;
       std::vector<std::string> names;
       for (int j = t; j < jobs; j += threads) {
         char name[32];
         std::snprintf(name, sizeof name, "job-%05d", j);
-        shim::ReportClientOptions co;
+        report::ReportClientOptions co;
         co.base_url = oper.report_url();
         co.token = tokens[name];
         co.timeout = std::chrono::seconds(60);
-        auto c = shim::ReportClient::Create(co);
+        auto c = report::ReportClient::Create(co);
         if (!c.ok()) {
           ++failures;
           return;

@@ -23,7 +23,7 @@
 #include "star/core/api/types.h"
 #include "star/core/resources/planner.h"
 #include "star/operator/control_loop.h"
-#include "star/shim/reporter.h"
+#include "star/report/server.h"
 #include "star/shim/store_server.h"
 #include "star/shim/timing.h"
 
@@ -195,7 +195,7 @@ class Runner {
   std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<agent::NodeOs> os_;
   std::unique_ptr<shim::StoreServer> store_;
-  std::unique_ptr<shim::ReportServer> reports_;
+  std::unique_ptr<report::ReportServer> reports_;
   std::string token_;
   std::filesystem::path run_dir_;
   bool own_run_dir_ = false;
@@ -303,11 +303,11 @@ Status Runner::Setup() {
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
   token_ = RandomToken();
-  shim::ReportServerOptions ro;
+  report::ReportServerOptions ro;
   ro.host = sandbox_->host_address();
   ro.port = 0;
   ro.token = token_;
-  auto reports = shim::ReportServer::Start(
+  auto reports = report::ReportServer::Start(
       ro, [this](const api::WorkerReport& r) { return OnReport(r); });
   if (!reports.ok()) return reports.status();
   reports_ = std::move(*reports);

@@ -9,7 +9,7 @@
 #include <queue>
 #include <thread>
 
-#include "star/shim/net.h"
+#include "star/report/net.h"
 #include "yaml_json.h"
 
 namespace star::apiserver {
@@ -186,7 +186,7 @@ Status ApiServer::Start() {
   std::string last_error;
   // With port 0, a port picked free can be taken by someone else before we bind it: retry.
   for (int attempt = 0; attempt < (requested == 0 ? 8 : 1); ++attempt) {
-    const int p = requested == 0 ? shim::PickFreePort(host) : requested;
+    const int p = requested == 0 ? report::PickFreePort(host) : requested;
     if (p == 0) return Status::Unavailable("cannot bind " + host + ":0");
     try {
       auto listener = std::make_unique<http::experimental::listener::http_listener>(

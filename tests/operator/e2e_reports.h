@@ -11,7 +11,7 @@
 
 #include "star/core/api/decision.h"
 #include "star/core/api/worker_report.h"
-#include "star/shim/reporter.h"
+#include "star/report/client.h"
 
 namespace star::op::e2e {
 
@@ -45,10 +45,10 @@ struct StragglerReports {
 // the responses carried.
 inline void SendReports(const std::string& report_url, const std::string& token, const StragglerReports& r,
                         std::optional<api::Decision>* last = nullptr) {
-  shim::ReportClientOptions co;
+  report::ReportClientOptions co;
   co.base_url = report_url;
   co.token = token;
-  auto client = shim::ReportClient::Create(co);
+  auto client = report::ReportClient::Create(co);
   ASSERT_TRUE(client.ok()) << client.status();
   std::mt19937_64 rng(r.seed);
   std::lognormal_distribution<double> noise(0.0, r.sigma);

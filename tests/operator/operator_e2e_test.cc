@@ -16,7 +16,7 @@
 #include "e2e_reports.h"
 #include "e2e_util.h"
 #include "star/operator/reconciler/job_objects.h"
-#include "star/shim/reporter.h"
+#include "star/report/client.h"
 
 namespace star::op {
 namespace {
@@ -68,10 +68,10 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   EXPECT_EQ(na["spec"]["pods"][0]["guaranteed"], true);
 
   // Reports: a wrong token is refused.
-  shim::ReportClientOptions co;
+  report::ReportClientOptions co;
   co.base_url = report_url_;
   co.token = "wrong";
-  auto bad = shim::ReportClient::Create(co);
+  auto bad = report::ReportClient::Create(co);
   ASSERT_TRUE(bad.ok());
   api::WorkerReport rep;
   rep.job = "default/fm";
@@ -155,10 +155,10 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
 
   op_.Kill();
   StartOperator();
-  shim::ReportClientOptions co;
+  report::ReportClientOptions co;
   co.base_url = report_url_;
   co.token = Token("rd");
-  auto client = shim::ReportClient::Create(co);
+  auto client = report::ReportClient::Create(co);
   ASSERT_TRUE(client.ok()) << client.status();
   api::WorkerReport rep;
   rep.job = "default/rd";

@@ -15,7 +15,7 @@
 #include "e2e_reports.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/reallocation.h"
-#include "star/shim/reporter.h"
+#include "star/report/client.h"
 
 namespace star::op {
 namespace {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process_harness.h"
-#include "star/shim/reporter.h"
+#include "star/report/server.h"
 #include "star/shim/store_server.h"
 
 namespace star::shim {

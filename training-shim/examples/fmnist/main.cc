@@ -43,7 +43,7 @@
 #include "star/shim/gloo_collective.h"
 #include "star/shim/local_collective.h"
 #include "star/shim/parameter_server.h"
-#include "star/shim/reporter.h"
+#include "star/report/client.h"
 #include "star/shim/store_server.h"
 #include "star/shim/sync_engine.h"
 #include "star/shim/timing.h"

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "star/shim/net.h"
+#include "star/report/net.h"
 #include "star/shim/store_server.h"
 #include "store/store_util.h"
 
@@ -204,7 +204,7 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& hos
   std::string last_error;
   // With port 0, a port picked free can be taken by someone else before we bind it: retry.
   for (int attempt = 0; attempt < (port == 0 ? 8 : 1); ++attempt) {
-    const int p = port == 0 ? PickFreePort(host) : port;
+    const int p = port == 0 ? report::PickFreePort(host) : port;
     if (p == 0) {
       return Status::Unavailable("store server: cannot bind " + host + ":0");
     }

@@ -1,11 +1,11 @@
-#include "star/shim/net.h"
+#include "star/report/net.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace star::shim {
+namespace star::report {
 
 int PickFreePort(const std::string& host) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -24,4 +24,4 @@ int PickFreePort(const std::string& host) {
   return port;
 }
 
-}  // namespace star::shim
+}  // namespace star::report

@@ -1,16 +1,8 @@
-// WorkerReports over HTTP (ARCHITECTURE.md steps 2 and 4).
-//
-// Wire contract: POST {base_url}/v1/jobs/{job}/reports, body = api::ToJson(WorkerReport),
-// header "Authorization: Bearer <token>" when a token is configured; {job} is the
-// report's job, percent-encoded ("ns/name" -> "ns%2Fname"). The response is 200 with an
-// empty body, {"decision": null}, or {"decision": <api::Decision JSON>}; 400 carries
-// {"error": "<message naming the field>"}; 401 means a missing or wrong token.
-//
-// ReportClient is what a worker uses; ReportServer is the other end for tests and local
-// mode, and a seed for the operator's endpoint.
+// The controller's end of the report protocol (client.h has the wire contract): serves
+// POST /v1/jobs/{job}/reports and answers each report with the handler's decision. Used
+// by the operator's report endpoint, `star local` and tests.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,41 +12,7 @@
 #include "star/core/api/worker_report.h"
 #include "star/core/status.h"
 
-namespace star::shim {
-
-struct ReportClientOptions {
-  std::string base_url;  // e.g. "http://127.0.0.1:8080"; required (http or https)
-  std::string token;     // bearer token; default "" = send no Authorization header
-  std::chrono::milliseconds timeout{5000};  // per request, connect included; default 5 s
-};
-
-// Sends reports to one controller. Thread-safe (requests may run concurrently).
-// No retries inside: a failed Send changed nothing on the worker, and the caller decides
-// whether to retry (the next report carries fresher data, so the engine just sends the
-// next one).
-class ReportClient {
- public:
-  // InvalidArgument naming "base_url" if it is not an http(s) URL, or "timeout" if <= 0.
-  static StatusOr<std::unique_ptr<ReportClient>> Create(ReportClientOptions options);
-  ~ReportClient();
-  ReportClient(const ReportClient&) = delete;
-  ReportClient& operator=(const ReportClient&) = delete;
-
-  // Sends one report and returns the controller's decision, if any. Errors:
-  //   InvalidArgument    report.job empty; the server's 400 (its message); a response
-  //                      that is not JSON or whose decision is malformed (names the
-  //                      field, "decision.k: ...")
-  //   FailedPrecondition "report rejected: 401 unauthorized" (or 403 forbidden)
-  //   Unavailable        cannot connect, or the server answers 5xx
-  //   DeadlineExceeded   no answer within options.timeout
-  //   Internal           any other HTTP status
-  [[nodiscard]] StatusOr<std::optional<api::Decision>> Send(const api::WorkerReport& report);
-
- private:
-  struct Impl;
-  explicit ReportClient(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-};
+namespace star::report {
 
 struct ReportServerOptions {
   std::string host = "127.0.0.1";  // address to listen on; default loopback
@@ -101,4 +59,4 @@ class ReportServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace star::shim
+}  // namespace star::report

@@ -1,4 +1,5 @@
-#include "star/shim/reporter.h"
+#include "star/report/client.h"
+#include "star/report/server.h"
 
 #include <atomic>
 #include <algorithm>
@@ -11,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-namespace star::shim {
+namespace star::report {
 namespace {
 
 using std::chrono::milliseconds;
@@ -290,4 +291,4 @@ TEST(ReportServer, AnUnserialisedHandlerTakesReportsConcurrently) {
 }
 
 }  // namespace
-}  // namespace star::shim
+}  // namespace star::report

@@ -1,142 +1,29 @@
-// The cpprestsdk adapter of the report endpoint: every cpprest exception is turned into
-// a Status here, and every pplx task is observed (an unobserved failed task terminates).
-#include "star/shim/reporter.h"
-
-#include "star/shim/net.h"
-
+// The cpprestsdk adapter of the controller's end: every cpprest exception is turned into
+// a reply or a Status here, and every pplx task is observed.
+#include "star/report/server.h"
 
 // cpprest otherwise defines a macro U(), which breaks any template parameter named U.
 #define _TURN_OFF_PLATFORM_STRING
-#include <cpprest/http_client.h>
 #include <cpprest/http_listener.h>
 
 #include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-namespace star::shim {
-namespace {
+#include "star/report/net.h"
+#include "wire.h"
 
+namespace star::report {
+namespace {
 namespace http = web::http;
 using nlohmann::json;
-
-std::string ErrorBody(const std::string& message) { return json{{"error", message}}.dump(); }
-
-// The "error" of a JSON error body, else the body itself.
-std::string ErrorMessage(const std::string& body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
-    return j["error"].get<std::string>();
-  }
-  return body;
-}
-
-StatusOr<std::optional<api::Decision>> DecodeResponse(const std::string& body) {
-  if (body.empty()) return std::optional<api::Decision>();
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidArgument("response: not a JSON object");
-  }
-  auto it = j.find("decision");
-  if (it == j.end() || it->is_null()) return std::optional<api::Decision>();
-  STAR_ASSIGN_OR_RETURN(api::Decision d, api::DecisionFromJson(*it, "decision"));
-  return std::optional<api::Decision>(std::move(d));
-}
-
-Status FromHttpException(const http::http_exception& e, const std::string& url) {
-  if (e.error_code() == std::errc::timed_out) {
-    return Status::DeadlineExceeded("report to " + url + ": no answer in time: " + e.what());
-  }
-  return Status::Unavailable("report to " + url + ": " + e.what());
-}
-
+using wire::ErrorBody;
 }  // namespace
-
-// ---------------------------------------------------------------- ReportClient
-
-struct ReportClient::Impl {
-  ReportClientOptions options;
-  http::client::http_client client;
-
-  Impl(ReportClientOptions o, const http::client::http_client_config& config)
-      : options(std::move(o)), client(web::uri(options.base_url), config) {}
-};
-
-ReportClient::ReportClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ReportClient::~ReportClient() = default;
-
-StatusOr<std::unique_ptr<ReportClient>> ReportClient::Create(ReportClientOptions options) {
-  if (options.timeout.count() <= 0) {
-    return Status::InvalidArgument("timeout: must be > 0 ms, got " +
-                                   std::to_string(options.timeout.count()));
-  }
-  if (!web::uri::validate(options.base_url)) {
-    return Status::InvalidArgument("base_url: not a URL: \"" + options.base_url + "\"");
-  }
-  web::uri uri(options.base_url);
-  if ((uri.scheme() != "http" && uri.scheme() != "https") || uri.host().empty()) {
-    return Status::InvalidArgument("base_url: must be http(s)://host[:port], got \"" +
-                                   options.base_url + "\"");
-  }
-  http::client::http_client_config config;
-  config.set_timeout(options.timeout);
-  try {
-    return std::unique_ptr<ReportClient>(
-        new ReportClient(std::make_unique<Impl>(std::move(options), config)));
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("base_url: ") + e.what());
-  }
-}
-
-StatusOr<std::optional<api::Decision>> ReportClient::Send(const api::WorkerReport& report) {
-  if (report.job.empty()) return Status::InvalidArgument("job: must not be empty");
-  const std::string path = "/v1/jobs/" + web::uri::encode_data_string(report.job) + "/reports";
-  const std::string url = impl_->options.base_url + path;
-
-  http::http_request request(http::methods::POST);
-  request.set_request_uri(path);
-  if (!impl_->options.token.empty()) {
-    request.headers().add(http::header_names::authorization, "Bearer " + impl_->options.token);
-  }
-  request.set_body(api::ToJson(report).dump(), "application/json");
-
-  http::status_code code = 0;
-  std::string body;
-  try {
-    http::http_response response = impl_->client.request(request).get();
-    code = response.status_code();
-    body = response.extract_utf8string(/*ignore_content_type=*/true).get();
-  } catch (const http::http_exception& e) {
-    return FromHttpException(e, url);
-  } catch (const std::exception& e) {
-    return Status::Unavailable("report to " + url + ": " + e.what());
-  }
-
-  switch (code) {
-    case http::status_codes::OK:
-      return DecodeResponse(body);
-    case http::status_codes::BadRequest:
-      return Status::InvalidArgument(ErrorMessage(body));
-    case http::status_codes::Unauthorized:
-      return Status::FailedPrecondition("report rejected: 401 unauthorized");
-    case http::status_codes::Forbidden:
-      return Status::FailedPrecondition("report rejected: 403 forbidden");
-    default:
-      break;
-  }
-  std::string what = "report to " + url + ": HTTP " + std::to_string(code) + ": " +
-                     ErrorMessage(body);
-  if (code >= 500) return Status::Unavailable(std::move(what));
-  return Status::Internal(std::move(what));
-}
-
-// ---------------------------------------------------------------- ReportServer
 
 struct ReportServer::Impl {
   ReportServerOptions options;
@@ -268,4 +155,4 @@ StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions 
   return Status::Unavailable("report server: cannot listen: " + last_error);
 }
 
-}  // namespace star::shim
+}  // namespace star::report
