@@ -37,4 +37,9 @@ Status Status::WithPrefix(std::string_view prefix) const {
 
 std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.ToString(); }
 
+bool IsTransient(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
+         s.code() == StatusCode::kAborted;
+}
+
 }  // namespace star

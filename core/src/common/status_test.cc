@@ -38,6 +38,20 @@ TEST(Status, WithPrefixAddsContextAndKeepsCode) {
   EXPECT_TRUE(Status().WithPrefix("x").ok());
 }
 
+TEST(Status, IsTransientOnlyForCodesARetryCanCure) {
+  EXPECT_TRUE(IsTransient(Status::Unavailable("connection refused")));
+  EXPECT_TRUE(IsTransient(Status::DeadlineExceeded("timed out")));
+  EXPECT_TRUE(IsTransient(Status::Aborted("conflict")));
+  EXPECT_FALSE(IsTransient(Status()));
+  EXPECT_FALSE(IsTransient(Status::InvalidArgument("spec.x: bad")));
+  EXPECT_FALSE(IsTransient(Status::NotFound("gone")));
+  EXPECT_FALSE(IsTransient(Status::AlreadyExists("x")));
+  EXPECT_FALSE(IsTransient(Status::FailedPrecondition("forbidden")));
+  EXPECT_FALSE(IsTransient(Status::OutOfRange("410")));
+  EXPECT_FALSE(IsTransient(Status::Internal("bug")));
+  EXPECT_FALSE(IsTransient(Status::Unimplemented("x")));
+}
+
 TEST(StatusOr, AssignOrReturnPropagatesFirstError) {
   auto ok = Quarter(8);
   ASSERT_TRUE(ok.ok());

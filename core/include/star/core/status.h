@@ -70,6 +70,11 @@ class [[nodiscard]] Status {
 
 std::ostream& operator<<(std::ostream& os, const Status& s);
 
+// True when the same request may succeed if simply retried later: Unavailable (the peer
+// cannot be reached or is overloaded), DeadlineExceeded, Aborted (a conflict; re-read and
+// retry). Every other code, OK included, is false: retrying would fail the same way.
+bool IsTransient(const Status& s);
+
 // Holds either a T or a non-OK Status. Accessing value() of an error is a programming
 // error (asserts in debug builds).
 template <typename T>
