@@ -30,6 +30,7 @@
 #include <sstream>
 
 #include "os/limits_check.h"
+#include "star/core/common/hash.h"
 
 namespace star::agent {
 namespace {
@@ -96,24 +97,12 @@ constexpr uint32_t kRedirectPrio = 1;  // our u32 redirect filter's priority on 
 
 // Ingress limits (libnl-route 3.7 has no police action): traffic arriving on the
 // interface is redirected to an IFB device and shaped there on egress. Installed: an IFB
-// device (below), up, with root htb 1: / default class 1:1 rate = ceil = the limit and the
+// device (IfbName), up, with root htb 1: / default class 1:1 rate = ceil = the limit and the
 // given priority; on the interface an ingress qdisc ffff: with a u32 match-all filter
 // (priority 1) whose action is mirred egress redirect to the IFB. A limit of 0 deletes the
 // ingress qdisc (filter included) and the IFB device. ReadNet reports ingress from the IFB's
 // class 1:1, and 0 when the ingress qdisc or the IFB is missing. Needs the ifb, act_mirred
 // and cls_u32 kernel modules (autoloaded).
-//
-// The IFB device that carries the ingress shaping of `ifname`: "stbi" + the 8 hex digits
-// of the FNV-1a hash of the name (12 characters, within IFNAMSIZ; deterministic, so a
-// restarted agent finds it again). It lives in the network namespace of the netlink
-// socket, next to the interface.
-std::string IfbName(const std::string& ifname) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : ifname) h = (h ^ c) * 16777619u;
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "stbi%08x", h);
-  return buf;
-}
 
 class RealNodeOs final : public NodeOs {
  public:
@@ -652,6 +641,12 @@ Status RealNodeOs::WriteNet(const std::string& ifname, const NetLimits& limits) 
 }
 
 }  // namespace
+
+std::string IfbName(const std::string& ifname) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "stbi%08x", Fnv1a32(ifname));
+  return buf;
+}
 
 StatusOr<std::unique_ptr<NodeOs>> NewRealNodeOs(const RealNodeOsOptions& options) {
   if (options.allowed_prefix.empty()) {

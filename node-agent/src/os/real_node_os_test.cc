@@ -427,6 +427,7 @@ TEST(RealNodeOs, VethIngressIsLimitedToTheRateAndReleased) {
   EXPECT_EQ(*os.ReadNet(ifname), limit);
   const std::string ifb = NetnsPair::IfbName(net.a());
   ASSERT_FALSE(ifb.empty());
+  EXPECT_EQ(ifb, agent::IfbName(ifname));  // the one name `star local` removes too
 
   const int64_t kBytes = 5'000'000;
   auto s0 = os.ReadNetStats(ifname);

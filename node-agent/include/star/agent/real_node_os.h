@@ -8,10 +8,9 @@
 // 8 bit/s; MemoryNodeOs does the same). Only a root qdisc "htb 1:" is considered ours:
 // ReadNet reports no limit for any other root qdisc and a removal leaves it alone.
 //
-// Ingress: an IFB device per interface (named "stbi" + 8 hex digits of an FNV-1a hash of
-// the interface name) carrying htb 1:/1:1 at the ingress rate, fed by an ingress qdisc
-// ffff: on the interface with a u32 match-all filter whose mirred action redirects to the
-// IFB; ingress 0 removes both. A failed WriteNet puts the previous limits back. Needs the
+// Ingress: an IFB device per interface (named by IfbName below) carrying htb 1:/1:1 at
+// the ingress rate, fed by an ingress qdisc ffff: on the interface with a u32 match-all
+// filter whose mirred action redirects to the IFB; ingress 0 removes both. A failed WriteNet puts the previous limits back. Needs the
 // ifb, act_mirred and cls_u32 kernel modules.
 #pragma once
 
@@ -39,5 +38,11 @@ struct RealNodeOsOptions {
 // when no usable CPU hierarchy is found, InvalidArgument for bad options, Unavailable when
 // libcgroup or netlink cannot be initialised. The returned object is thread-safe.
 [[nodiscard]] StatusOr<std::unique_ptr<NodeOs>> NewRealNodeOs(const RealNodeOsOptions& options);
+
+// The IFB device that carries the ingress shaping of interface `ifname`: "stbi" + the 8
+// hex digits of Fnv1a32(ifname) (core/common/hash.h), 12 characters, within IFNAMSIZ.
+// Deterministic, so a restarted agent (or whoever removes the interface) finds it again;
+// it lives in the interface's network namespace.
+std::string IfbName(const std::string& ifname);
 
 }  // namespace star::agent
