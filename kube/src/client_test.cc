@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kube/test_env.h"
+#include "test_env.h"
 
 namespace star::kube {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "kube/test_env.h"
+#include "test_env.h"
 #include "star/kube/client.h"
 
 namespace star::kube {

@@ -1,12 +1,16 @@
 // LeaderElector on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it:
 // a lease held by someone else counts as expired once this process has seen it unchanged
 // for its leaseDurationSeconds (the local monotonic clock; no trust in other clocks).
-#include <algorithm>
-#include <cstdio>
-#include <ctime>
+#include "star/kube/leader_election.h"
+
 #include <unistd.h>
 
-#include "star/kube/leader_election.h"
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
 
 namespace star::kube {
 namespace {

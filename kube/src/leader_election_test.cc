@@ -2,7 +2,7 @@
 // takeover of an expired lease, stepping down when the lease is taken.
 #include <gtest/gtest.h>
 
-#include "kube/test_env.h"
+#include "test_env.h"
 #include "star/kube/leader_election.h"
 
 namespace star::kube {

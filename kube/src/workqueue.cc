@@ -2,8 +2,12 @@
 #include "star/kube/workqueue.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <set>
+#include <vector>
 
 namespace star::kube {
 
