@@ -25,3 +25,24 @@ int PickFreePort(const std::string& host) {
 }
 
 }  // namespace star::report
+
+namespace star::report {
+
+StatusOr<int> ListenOnPort(const std::string& host, int port,
+                           const std::function<Status(int port)>& listen, int attempts) {
+  if (port < 0 || port > 65535) {
+    return Status::InvalidArgument("port: must be in [0, 65535], got " + std::to_string(port));
+  }
+  std::string last_error = "no free port";
+  for (int i = 0; i < (port == 0 ? attempts : 1); ++i) {
+    const int p = port == 0 ? PickFreePort(host) : port;
+    if (p == 0) continue;
+    Status s = listen(p);
+    if (s.ok()) return p;
+    last_error = s.message();
+  }
+  return Status::Unavailable("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                             last_error);
+}
+
+}  // namespace star::report

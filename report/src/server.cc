@@ -132,27 +132,22 @@ StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions 
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->handler = std::move(handler);
-  const bool pick = impl->options.port == 0;
-  // A probed port can be taken before the listener binds it: try a few.
-  const int attempts = pick ? 8 : 1;
-  std::string last_error = "no free port";
-  for (int i = 0; i < attempts; ++i) {
-    int port = pick ? PickFreePort(impl->options.host) : impl->options.port;
-    if (port == 0) continue;
-    const std::string url = "http://" + impl->options.host + ":" + std::to_string(port);
+  Impl* self = impl.get();
+  StatusOr<int> port = ListenOnPort(self->options.host, self->options.port, [self](int p) {
+    const std::string url = "http://" + self->options.host + ":" + std::to_string(p);
     try {
       auto listener = std::make_unique<http::experimental::listener::http_listener>(url);
-      Impl* self = impl.get();
       listener->support([self](http::http_request r) { self->Handle(r); });
       listener->open().wait();
-      impl->listener = std::move(listener);
-      impl->options.port = port;
-      return std::unique_ptr<ReportServer>(new ReportServer(std::move(impl)));
+      self->listener = std::move(listener);
+      return Status::Ok();
     } catch (const std::exception& e) {
-      last_error = url + ": " + e.what();
+      return Status::Unavailable(url + ": " + e.what());
     }
-  }
-  return Status::Unavailable("report server: cannot listen: " + last_error);
+  });
+  if (!port.ok()) return Status::Unavailable("report server: " + port.status().message());
+  impl->options.port = *port;
+  return std::unique_ptr<ReportServer>(new ReportServer(std::move(impl)));
 }
 
 }  // namespace star::report

@@ -182,30 +182,22 @@ Status ApiServer::Start() {
   if (!impl_->options.crds_dir.empty()) STAR_RETURN_IF_ERROR(impl_->api.LoadCrds(impl_->options.crds_dir));
   for (const auto& rule : impl_->options.faults) impl_->api.faults().Add(rule);
   const std::string& host = impl_->options.host;
-  const int requested = impl_->options.port;
-  std::string last_error;
-  // With port 0, a port picked free can be taken by someone else before we bind it: retry.
-  for (int attempt = 0; attempt < (requested == 0 ? 8 : 1); ++attempt) {
-    const int p = requested == 0 ? report::PickFreePort(host) : requested;
-    if (p == 0) return Status::Unavailable("cannot bind " + host + ":0");
+  Impl* raw = impl_.get();
+  StatusOr<int> port = report::ListenOnPort(host, impl_->options.port, [raw, &host](int p) {
     try {
       auto listener = std::make_unique<http::experimental::listener::http_listener>(
           web::uri("http://" + host + ":" + std::to_string(p)));
-      Impl* raw = impl_.get();
       listener->support([raw](http::http_request req) { raw->Handle(std::move(req)); });
       listener->open().wait();
-      impl_->listener = std::move(listener);
-      impl_->port = p;
-      break;
+      raw->listener = std::move(listener);
+      return Status::Ok();
     } catch (const std::exception& e) {
-      last_error = e.what();
+      return Status::Unavailable(e.what());
     }
-  }
-  if (!impl_->listener) {
-    return Status::Unavailable("cannot listen on " + host + ":" + std::to_string(requested) + ": " + last_error);
-  }
+  });
+  if (!port.ok()) return port.status();
+  impl_->port = *port;
   impl_->api.set_server_address(host + ":" + std::to_string(impl_->port));
-  Impl* raw = impl_.get();
   impl_->timer = std::thread([raw] { raw->TimerLoop(); });
   return Status::Ok();
 }
