@@ -26,22 +26,22 @@ Status Bad(std::string_view field, const std::string& reason) {
   return Status::InvalidArgument(std::string(field) + ": " + reason);
 }
 
-double DefaultThreshold(Rule rule) {
+double DefaultThreshold(api::DetectionRule rule) {
   switch (rule) {
-    case Rule::kMad: return 3.0;
-    case Rule::kRelativeScore: return 0.75;
-    case Rule::kStar: return 0.2;
-    case Rule::kChangePoint: return 0.2;
+    case api::DetectionRule::kMad: return 3.0;
+    case api::DetectionRule::kRelativeScore: return 0.75;
+    case api::DetectionRule::kStar: return 0.2;
+    case api::DetectionRule::kChangePoint: return 0.2;
   }
   return 0;
 }
 
-double DefaultRecoveryThreshold(Rule rule) {
+double DefaultRecoveryThreshold(api::DetectionRule rule) {
   switch (rule) {
-    case Rule::kMad: return 2.0;
-    case Rule::kRelativeScore: return 0.85;
-    case Rule::kStar: return 0.1;
-    case Rule::kChangePoint: return 0.1;
+    case api::DetectionRule::kMad: return 2.0;
+    case api::DetectionRule::kRelativeScore: return 0.85;
+    case api::DetectionRule::kStar: return 0.1;
+    case api::DetectionRule::kChangePoint: return 0.1;
   }
   return 0;
 }
@@ -71,19 +71,20 @@ double Round4(double v) { return std::round(v * 1e4) / 1e4; }
 
 }  // namespace
 
-std::string_view ToString(Rule rule) {
+std::string_view RuleName(api::DetectionRule rule) {
   switch (rule) {
-    case Rule::kMad: return "mad";
-    case Rule::kRelativeScore: return "relative";
-    case Rule::kStar: return "star";
-    case Rule::kChangePoint: return "change_point";
+    case api::DetectionRule::kMad: return "mad";
+    case api::DetectionRule::kRelativeScore: return "relative";
+    case api::DetectionRule::kStar: return "star";
+    case api::DetectionRule::kChangePoint: return "change_point";
   }
   return "unknown";
 }
 
-std::optional<Rule> ParseRule(std::string_view s) {
-  for (Rule r : {Rule::kMad, Rule::kRelativeScore, Rule::kStar, Rule::kChangePoint}) {
-    if (ToString(r) == s) return r;
+std::optional<api::DetectionRule> ParseRule(std::string_view s) {
+  using R = api::DetectionRule;
+  for (R r : {R::kMad, R::kRelativeScore, R::kStar, R::kChangePoint}) {
+    if (RuleName(r) == s) return r;
   }
   return std::nullopt;
 }
@@ -105,8 +106,8 @@ DetectorOptions ResolveDefaults(DetectorOptions options) {
 }
 
 Status Validate(const DetectorOptions& options) {
-  const Rule rule = options.rule;
-  if (ToString(rule) == "unknown") {
+  const api::DetectionRule rule = options.rule;
+  if (RuleName(rule) == "unknown") {
     return Bad("rule", "unknown rule " + std::to_string(static_cast<int>(rule)));
   }
   if (options.window < kMinWindow || options.window > kMaxWindow) {
@@ -114,7 +115,7 @@ Status Validate(const DetectorOptions& options) {
                              std::to_string(kMaxWindow) + "], got " +
                              std::to_string(options.window));
   }
-  const std::string rule_name(ToString(rule));
+  const std::string rule_name(RuleName(rule));
   for (const auto& [field, value] : {std::pair<std::string_view, double>{"threshold", options.threshold},
                                      {"recovery_threshold", options.recovery_threshold}}) {
     if (std::isnan(value)) continue;
@@ -123,7 +124,7 @@ Status Validate(const DetectorOptions& options) {
     }
   }
   const DetectorOptions r = ResolveDefaults(options);
-  if (rule == Rule::kRelativeScore) {
+  if (rule == api::DetectionRule::kRelativeScore) {
     if (r.threshold >= 1) {
       return Bad("threshold", "must be in (0, 1) for rule relative, got " + Num(r.threshold));
     }
@@ -278,16 +279,16 @@ void Detector::UpdateWorkerStats(int id) {
 bool Detector::OnsetCondition(const Worker& w) const {
   if (w.med_total <= 0) return false;
   switch (options_.rule) {
-    case Rule::kMad:
+    case api::DetectionRule::kMad:
       // sigma_ == 0: no spread estimate, nobody is flagged.
       return sigma_ > 0 && w.med_total > typical_ + options_.threshold * sigma_ &&
              w.slowdown >= options_.min_slowdown;
-    case Rule::kRelativeScore:
+    case api::DetectionRule::kRelativeScore:
       return fastest_ / w.med_total < options_.threshold ||
              (options_.individual_score && w.best_total / w.med_total < options_.threshold);
-    case Rule::kStar:
+    case api::DetectionRule::kStar:
       return fastest_ > 0 && (w.med_total - fastest_) / fastest_ > options_.threshold;
-    case Rule::kChangePoint:
+    case api::DetectionRule::kChangePoint:
       return typical_mean_ > 0 && w.mean_total / typical_mean_ - 1 > options_.threshold;
   }
   return false;
@@ -297,14 +298,14 @@ bool Detector::RecoveryCondition(const Worker& w) const {
   if (w.med_total <= 0) return true;
   const double rt = options_.recovery_threshold;
   switch (options_.rule) {
-    case Rule::kMad:
+    case api::DetectionRule::kMad:
       return w.med_total <= std::max(typical_ + rt * sigma_, typical_ * options_.recovery_slowdown);
-    case Rule::kRelativeScore:
+    case api::DetectionRule::kRelativeScore:
       return fastest_ / w.med_total >= rt &&
              (!options_.individual_score || w.best_total / w.med_total >= rt);
-    case Rule::kStar:
+    case api::DetectionRule::kStar:
       return fastest_ <= 0 || (w.med_total - fastest_) / fastest_ <= rt;
-    case Rule::kChangePoint:
+    case api::DetectionRule::kChangePoint:
       return typical_mean_ <= 0 || w.mean_total / typical_mean_ - 1 <= rt;
   }
   return true;
@@ -312,7 +313,7 @@ bool Detector::RecoveryCondition(const Worker& w) const {
 
 bool Detector::PersistedLongEnough(const Worker& w, int streak, int needed) const {
   if (streak < needed) return false;
-  return options_.rule != Rule::kChangePoint ||
+  return options_.rule != api::DetectionRule::kChangePoint ||
          w.last_iteration - w.streak_start_iteration >= options_.change_point_min_iterations;
 }
 
@@ -363,12 +364,12 @@ void Detector::Evaluate(std::vector<Event>* events) {
   typical_ = MedianInPlace(scratch_a_.data(), n);
   typical_compute_ = MedianInPlace(scratch_b_.data(), n);
   typical_comm_ = MedianInPlace(scratch_c_.data(), n);
-  if (options_.rule == Rule::kMad) {
+  if (options_.rule == api::DetectionRule::kMad) {
     for (size_t i = 0; i < n; ++i) {
       scratch_d_[i] = std::abs(workers_[static_cast<size_t>(ready_[i])].med_total - typical_);
     }
     sigma_ = kMadToSigma * MedianInPlace(scratch_d_.data(), n);
-  } else if (options_.rule == Rule::kChangePoint) {
+  } else if (options_.rule == api::DetectionRule::kChangePoint) {
     for (size_t i = 0; i < n; ++i) {
       scratch_d_[i] = workers_[static_cast<size_t>(ready_[i])].mean_total;
     }

@@ -44,11 +44,11 @@ std::string Describe(const std::vector<Event>& events) {
 // ---- names, options, JSON --------------------------------------------------------------
 
 TEST(RuleNames, RoundTripThroughWireNames) {
-  EXPECT_EQ(ToString(Rule::kMad), "mad");
-  EXPECT_EQ(ToString(Rule::kRelativeScore), "relative");
-  EXPECT_EQ(ToString(Rule::kStar), "star");
-  EXPECT_EQ(ToString(Rule::kChangePoint), "change_point");
-  for (Rule r : kAllRules) EXPECT_EQ(ParseRule(ToString(r)), r);
+  EXPECT_EQ(RuleName(Rule::kMad), "mad");
+  EXPECT_EQ(RuleName(Rule::kRelativeScore), "relative");
+  EXPECT_EQ(RuleName(Rule::kStar), "star");
+  EXPECT_EQ(RuleName(Rule::kChangePoint), "change_point");
+  for (Rule r : kAllRules) EXPECT_EQ(ParseRule(RuleName(r)), r);
   EXPECT_EQ(ParseRule("MAD"), std::nullopt);
   EXPECT_EQ(ParseRule(""), std::nullopt);
   EXPECT_EQ(ParseRule("changepoint"), std::nullopt);
@@ -56,11 +56,11 @@ TEST(RuleNames, RoundTripThroughWireNames) {
 
 TEST(DetectorOptions, DefaultsAreValidForEveryRule) {
   for (Rule r : kAllRules) {
-    EXPECT_TRUE(Validate(Options(r)).ok()) << ToString(r) << ": " << Validate(Options(r));
+    EXPECT_TRUE(Validate(Options(r)).ok()) << RuleName(r) << ": " << Validate(Options(r));
     DetectorOptions o = Options(r);
     o.threshold = std::nan("");
     o.recovery_threshold = std::nan("");
-    EXPECT_TRUE(Validate(o).ok()) << ToString(r);
+    EXPECT_TRUE(Validate(o).ok()) << RuleName(r);
   }
 }
 
@@ -69,8 +69,8 @@ TEST(DetectorOptions, ResolveDefaultsFillsRuleSpecificThresholds) {
   for (const Case& c : {Case{Rule::kMad, 3.0, 2.0}, Case{Rule::kRelativeScore, 0.75, 0.85},
                         Case{Rule::kStar, 0.2, 0.1}, Case{Rule::kChangePoint, 0.2, 0.1}}) {
     DetectorOptions r = ResolveDefaults(Options(c.rule));
-    EXPECT_DOUBLE_EQ(r.threshold, c.on) << ToString(c.rule);
-    EXPECT_DOUBLE_EQ(r.recovery_threshold, c.off) << ToString(c.rule);
+    EXPECT_DOUBLE_EQ(r.threshold, c.on) << RuleName(c.rule);
+    EXPECT_DOUBLE_EQ(r.recovery_threshold, c.off) << RuleName(c.rule);
   }
   DetectorOptions o = Options(Rule::kStar);
   o.threshold = 0.3;
@@ -142,7 +142,7 @@ TEST(EventJson, RecoveredCarriesOnlyIterationWorkerState) {
 class EveryRule : public ::testing::TestWithParam<Rule> {};
 
 INSTANTIATE_TEST_SUITE_P(Rules, EveryRule, ::testing::ValuesIn(kAllRules),
-                         [](const auto& info) { return std::string(ToString(info.param)); });
+                         [](const auto& info) { return std::string(RuleName(info.param)); });
 
 // Checks that `events` are exactly one onset and one recovery of episode `e`, with the
 // expected cause and a dynamic kind, each within the latency bound.

@@ -86,20 +86,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "star/core/api/training_job.h"
 #include "star/core/api/types.h"
 #include "star/core/api/worker_report.h"
 #include "star/core/status.h"
 
 namespace star::detect {
 
-enum class Rule { kMad, kRelativeScore, kStar, kChangePoint };
-// Wire names: "mad", "relative", "star", "change_point".
-std::string_view ToString(Rule rule);
-// Inverse of ToString; nullopt for anything else (case-sensitive).
-std::optional<Rule> ParseRule(std::string_view s);
+// The rule is the spec's (spec.mitigation.detection.rule). `Rule` is kept as a
+// shorter name for it.
+using Rule = api::DetectionRule;
+// The `star detect --rule` spellings: "mad", "relative", "star", "change_point" (the
+// spec's are api::ToString's).
+std::string_view RuleName(api::DetectionRule rule);
+// Inverse of RuleName; nullopt for anything else (case-sensitive).
+std::optional<api::DetectionRule> ParseRule(std::string_view s);
 
 struct DetectorOptions {
-  Rule rule = Rule::kMad;  // default: MAD with hysteresis
+  api::DetectionRule rule = api::DetectionRule::kMad;  // default: MAD with hysteresis
   // Samples per worker in the sliding window (the windowed median). In [3, 1024].
   int window = 10;
   // Onset threshold, rule-specific (see the header comment); NaN or 0 = rule default:
