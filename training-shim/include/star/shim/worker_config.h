@@ -1,0 +1,71 @@
+// WorkerConfig: how one training process takes part in a STAR job, as the operator and
+// `star local` describe it in the STAR_* environment. WorkerSession and Synchronizer are
+// configured from it; a trainer with command-line flags fills it from those instead.
+//
+// Environment (WorkerConfigFromEnvironment):
+//   STAR_RANK               rank       required; this process's rank, servers first
+//   STAR_WORLD_SIZE         world_size required; number of workers
+//   STAR_PARAMETER_SERVERS  parameter_servers
+//   STAR_JOB                job
+//   STAR_STORE_URL          store_url
+//   STAR_HOST_STORE         host_store (1/0/true/false)
+//   STAR_LISTEN_HOST        listen_host
+//   STAR_CONTROLLER_URL     controller_url
+//   STAR_JOB_TOKEN          token
+//   STAR_REPORT_EVERY       report_every
+//   STAR_METRICS_ADDRESS    metrics_address
+//   STAR_TIMEOUT_MS         timeout
+//   STAR_CLOCK_ORIGIN       clock_origin (a negative value means absent)
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "star/core/status.h"
+
+namespace star::shim {
+
+struct WorkerConfig {
+  std::string job = "star";     // job name: store key prefix, reports, metrics label
+  int rank = 0;                 // this process's rank, parameter servers first; >= 0
+  int world_size = 1;           // number of workers (servers not counted); >= 1
+  int parameter_servers = 0;    // 0 = an all-reduce job; >= 0
+  std::string store_url;        // rendezvous store "http://HOST:PORT"; "" = none (one worker alone)
+  bool host_store = false;      // this process serves the store at store_url's HOST:PORT
+  std::string listen_host = "127.0.0.1";  // address peers reach this process at
+  std::string controller_url;   // base URL of the report endpoint; "" = send no reports
+  std::string token;            // bearer token for the report endpoint; "" = none
+  int64_t report_every = 10;    // iterations per WorkerReport; >= 1
+  std::string metrics_address;  // HOST:PORT of the Prometheus endpoint; "" = none
+  std::chrono::milliseconds timeout{60000};  // bound on every rendezvous and collective wait
+  std::optional<double> clock_origin;  // monotonic seconds report times count from; absent = start
+
+  // Total ranks in the job's communicator: servers and workers.
+  int ranks() const { return parameter_servers + world_size; }
+  // Whether this process is a parameter server (rank < parameter_servers).
+  bool is_server() const { return rank < parameter_servers; }
+  // This worker's index among the workers (rank - parameter_servers).
+  int worker() const { return rank - parameter_servers; }
+};
+
+// OK, or InvalidArgument naming the first bad field ("rank: must be < parameter_servers
+// + world_size (3), got 4").
+[[nodiscard]] Status Validate(const WorkerConfig& config);
+
+// Returns the value of an environment variable, or nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment (std::getenv).
+EnvLookup ProcessEnvironment();
+
+// Reads the STAR_* variables above over the defaults in `base`, then validates. Errors:
+// InvalidArgument naming the variable when a required one is missing ("STAR_RANK: not
+// set") or a value does not parse ("STAR_REPORT_EVERY: not an integer: \"x\""), or
+// Validate's error. Thread-safe if `env` is.
+[[nodiscard]] StatusOr<WorkerConfig> WorkerConfigFromEnvironment(
+    const EnvLookup& env = ProcessEnvironment(), WorkerConfig base = {});
+
+}  // namespace star::shim

@@ -1,0 +1,89 @@
+#include "star/shim/worker_config.h"
+
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace star::shim {
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    return it != vars.end() ? std::optional<std::string>(it->second) : std::nullopt;
+  };
+}
+
+TEST(WorkerConfig, ReadsEveryStarVariable) {
+  auto c = WorkerConfigFromEnvironment(Env({{"STAR_RANK", "2"},
+                                            {"STAR_WORLD_SIZE", "3"},
+                                            {"STAR_PARAMETER_SERVERS", "1"},
+                                            {"STAR_JOB", "ns/job"},
+                                            {"STAR_STORE_URL", "http://10.0.0.1:29500"},
+                                            {"STAR_HOST_STORE", "true"},
+                                            {"STAR_LISTEN_HOST", "10.0.0.2"},
+                                            {"STAR_CONTROLLER_URL", "http://op:8080"},
+                                            {"STAR_JOB_TOKEN", "t"},
+                                            {"STAR_REPORT_EVERY", "7"},
+                                            {"STAR_METRICS_ADDRESS", "0.0.0.0:9400"},
+                                            {"STAR_TIMEOUT_MS", "1500"},
+                                            {"STAR_CLOCK_ORIGIN", "12.5"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rank, 2);
+  EXPECT_EQ(c->world_size, 3);
+  EXPECT_EQ(c->parameter_servers, 1);
+  EXPECT_EQ(c->worker(), 1);
+  EXPECT_FALSE(c->is_server());
+  EXPECT_EQ(c->job, "ns/job");
+  EXPECT_EQ(c->store_url, "http://10.0.0.1:29500");
+  EXPECT_TRUE(c->host_store);
+  EXPECT_EQ(c->listen_host, "10.0.0.2");
+  EXPECT_EQ(c->controller_url, "http://op:8080");
+  EXPECT_EQ(c->token, "t");
+  EXPECT_EQ(c->report_every, 7);
+  EXPECT_EQ(c->metrics_address, "0.0.0.0:9400");
+  EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(c->clock_origin, 12.5);
+}
+
+TEST(WorkerConfig, UnsetOptionalVariablesKeepTheDefaults) {
+  WorkerConfig base;
+  base.report_every = 3;
+  auto c = WorkerConfigFromEnvironment(Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "1"}}), base);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->report_every, 3);
+  EXPECT_EQ(c->job, "star");
+  EXPECT_FALSE(c->clock_origin.has_value());
+}
+
+TEST(WorkerConfig, AMissingRequiredVariableIsNamed) {
+  auto c = WorkerConfigFromEnvironment(Env({{"STAR_WORLD_SIZE", "2"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message(), "STAR_RANK: not set");
+  c = WorkerConfigFromEnvironment(Env({{"STAR_RANK", "0"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "STAR_WORLD_SIZE: not set");
+}
+
+TEST(WorkerConfig, AMalformedValueIsNamed) {
+  auto c = WorkerConfigFromEnvironment(
+      Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "2"}, {"STAR_REPORT_EVERY", "10x"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "STAR_REPORT_EVERY: not an integer: \"10x\"");
+  c = WorkerConfigFromEnvironment(
+      Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "2"}, {"STAR_HOST_STORE", "yes"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("STAR_HOST_STORE"), std::string::npos);
+}
+
+TEST(WorkerConfig, ARankOutsideTheJobIsRejected) {
+  auto c = WorkerConfigFromEnvironment(Env({{"STAR_RANK", "3"}, {"STAR_WORLD_SIZE", "2"},
+                                            {"STAR_PARAMETER_SERVERS", "1"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("rank: must be"), std::string::npos) << c.status();
+}
+
+}  // namespace
+}  // namespace star::shim

@@ -1,0 +1,241 @@
+#include "star/shim/worker_session.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "star/report/server.h"
+
+namespace star::shim {
+namespace {
+
+using report::ReportServer;
+using report::ReportServerOptions;
+
+api::Decision MakeDecision(int64_t epoch, int64_t apply_at, api::SyncMode mode, int k,
+                           std::vector<api::WorkerSetting> workers) {
+  api::Decision d;
+  d.epoch = epoch;
+  d.apply_at_iteration = apply_at;
+  d.mode = mode;
+  d.k = k;
+  d.workers = std::move(workers);
+  return d;
+}
+
+// A controller in this process: answers the n-th report with answers[n] (the last one
+// once they run out); an answer of nullopt throws (a refused report: 400).
+class Controller {
+ public:
+  explicit Controller(std::vector<std::optional<api::Decision>> answers, std::string token = "")
+      : answers_(std::move(answers)) {
+    auto server = ReportServer::Start(ReportServerOptions{"127.0.0.1", 0, std::move(token), {}},
+                                      [this](const api::WorkerReport& r) { return Answer(r); });
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (server.ok()) server_ = std::move(*server);
+  }
+  std::string url() const { return server_ ? server_->base_url() : ""; }
+  std::vector<api::WorkerReport> reports() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reports_;
+  }
+
+ private:
+  std::optional<api::Decision> Answer(const api::WorkerReport& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t n = reports_.size();
+    reports_.push_back(r);
+    const auto& a = answers_[std::min(n, answers_.size() - 1)];
+    if (!a) throw std::invalid_argument("report " + std::to_string(n) + " refused");
+    return a;
+  }
+
+  mutable std::mutex mu_;
+  std::vector<std::optional<api::Decision>> answers_;
+  std::vector<api::WorkerReport> reports_;
+  std::unique_ptr<ReportServer> server_;
+};
+
+WorkerSessionOptions Options(const std::string& url, int64_t report_every = 2) {
+  WorkerSessionOptions o;
+  o.config.job = "test";
+  o.config.world_size = 2;
+  o.config.rank = 1;
+  o.config.controller_url = url;
+  o.config.report_every = report_every;
+  o.local_batch = 32;
+  o.now = [] { return 1.0; };  // reports need no real clock
+  o.on_report_error = [](const Status&) {};
+  return o;
+}
+
+// Runs iterations [from, to): BeginIteration, EndIteration, and waits for the report
+// sent, so decisions are taken up at the next iteration. Returns the plans.
+std::vector<IterationPlan> RunIterations(WorkerSession& s, int64_t from, int64_t to) {
+  std::vector<IterationPlan> plans;
+  for (int64_t i = from; i < to; ++i) {
+    auto plan = s.BeginIteration(i);
+    EXPECT_TRUE(plan.ok()) << "iteration " << i << ": " << plan.status();
+    if (!plan.ok()) break;
+    IterationInfo info;
+    info.iteration = i + 1;
+    info.local_batch = static_cast<int>(plan->local_batch);
+    info.amp = plan->amp;
+    EXPECT_TRUE(s.EndIteration(info).ok());
+    EXPECT_TRUE(s.Flush(std::chrono::seconds(10)).ok());
+    plans.push_back(*plan);
+  }
+  return plans;
+}
+
+TEST(WorkerSession, DecisionTakesEffectExactlyAtItsApplyIteration) {
+  const auto d = MakeDecision(1, 6, api::SyncMode::kFixedK, 1, {{0, false, 32}, {1, true, 16}});
+  Controller controller({d});
+  auto session = WorkerSession::Create(Options(controller.url()));
+  ASSERT_TRUE(session.ok()) << session.status();
+  const auto plans = RunIterations(**session, 0, 10);
+  ASSERT_EQ(plans.size(), 10u);
+  for (const IterationPlan& p : plans) {
+    const bool after = p.iteration >= 6;
+    EXPECT_EQ(p.mode, after ? api::SyncMode::kFixedK : api::SyncMode::kSsgd) << p.iteration;
+    EXPECT_EQ(p.k, after ? 1 : 2) << p.iteration;
+    EXPECT_EQ(p.amp, after) << p.iteration;
+    EXPECT_EQ(p.local_batch, after ? 16 : 32) << p.iteration;
+    EXPECT_EQ(p.decision_epoch, after ? 1 : -1) << p.iteration;
+    // The first report (after iteration 1) brings it; it is handed out once.
+    EXPECT_EQ(p.received.size(), p.iteration == 2 ? 1u : 0u) << p.iteration;
+  }
+  EXPECT_EQ((*session)->report_stats().answered, 5);
+  const auto reports = controller.reports();
+  ASSERT_EQ(reports.size(), 5u);
+  EXPECT_EQ(reports.back().worker, 1);
+  EXPECT_EQ(reports.back().iteration, 10);
+  EXPECT_EQ(reports.back().local_batch, 16);
+}
+
+TEST(WorkerSession, DecisionsOfAnOlderOrTheSameEpochAreIgnored) {
+  const auto newer = MakeDecision(2, 4, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, false, 8}});
+  const auto older = MakeDecision(1, 6, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, true, 99}});
+  Controller controller({newer, older, newer, older});
+  auto session = WorkerSession::Create(Options(controller.url()));
+  ASSERT_TRUE(session.ok()) << session.status();
+  const auto plans = RunIterations(**session, 0, 10);
+  ASSERT_EQ(plans.size(), 10u);
+  int received = 0;
+  for (const IterationPlan& p : plans) {
+    received += static_cast<int>(p.received.size());
+    EXPECT_EQ(p.local_batch, p.iteration >= 4 ? 8 : 32) << p.iteration;
+    EXPECT_FALSE(p.amp) << p.iteration;
+  }
+  EXPECT_EQ(received, 1);
+  EXPECT_EQ((*session)->report_stats().decisions, 1);
+}
+
+TEST(WorkerSession, ARefusedReportCostsThatReportOnly) {
+  const auto d = MakeDecision(1, 8, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, false, 24}});
+  Controller controller({std::nullopt, d});
+  auto options = Options(controller.url());
+  std::vector<std::string> errors;
+  std::mutex mu;
+  options.on_report_error = [&](const Status& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    errors.push_back(s.ToString());
+  };
+  auto session = WorkerSession::Create(options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const auto plans = RunIterations(**session, 0, 10);
+  ASSERT_EQ(plans.size(), 10u);
+  EXPECT_EQ(plans.back().local_batch, 24);
+  const ReportStats stats = (*session)->report_stats();
+  EXPECT_EQ(stats.failed, 1);
+  EXPECT_EQ(stats.answered, 4);
+  EXPECT_NE(stats.last_error.find("report 0 refused"), std::string::npos) << stats.last_error;
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(errors.size(), 1u);
+}
+
+TEST(WorkerSession, AWrongTokenIsReportedAndTrainingGoesOn) {
+  Controller controller({std::optional<api::Decision>()}, "secret");
+  auto options = Options(controller.url());
+  options.config.token = "wrong";
+  auto session = WorkerSession::Create(options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(RunIterations(**session, 0, 6).size(), 6u);
+  const ReportStats stats = (*session)->report_stats();
+  EXPECT_EQ(stats.failed, 3);
+  EXPECT_NE(stats.last_error.find("401"), std::string::npos) << stats.last_error;
+}
+
+TEST(WorkerSession, AControllerThatIsDownDoesNotStopTraining) {
+  std::string url;
+  {
+    Controller gone({std::nullopt});
+    url = gone.url();
+  }  // nothing listens there any more
+  auto session = WorkerSession::Create(Options(url));
+  ASSERT_TRUE(session.ok()) << session.status();
+  const auto plans = RunIterations(**session, 0, 20);
+  ASSERT_EQ(plans.size(), 20u);
+  EXPECT_EQ(plans.back().local_batch, 32);
+  const ReportStats stats = (*session)->report_stats();
+  EXPECT_EQ(stats.queued, 10);
+  EXPECT_EQ(stats.failed, 10);
+  EXPECT_EQ(stats.answered, 0);
+}
+
+TEST(WorkerSession, ADecisionThatArrivesAfterItsIterationIsAnError) {
+  const auto d = MakeDecision(1, 1, api::SyncMode::kSsgd, 2, {});
+  Controller controller({d});
+  auto session = WorkerSession::Create(Options(controller.url()));
+  ASSERT_TRUE(session.ok()) << session.status();
+  RunIterations(**session, 0, 2);  // the report after iteration 1 brings it
+  auto plan = (*session)->BeginIteration(2);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(plan.status().message().find("apply_at_iteration"), std::string::npos);
+}
+
+TEST(WorkerSession, WithoutAControllerNothingIsReported) {
+  auto session = WorkerSession::Create(Options(""));
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_FALSE((*session)->report_due());
+  EXPECT_EQ(RunIterations(**session, 0, 4).size(), 4u);
+  EXPECT_EQ((*session)->report_stats().queued, 0);
+}
+
+TEST(WorkerSession, BadOptionsNameTheField) {
+  auto server_rank = Options("");
+  server_rank.config.parameter_servers = 1;
+  server_rank.config.rank = 0;
+  auto s = WorkerSession::Create(server_rank);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("config.rank"), std::string::npos) << s.status();
+
+  auto batch = Options("");
+  batch.local_batch = 0;
+  s = WorkerSession::Create(batch);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("local_batch"), std::string::npos) << s.status();
+
+  auto url = Options("ftp://nowhere");
+  s = WorkerSession::Create(url);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("base_url"), std::string::npos) << s.status();
+}
+
+TEST(WorkerSession, IterationsMustNotGoBack) {
+  auto session = WorkerSession::Create(Options(""));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->BeginIteration(5).ok());
+  auto back = (*session)->BeginIteration(4);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace star::shim

@@ -1,0 +1,54 @@
+#include "star/shim/world.h"
+
+#include <string>
+
+#include "star/shim/gloo_collective.h"
+#include "star/shim/local_collective.h"
+#include "star/shim/store.h"
+
+namespace star::shim {
+namespace {
+
+// Serves the store at store_url's HOST:PORT.
+StatusOr<std::unique_ptr<StoreServer>> HostStore(const std::string& url) {
+  const auto scheme = url.find("://");
+  const auto colon = url.rfind(':');
+  if (scheme == std::string::npos || colon == std::string::npos || colon < scheme + 3) {
+    return Status::InvalidArgument("store_url: must be http://HOST:PORT to host it, got \"" + url +
+                                   "\"");
+  }
+  int port = 0;
+  try {
+    port = std::stoi(url.substr(colon + 1));
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("store_url: bad port in \"" + url + "\"");
+  }
+  return StoreServer::Start(url.substr(scheme + 3, colon - scheme - 3), port);
+}
+
+}  // namespace
+
+StatusOr<World> ConnectWorld(const WorkerConfig& config) {
+  STAR_RETURN_IF_ERROR(Validate(config));
+  World world;
+  if (config.world_size == 1 && config.parameter_servers == 0 && config.store_url.empty()) {
+    world.collective = std::move(NewLocalGroup(1, config.timeout)[0]);
+    return world;
+  }
+  if (config.store_url.empty()) {
+    return Status::InvalidArgument("store_url: required when world_size > 1 or parameter_servers > 0");
+  }
+  if (config.host_store) {
+    STAR_ASSIGN_OR_RETURN(world.store_server, HostStore(config.store_url));
+  }
+  STAR_ASSIGN_OR_RETURN(auto store, ConnectStore(config.store_url, StoreOptions{config.timeout}));
+  GlooOptions gloo;
+  gloo.hostname = config.listen_host;
+  gloo.prefix = config.job;
+  gloo.timeout = config.timeout;
+  STAR_ASSIGN_OR_RETURN(world.collective,
+                        ConnectGloo(std::move(store), config.rank, config.ranks(), gloo));
+  return world;
+}
+
+}  // namespace star::shim
