@@ -40,8 +40,10 @@ struct RunResult {
 // 0.02 s, both with 5% lognormal noise (fixed seed). Every worker reports every
 // kReportEvery iterations. Checks on the way that every new decision applies after
 // every iteration reported before it.
+// `after` (optional) runs after every report cycle, with its iteration.
 RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
-              uint64_t seed = 7, double amp_factor = 0.7) {
+              uint64_t seed = 7, double amp_factor = 0.7,
+              const std::function<void(int64_t)>& after = {}) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> noise(0.0, 0.05);
   RunResult out;
@@ -89,6 +91,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
         latest = dec;
       }
     }
+    if (after) after(i);
   }
   return out;
 }
@@ -364,12 +367,107 @@ TEST(JobControlLoop, BadReportsAreRejectedNamingTheFieldAndChangeNothing) {
   EXPECT_TRUE(loop.Observe(good).ok());
 }
 
+TEST(JobControlLoop, TimelineEventsCarryTypedFieldsMatchingTheirStrings) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, true));
+  RunJob(loop, 400, [](int w, int64_t i) { return (w == 2 && i >= 100) ? 2.0 : 1.0; });
+  ASSERT_FALSE(loop.timeline().empty());
+  bool saw_static = false;
+  for (const TimelineEvent& e : loop.timeline()) {
+    EXPECT_EQ(e.event, EventName(e.kind));
+    EXPECT_EQ(e.detail, EventDetail(e));
+    if (e.kind == EventKind::kStraggler) {
+      EXPECT_EQ(e.worker, 2);
+      EXPECT_EQ(e.straggler.cause, api::StragglerCause::kCompute);
+      EXPECT_GT(e.straggler.slowdown, 1.2);
+      saw_static = saw_static || e.straggler.kind == api::StragglerKind::kStatic;
+    }
+    if (e.kind == EventKind::kBatches) {
+      EXPECT_EQ(e.batches.size(), static_cast<size_t>(kWorkers));
+    }
+  }
+  EXPECT_TRUE(saw_static);
+}
+
+// The reallocation request over time: (iteration, request) after every report cycle.
+std::vector<std::pair<int64_t, ResourceNeeds>> TrackNeeds(JobControlLoop& loop, int64_t iterations,
+                                                          const Slowdown& slow, uint64_t seed,
+                                                          double amp_factor) {
+  std::vector<std::pair<int64_t, ResourceNeeds>> out;
+  RunJob(loop, iterations, slow, seed, amp_factor,
+         [&](int64_t i) { out.emplace_back(i, loop.resource_needs()); });
+  return out;
+}
+
+TEST(JobControlLoop, CleanRunRequestsNoResources) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, true));
+  RunJob(loop, 300, [](int, int64_t) { return 1.0; });
+  EXPECT_TRUE(loop.resource_needs().workers.empty());
+  EXPECT_EQ(loop.resource_needs().revision, 0);
+}
+
+TEST(JobControlLoop, AStragglerIsRequestedUntilItRecoversWithoutFlapping) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
+  const auto needs = TrackNeeds(
+      loop, 600, [](int w, int64_t i) { return (w == 2 && i >= 100 && i < 300) ? 3.0 : 1.0; }, 7, 0.7);
+  std::optional<int64_t> first, last;
+  for (const auto& [i, n] : needs) {
+    if (n.workers.empty()) continue;
+    ASSERT_EQ(n.workers.size(), 1u) << i;
+    EXPECT_EQ(n.workers[0].worker, 2);
+    EXPECT_EQ(n.workers[0].cause, api::StragglerCause::kCompute);
+    EXPECT_GT(n.workers[0].slowdown, 1.2);
+    if (!first) first = i;
+    last = i;
+  }
+  ASSERT_TRUE(first.has_value()) << "the straggler was never requested";
+  EXPECT_GE(*first, 100);
+  EXPECT_GE(*last, 300) << "requested until it recovered";
+  EXPECT_TRUE(loop.resource_needs().workers.empty()) << "recovered: everything goes back";
+  EXPECT_EQ(loop.resource_needs().revision, 2) << "one request, one release: no flapping";
+}
+
+// AMP hides a 4x contention completely (4.5x faster): the detector then sees no
+// straggler, but the worker still needs resources while the contention lasts.
+TEST(JobControlLoop, AWorkerOnAmpStaysRequestedWhileStillContended) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, false));
+  const auto needs = TrackNeeds(
+      loop, 900, [](int w, int64_t i) { return (w == 2 && i >= 100 && i < 500) ? 4.0 : 1.0; }, 11,
+      1 / 4.5);
+  auto recovered = Events(loop, "recovered", 2);
+  ASSERT_FALSE(recovered.empty());
+  const double recovered_at = recovered.front()->t / 0.15;  // iteration
+  ASSERT_LT(recovered_at, 480) << "the detector recovered the worker while AMP ran";
+  for (const auto& [i, n] : needs) {
+    if (i > recovered_at && i < 500) {
+      ASSERT_EQ(n.workers.size(), 1u) << "iteration " << i;
+      EXPECT_EQ(n.workers[0].worker, 2);
+    }
+  }
+  EXPECT_TRUE(loop.resource_needs().workers.empty()) << "contention over: everything goes back";
+  EXPECT_EQ(loop.resource_needs().revision, 2) << "no flapping";
+}
+
+TEST(JobControlLoop, ReallocationDisabledRequestsNothing) {
+  api::TrainingJobSpec spec = Spec(api::SyncPolicy::kSsgd, false, false);
+  spec.mitigation.resource_reallocation.enabled = false;
+  JobControlLoop loop = MakeLoop(spec);
+  RunJob(loop, 300, Severe());
+  EXPECT_FALSE(loop.stragglers().empty());
+  EXPECT_TRUE(loop.resource_needs().workers.empty());
+  EXPECT_EQ(loop.resource_needs().revision, 0);
+}
+
 TEST(JobControlLoop, CreateRejectsBadOptionsAndSpecs) {
   LoopOptions o;
   o.decide_every_rounds = 0;
   StatusOr<JobControlLoop> l = JobControlLoop::Create(Spec(api::SyncPolicy::kAuto, true, true), o);
   ASSERT_FALSE(l.ok());
   EXPECT_NE(l.status().message().find("decide_every_rounds"), std::string::npos);
+  o = LoopOptions{};
+  o.resource_release_rounds = 0;
+  l = JobControlLoop::Create(Spec(api::SyncPolicy::kAuto, true, true), o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().message(), "options.resource_release_rounds: must be >= 1, got 0");
 
   api::TrainingJobSpec bad = Spec(api::SyncPolicy::kAuto, true, true);
   bad.workers.replicas = 0;

@@ -9,7 +9,8 @@
 // How it decides
 // --------------
 // * Baseline. Before any decision the job runs SSGD with k = n, AMP off and equal
-//   batches (global / n, the remainder spread to the lowest ranks): the launcher starts
+//   batches (batch::EqualBatches: global / n, the remainder to the lowest ranks): the
+//   launcher starts
 //   the workers that way. A Decision is issued only when something differs from the
 //   current one (mode, k, groups, any worker's amp or batch), so a clean run issues NO
 //   decision at all and Observe keeps returning nullopt. The first Decision has epoch 1.
@@ -26,9 +27,9 @@
 //   Select's choice replaces SSGD only when it is estimated `auto_switch_margin`
 //   faster than SSGD (noise must not switch modes; with half of the workers slow the
 //   detector flags nobody). After a mode change the mode holds for `mode_dwell_rounds`
-//   rounds. Select runs on the detector's per-worker windowed median (once its window
-//   is full; before that the mean
-//   iteration_seconds (compute + communication) over the last `time_window` reports,
+//   rounds. Select runs on each worker's iteration time (compute + communication): the
+//   detector's windowed median once its window is full, before that the mean over the
+//   last `time_window` reports,
 //   batch_per_worker = global / n, and the online noise scale (NoiseScaleEstimator fed
 //   with reports that carry both gradient norms) or `default_noise_scale` until it has
 //   an estimate. SSGD / ASGD map to that mode; FixedK uses k = max(StarKStar, minK)
@@ -54,12 +55,15 @@
 //   new decision waits until every worker has reported an iteration at or past the
 //   previous decision's apply_at_iteration (workers learn only the newest decision, so
 //   one that never saw the previous decision would not make its switch).
+// * Reallocation: the loop keeps a request of the workers that need resources
+//   (resource_needs.h has the rule); the runtimes plan and apply it.
+// * Timeline: every change (straggler, recovered, mode, amp_on / amp_off, batches) is
+//   appended as a typed TimelineEvent (timeline.h).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -67,68 +71,15 @@
 #include "star/core/api/decision.h"
 #include "star/core/api/training_job.h"
 #include "star/core/api/worker_report.h"
+#include "star/core/batch/planner.h"
 #include "star/core/converge/noise_scale_estimator.h"
 #include "star/core/detect/detector.h"
-#include "star/core/select/selector.h"
 #include "star/core/status.h"
+#include "star/operator/loop_options.h"
+#include "star/operator/resource_needs.h"
+#include "star/operator/timeline.h"
 
 namespace star::op {
-
-struct LoopOptions {
-  // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
-  int decide_every_rounds = 10;
-  // A decision applies this many iterations after the largest reported one, so every
-  // worker learns it (on its next report) before it applies. >= 0; default 5.
-  int64_t apply_margin_iterations = 5;
-  // Reports per worker kept for the mean iteration time and the batch fits. >= 1;
-  // default 20.
-  int time_window = 20;
-  // Noise scale phi used by Auto/FixedK until the online estimate exists. >= 0;
-  // default 1000 (samples; typical of small image models early in training).
-  double default_noise_scale = 1000;
-  // A new batch plan must lower the modelled makespan by more than this fraction of the
-  // current batches' makespan. In [0, 1); default 0.15 (measured times are noisy:
-  // smaller gains re-plan on noise).
-  double min_batch_gain = 0.15;
-  // Detector settings other than rule, window and threshold (those come from
-  // spec.mitigation.detection). Default: DetectorOptions{}.
-  detect::DetectorOptions detector;
-  // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
-  amp::AmpOptions amp;
-  // Reports of iterations up to this one are not shown to the detector (warm-up:
-  // allocator, caches, connections). >= 0; default 20.
-  int64_t warmup_iterations = 20;
-  // Auto without a straggler the mode must handle: another mode replaces SSGD only if
-  // Select estimates it at least this fraction faster than SSGD. In [0, 1); default 0.3.
-  double auto_switch_margin = 0.3;
-  // ... and only when the slowest worker is at least this many times slower than the
-  // fastest (>= 1; default 1.5).
-  double auto_min_spread = 1.5;
-  // Auto: after a mode change, the mode stays for at least this many rounds. >= 0;
-  // default 20.
-  int mode_dwell_rounds = 20;
-  // A worker with AMP on keeps it while its full-precision equivalent compute per
-  // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
-  // multiple of the typical full-precision worker's. >= 1; default 1.2.
-  double amp_release_slowdown = 1.2;
-  // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}.
-  select::SelectOptions select;
-  // Noise scale estimator options. Default NoiseScaleOptions{}.
-  converge::NoiseScaleOptions noise_scale;
-};
-
-// One change, at the time_seconds of the report that caused it.
-// event: "straggler" (detail "cause=compute kind=static slowdown=2.01"), "recovered",
-// "mode" (detail "ssgd k=4" / "fixed_k k=3" / "groups [[0,1],[2]]"), "amp_on", "amp_off",
-// "batches" (detail "[32,32,16,48]"). worker is -1 for job-wide events (mode, batches).
-struct TimelineEvent {
-  double t = 0;
-  std::string event;
-  int worker = -1;
-  std::string detail;
-
-  friend bool operator==(const TimelineEvent&, const TimelineEvent&) = default;
-};
 
 class JobControlLoop {
  public:
@@ -148,6 +99,8 @@ class JobControlLoop {
 
   // Every change so far, in order.
   [[nodiscard]] const std::vector<TimelineEvent>& timeline() const { return timeline_; }
+  // The workers that need resources now (resource_needs.h); changes only at round closes.
+  [[nodiscard]] const ResourceNeeds& resource_needs() const { return needs_; }
   // Workers the detector currently flags, ascending.
   [[nodiscard]] std::vector<int> stragglers() const { return detector_.Stragglers(); }
   // The detector's view of one worker (straggling, cause, kind, slowdown).
@@ -170,7 +123,7 @@ class JobControlLoop {
 
   // Per worker: its iteration time excluding waiting on peers (the detector's windowed
   // median once its window is full, else the mean of the reports so far); 0 before any.
-  [[nodiscard]] std::vector<double> worker_seconds() const { return MeanTimes(); }
+  [[nodiscard]] std::vector<double> worker_seconds() const { return MedianIterationSeconds(); }
   [[nodiscard]] int num_workers() const { return n_; }
   // Completed rounds.
   [[nodiscard]] int64_t rounds() const { return rounds_; }
@@ -191,15 +144,68 @@ class JobControlLoop {
     double fp32_at_amp_on = 0;
     double amp_speedup = 0;
   };
+  // How the job synchronises: mode, k and groups of a decision.
+  struct SyncSetting {
+    api::SyncMode mode = api::SyncMode::kSsgd;
+    int k = 1;
+    std::vector<std::vector<int>> groups;
+    friend bool operator==(const SyncSetting&, const SyncSetting&) = default;
+  };
+  // Everything a decision sets.
+  struct Setting {
+    SyncSetting sync;
+    std::vector<bool> amp;
+    std::vector<int64_t> batches;
+    friend bool operator==(const Setting&, const Setting&) = default;
+  };
 
   JobControlLoop(api::TrainingJobSpec spec, LoopOptions options, amp::AmpPolicy amp);
+  // The setting `d` describes, or InvalidArgument when it does not fit this job.
+  [[nodiscard]] StatusOr<Setting> SettingOf(const api::Decision& d) const;
 
+  // Observe's steps (control_loop.cc, worker_stats.cc).
   [[nodiscard]] Status CheckReport(const api::WorkerReport& r) const;
+  void RecordSample(const api::WorkerReport& r);
   void ObserveNoise(const api::WorkerReport& r);
+  // Feeds the detector; records its events. True when any state changed.
+  bool ObserveDetector(const api::WorkerReport& r);
+  // Counts the report toward the round; at a round close runs the AMP policy and the
+  // reallocation rule. True when the round calls for a decision.
+  bool CountTowardRound(int worker);
+  // Runs the AMP policy over every worker; true when it turned AMP on or off anywhere.
+  bool ObserveAmp(double typical);
+  void UpdateResourceNeeds(double typical);
+  // `worker`'s entry in the request after this round (`listed`: its entry before it,
+  // or nullptr); nullopt when it is not (or no longer) in it.
+  [[nodiscard]] std::optional<ResourceNeed> NeedOf(int worker, const ResourceNeed* listed,
+                                                   double typical);
+
+  // Decide's steps (decide.cc, mode.cc, batches.cc).
   void Decide(double t);
-  [[nodiscard]] std::vector<double> MeanTimes() const;
+  [[nodiscard]] bool PreviousDecisionApplied() const;
+  [[nodiscard]] SyncSetting ChooseSync(const std::vector<double>& times) const;
+  [[nodiscard]] std::optional<SyncSetting> ChooseAutoSync(const std::vector<double>& times) const;
+  [[nodiscard]] SyncSetting FromSelection(const select::Selection& sel,
+                                          const std::vector<double>& times) const;
+  [[nodiscard]] SyncSetting KeepRing(SyncSetting next) const;
+  [[nodiscard]] bool AmpInPlay() const;
+  [[nodiscard]] double NoiseScale() const;
+  [[nodiscard]] double BatchPerWorker() const;
+  [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current) const;
+  [[nodiscard]] batch::WorkerModel FitWorker(int worker) const;
+  [[nodiscard]] std::optional<api::Decision> Issue(const Setting& next,
+                                                   const std::vector<double>& times) const;
+  void RecordChanges(double t, const Setting& next);
+
+  // Per-worker statistics (worker_stats.cc).
+  // Per worker: the detector's windowed median of iteration_seconds once its window is
+  // full, else the mean of the last time_window reports; 0 before any.
+  [[nodiscard]] std::vector<double> MedianIterationSeconds() const;
   // Whether a worker running AMP would still straggle without it (see the options).
   [[nodiscard]] bool StillContended(int worker, double typical) const;
+  // A worker running AMP: its full-precision equivalent compute per sample over the
+  // typical worker's (the detector's slowdown while AMP's speedup is not measured yet).
+  [[nodiscard]] double AmpEquivalentSlowdown(int worker, double typical) const;
   void MeasureAmpSpeedup(int worker);
   // Mean compute seconds per sample over the window (0 before any report).
   [[nodiscard]] double ComputePerSample(int worker) const;
@@ -207,8 +213,8 @@ class JobControlLoop {
   // Stragglers the sync mode must handle: all of them, except compute stragglers that
   // AMP is (about to be) handling and has had less than a detection window to fix.
   [[nodiscard]] std::vector<int> ModeStragglers() const;
-  [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current) const;
   [[nodiscard]] int64_t UpdateBatch(int worker) const;
+  [[nodiscard]] int64_t MinIteration() const;  // the lowest last reported iteration
 
   api::TrainingJobSpec spec_;
   LoopOptions options_;
@@ -223,19 +229,15 @@ class JobControlLoop {
   int64_t max_iteration_ = -1;
   bool adapt_batches_ = false;  // a static straggler was seen (sticky)
   std::optional<api::Decision> decision_;
-  // The state in force (the baseline before any decision).
-  api::SyncMode mode_ = api::SyncMode::kSsgd;
-  int k_ = 1;
-  std::vector<std::vector<int>> groups_;
-  std::vector<bool> amp_state_;
-  std::vector<int64_t> batches_;
+  Setting in_force_;  // the baseline before any decision
   std::vector<TimelineEvent> timeline_;
-  [[nodiscard]] int64_t MinIteration() const;  // the lowest last reported iteration
-  int64_t last_mode_round_ = -1;     // round of the last mode change
-  bool redecide_ = false;            // a decision waits for the previous one to apply
+  int64_t last_mode_round_ = -1;        // round of the last mode change
+  bool redecide_ = false;               // a decision waits for the previous one to apply
   int64_t last_amp_change_round_ = -1;  // round of the last AMP on/off of any worker
-  std::vector<int64_t> amp_on_round_;  // per worker: round AMP last went on; -1 never
-  int64_t epoch_base_ = 0;             // epochs an earlier loop issued (ContinueEpochs)
+  std::vector<int64_t> amp_on_round_;   // per worker: round AMP last went on; -1 never
+  int64_t epoch_base_ = 0;              // epochs an earlier loop issued (ContinueEpochs)
+  ResourceNeeds needs_;
+  std::vector<int> need_quiet_rounds_;  // per worker: round closes without the need
 };
 
 }  // namespace star::op

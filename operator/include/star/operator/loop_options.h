@@ -1,0 +1,67 @@
+// LoopOptions: the job control loop's tunables (the job's own settings come from its
+// TrainingJobSpec).
+#pragma once
+
+#include <cstdint>
+
+#include "star/core/amp/policy.h"
+#include "star/core/converge/noise_scale_estimator.h"
+#include "star/core/detect/detector.h"
+#include "star/core/select/selector.h"
+#include "star/core/status.h"
+
+namespace star::op {
+
+struct LoopOptions {
+  // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
+  int decide_every_rounds = 10;
+  // A decision applies this many iterations after the largest reported one, so every
+  // worker learns it (on its next report) before it applies. >= 0; default 5.
+  int64_t apply_margin_iterations = 5;
+  // Reports per worker kept for the mean iteration time and the batch fits. >= 1;
+  // default 20.
+  int time_window = 20;
+  // Noise scale phi used by Auto/FixedK until the online estimate exists. >= 0;
+  // default 1000 (samples; typical of small image models early in training).
+  double default_noise_scale = 1000;
+  // A new batch plan must lower the modelled makespan by more than this fraction of the
+  // current batches' makespan. In [0, 1); default 0.15 (measured times are noisy:
+  // smaller gains re-plan on noise).
+  double min_batch_gain = 0.15;
+  // Detector settings other than rule, window and threshold (those come from
+  // spec.mitigation.detection). Default: DetectorOptions{}.
+  detect::DetectorOptions detector;
+  // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
+  amp::AmpOptions amp;
+  // Reports of iterations up to this one are not shown to the detector (warm-up:
+  // allocator, caches, connections). >= 0; default 20.
+  int64_t warmup_iterations = 20;
+  // Auto without a straggler the mode must handle: another mode replaces SSGD only if
+  // Select estimates it at least this fraction faster than SSGD. In [0, 1); default 0.3.
+  double auto_switch_margin = 0.3;
+  // ... and only when the slowest worker is at least this many times slower than the
+  // fastest (>= 1; default 1.5).
+  double auto_min_spread = 1.5;
+  // Auto: after a mode change, the mode stays for at least this many rounds. >= 0;
+  // default 20.
+  int mode_dwell_rounds = 20;
+  // A worker with AMP on keeps it while its full-precision equivalent compute per
+  // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
+  // multiple of the typical full-precision worker's. >= 1; default 1.2.
+  double amp_release_slowdown = 1.2;
+  // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}.
+  select::SelectOptions select;
+  // Noise scale estimator options. Default NoiseScaleOptions{}.
+  converge::NoiseScaleOptions noise_scale;
+  // A worker leaves the reallocation request (resource_needs.h) after this many
+  // consecutive rounds without the need. >= 1; default 5.
+  int resource_release_rounds = 5;
+};
+
+// OK, or InvalidArgument naming the first bad field of the loop's own settings
+// ("options.decide_every_rounds: must be >= 1, got 0"). The embedded detector, AMP,
+// select and noise-scale options are checked by JobControlLoop::Create, once the spec's
+// settings are merged in.
+[[nodiscard]] Status Validate(const LoopOptions& options);
+
+}  // namespace star::op

@@ -1,0 +1,70 @@
+// The control loop's timeline: every change it made, typed, and rendered for the
+// `star local` report and Kubernetes events (timeline[] of {t, event, worker, detail}).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "star/core/api/types.h"
+
+namespace star::op {
+
+// What changed. Names (EventName): "straggler", "recovered", "mode", "amp_on",
+// "amp_off", "batches".
+enum class EventKind { kStraggler, kRecovered, kMode, kAmpOn, kAmpOff, kBatches };
+[[nodiscard]] std::string_view EventName(EventKind kind);
+
+// kStraggler: the detector's classification (a new one for an already-straggling
+// worker is a reclassification). slowdown is the detector's, not rounded.
+struct StragglerFields {
+  api::StragglerCause cause = api::StragglerCause::kCompute;
+  api::StragglerKind kind = api::StragglerKind::kDynamic;
+  double slowdown = 1;
+
+  friend bool operator==(const StragglerFields&, const StragglerFields&) = default;
+};
+
+// kMode: the new synchronisation mode.
+struct ModeFields {
+  api::SyncMode mode = api::SyncMode::kSsgd;
+  int k = 0;
+  std::vector<std::vector<int>> groups{};  // fixed_k: [ranks fastest first]; groups
+
+  friend bool operator==(const ModeFields&, const ModeFields&) = default;
+};
+
+// One change, at the time_seconds of the report that caused it. worker is -1 for
+// job-wide events (mode, batches). Only the fields of `kind` are meaningful.
+//
+// `event` and `detail` are DERIVED (EventName(kind) and EventDetail(*this)), kept filled
+// while consumers move to the typed fields; they will be removed. Build events with the
+// Make*Event functions below so both stay consistent.
+struct TimelineEvent {
+  double t = 0;
+  std::string event{};  // derived, to be removed: EventName(kind)
+  int worker = -1;
+  std::string detail{};  // derived, to be removed: EventDetail(*this)
+  EventKind kind = EventKind::kStraggler;
+  StragglerFields straggler{};     // kStraggler
+  ModeFields mode{};               // kMode
+  std::vector<int64_t> batches{};  // kBatches: per worker, by rank
+
+  friend bool operator==(const TimelineEvent&, const TimelineEvent&) = default;
+};
+
+// The report's detail string, exactly as the report contract has it:
+//   straggler  "cause=compute kind=static slowdown=2.01" (slowdown rounded to 2 decimals)
+//   mode       "ssgd k=4", "fixed_k k=3 [[0,1,3,2]]", "groups k=4 [[0,1],[2]]"
+//   batches    "[32,32,16,48]"
+//   others     ""
+[[nodiscard]] std::string EventDetail(const TimelineEvent& event);
+
+[[nodiscard]] TimelineEvent MakeStragglerEvent(double t, int worker, StragglerFields fields);
+[[nodiscard]] TimelineEvent MakeRecoveredEvent(double t, int worker);
+[[nodiscard]] TimelineEvent MakeModeEvent(double t, ModeFields fields);
+[[nodiscard]] TimelineEvent MakeAmpEvent(double t, int worker, bool on);
+[[nodiscard]] TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches);
+
+}  // namespace star::op

@@ -1,0 +1,75 @@
+// The control loop's decision: gating, then mode, AMP and batches, then the Decision
+// issued to the workers and the timeline of what changed.
+#include <algorithm>
+#include <cmath>
+
+#include "loop/times.h"
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+
+void JobControlLoop::Decide(double t) {
+  if (!PreviousDecisionApplied()) {
+    redecide_ = true;
+    return;
+  }
+  redecide_ = false;
+  const std::vector<double> times = MedianIterationSeconds();
+  Setting next;
+  next.sync = KeepRing(ChooseSync(times));
+  next.amp = amp_.States(n_);
+  next.batches = PlanWorkerBatches(in_force_.batches);
+  if (next.sync != in_force_.sync) last_mode_round_ = rounds_;
+  if (next == in_force_) return;
+  std::optional<api::Decision> d = Issue(next, times);
+  if (!d) return;  // never hand out an invalid decision
+  RecordChanges(t, next);
+  in_force_ = std::move(next);
+  decision_ = std::move(d);
+}
+
+bool JobControlLoop::PreviousDecisionApplied() const {
+  // A decision replaces the previous one only after every worker has passed the
+  // previous one's iteration: a worker that never saw it (it reports the newest only)
+  // would otherwise skip a switch the others make.
+  return !decision_ || MinIteration() >= decision_->apply_at_iteration;
+}
+
+std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
+                                                   const std::vector<double>& times) const {
+  api::Decision d;
+  d.epoch = std::max(decision_ ? decision_->epoch : 0, epoch_base_) + 1;
+  // The margin is in the slowest worker's iterations: in fixed_k, groups and asgd the
+  // fastest workers run ahead by the speed ratio, and the slowest must still report
+  // (and learn the decision) before the fastest reach it.
+  double ratio = 1;
+  if (AllMeasured(times)) {
+    const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
+    ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
+  }
+  d.apply_at_iteration =
+      std::max<int64_t>(max_iteration_, 0) +
+      static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
+  d.mode = next.sync.mode;
+  d.k = next.sync.k;
+  d.groups = next.sync.groups;
+  for (int i = 0; i < n_; ++i) {
+    d.workers.push_back({i, static_cast<bool>(next.amp[static_cast<size_t>(i)]),
+                         next.batches[static_cast<size_t>(i)]});
+  }
+  if (!api::Validate(d).ok()) return std::nullopt;
+  return d;
+}
+
+void JobControlLoop::RecordChanges(double t, const Setting& next) {
+  if (next.sync != in_force_.sync) {
+    timeline_.push_back(MakeModeEvent(t, {next.sync.mode, next.sync.k, next.sync.groups}));
+  }
+  for (int i = 0; i < n_; ++i) {
+    const size_t s = static_cast<size_t>(i);
+    if (next.amp[s] != in_force_.amp[s]) timeline_.push_back(MakeAmpEvent(t, i, next.amp[s]));
+  }
+  if (next.batches != in_force_.batches) timeline_.push_back(MakeBatchesEvent(t, next.batches));
+}
+
+}  // namespace star::op

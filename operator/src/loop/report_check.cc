@@ -1,0 +1,52 @@
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+namespace {
+
+Status Bad(const std::string& field, const std::string& why) {
+  return Status::InvalidArgument(field + ": " + why);
+}
+
+bool NonNegative(double v) { return std::isfinite(v) && v >= 0; }
+
+}  // namespace
+
+Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
+  if (r.worker < 0 || r.worker >= n_) {
+    return Bad("worker", "must be in [0, " + std::to_string(n_) + "), got " +
+                             std::to_string(r.worker));
+  }
+  if (r.iteration < 0) return Bad("iteration", "must be >= 0, got " + std::to_string(r.iteration));
+  const int64_t prev = workers_[static_cast<size_t>(r.worker)].last_iteration;
+  if (r.iteration < prev) {
+    return Bad("iteration", "must be >= the worker's previous report (" + std::to_string(prev) +
+                                "), got " + std::to_string(r.iteration));
+  }
+  if (r.iterations < 1) {
+    return Bad("iterations", "must be >= 1, got " + std::to_string(r.iterations));
+  }
+  const std::pair<const char*, double> times[] = {
+      {"time_seconds", r.time_seconds},
+      {"compute_seconds", r.compute_seconds},
+      {"communication_seconds", r.communication_seconds},
+      {"wait_seconds", r.wait_seconds}};
+  for (const auto& [name, v] : times) {
+    if (!NonNegative(v)) return Bad(name, "must be finite and >= 0");
+  }
+  if (r.local_batch < 1) {
+    return Bad("local_batch", "must be >= 1, got " + std::to_string(r.local_batch));
+  }
+  if (r.local_grad_sq_norm && !NonNegative(*r.local_grad_sq_norm)) {
+    return Bad("local_grad_sq_norm", "must be finite and >= 0");
+  }
+  if (r.global_grad_sq_norm && !NonNegative(*r.global_grad_sq_norm)) {
+    return Bad("global_grad_sq_norm", "must be finite and >= 0");
+  }
+  return Status::Ok();
+}
+
+}  // namespace star::op

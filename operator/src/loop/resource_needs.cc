@@ -1,0 +1,43 @@
+// The control loop's reallocation request (the rule is in resource_needs.h).
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+
+void JobControlLoop::UpdateResourceNeeds(double typical) {
+  if (!spec_.mitigation.resource_reallocation.enabled) return;
+  std::vector<ResourceNeed> next;
+  size_t j = 0;  // needs_.workers is ascending by worker
+  for (int w = 0; w < n_; ++w) {
+    const ResourceNeed* listed = nullptr;
+    if (j < needs_.workers.size() && needs_.workers[j].worker == w) listed = &needs_.workers[j++];
+    if (std::optional<ResourceNeed> need = NeedOf(w, listed, typical)) next.push_back(*need);
+  }
+  if (next == needs_.workers) return;
+  needs_.workers = std::move(next);
+  ++needs_.revision;
+}
+
+std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNeed* listed,
+                                                   double typical) {
+  int& quiet = need_quiet_rounds_[static_cast<size_t>(worker)];
+  const detect::WorkerView v = detector_.View(worker);
+  const bool contended = amp_.Enabled(worker) && StillContended(worker, typical);
+  if (v.straggler || contended) {
+    quiet = 0;
+  } else if (listed) {
+    ++quiet;
+  }
+  if (v.straggler && (!listed || listed->cause != v.cause)) {
+    return ResourceNeed{worker, v.cause, v.slowdown};
+  }
+  if (listed) {
+    if (quiet >= options_.resource_release_rounds) return std::nullopt;
+    return *listed;
+  }
+  if (contended) {
+    return ResourceNeed{worker, api::StragglerCause::kCompute, AmpEquivalentSlowdown(worker, typical)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace star::op

@@ -1,0 +1,105 @@
+#include "star/operator/timeline.h"
+
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+namespace star::op {
+namespace {
+
+std::string GroupsString(const std::vector<std::vector<int>>& groups) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t g = 0; g < groups.size(); ++g) {
+    os << (g ? ",[" : "[");
+    for (size_t i = 0; i < groups[g].size(); ++i) os << (i ? "," : "") << groups[g][i];
+    os << ']';
+  }
+  os << ']';
+  return os.str();
+}
+
+std::string BatchesString(const std::vector<int64_t>& b) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < b.size(); ++i) os << (i ? "," : "") << b[i];
+  os << ']';
+  return os.str();
+}
+
+std::string StragglerDetail(const StragglerFields& s) {
+  std::ostringstream os;
+  os << "cause=" << api::ToString(s.cause) << " kind=" << api::ToString(s.kind)
+     << " slowdown=" << std::round(s.slowdown * 100) / 100;
+  return os.str();
+}
+
+std::string ModeDetail(const ModeFields& m) {
+  std::ostringstream os;
+  os << api::ToString(m.mode) << " k=" << m.k;
+  if (m.mode == api::SyncMode::kGroups || m.mode == api::SyncMode::kFixedK) {
+    os << ' ' << GroupsString(m.groups);
+  }
+  return os.str();
+}
+
+// Fills the derived strings of an event whose typed fields are set.
+TimelineEvent Finish(TimelineEvent e) {
+  e.event = std::string(EventName(e.kind));
+  e.detail = EventDetail(e);
+  return e;
+}
+
+}  // namespace
+
+std::string_view EventName(EventKind kind) {
+  switch (kind) {
+    case EventKind::kStraggler: return "straggler";
+    case EventKind::kRecovered: return "recovered";
+    case EventKind::kMode: return "mode";
+    case EventKind::kAmpOn: return "amp_on";
+    case EventKind::kAmpOff: return "amp_off";
+    case EventKind::kBatches: return "batches";
+  }
+  return "unknown";
+}
+
+std::string EventDetail(const TimelineEvent& e) {
+  switch (e.kind) {
+    case EventKind::kStraggler: return StragglerDetail(e.straggler);
+    case EventKind::kMode: return ModeDetail(e.mode);
+    case EventKind::kBatches: return BatchesString(e.batches);
+    case EventKind::kRecovered:
+    case EventKind::kAmpOn:
+    case EventKind::kAmpOff: return "";
+  }
+  return "";
+}
+
+TimelineEvent MakeStragglerEvent(double t, int worker, StragglerFields fields) {
+  TimelineEvent e{.t = t, .worker = worker, .kind = EventKind::kStraggler};
+  e.straggler = fields;
+  return Finish(std::move(e));
+}
+
+TimelineEvent MakeRecoveredEvent(double t, int worker) {
+  return Finish({.t = t, .worker = worker, .kind = EventKind::kRecovered});
+}
+
+TimelineEvent MakeModeEvent(double t, ModeFields fields) {
+  TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kMode};
+  e.mode = std::move(fields);
+  return Finish(std::move(e));
+}
+
+TimelineEvent MakeAmpEvent(double t, int worker, bool on) {
+  return Finish({.t = t, .worker = worker, .kind = on ? EventKind::kAmpOn : EventKind::kAmpOff});
+}
+
+TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches) {
+  TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kBatches};
+  e.batches = std::move(batches);
+  return Finish(std::move(e));
+}
+
+}  // namespace star::op
