@@ -46,7 +46,8 @@
 #include "star/kube/client.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/metrics.h"
-#include "star/operator/reconciler/operator.h"
+#include "star/operator/reconciler/manager.h"
+#include "star/operator/reconciler/operator_controllers.h"
 #include "star/report/client.h"
 
 namespace {
@@ -155,7 +156,7 @@ bool BindPhase(kube::Client& kc, int jobs, int workers, int nodes, Clock::time_p
 }
 
 // The report phase (see the file comment). False when a report failed.
-bool ReportPhase(kube::Client& kc, op::Operator& oper, int jobs, int workers, int rounds, int threads) {
+bool ReportPhase(kube::Client& kc, const std::string& report_url, int jobs, int workers, int rounds, int threads) {
   const kube::ResourceRef secrets{"", "v1", "secrets", true, "Secret"};
   auto list = kc.List(secrets, "default");
   if (!list.ok()) return std::cerr << "secrets: " << list.status().ToString() << "\n", false;
@@ -180,7 +181,7 @@ bool ReportPhase(kube::Client& kc, op::Operator& oper, int jobs, int workers, in
         char name[32];
         std::snprintf(name, sizeof name, "job-%05d", j);
         report::ReportClientOptions co;
-        co.base_url = oper.report_url();
+        co.base_url = report_url;
         co.token = tokens[name];
         co.timeout = std::chrono::seconds(60);
         auto c = report::ReportClient::Create(co);
@@ -267,13 +268,18 @@ int main(int argc, char** argv) {
   const double rss_baseline = CurrentRssMiB();
   const double peak_baseline = PeakRssMiB();
 
-  op::OperatorOptions oo;
-  oo.report_listen = "127.0.0.1:0";
-  oo.reconcile_threads = threads;
+  op::ManagerOptions mo;
+  mo.reconcile_threads = threads;
   op::OperatorMetrics metrics;
-  auto created_op = op::Operator::Create(&kc, oo, &metrics);
+  std::unique_ptr<op::OperatorControllers> controllers;  // outlives the manager
+  auto created_op = op::Manager::Create(&kc, mo, &metrics);
   if (!created_op.ok()) return std::cerr << "operator: " << created_op.status().ToString() << "\n", 1;
-  std::unique_ptr<op::Operator> oper = std::move(created_op).value();
+  std::unique_ptr<op::Manager> oper = std::move(created_op).value();
+  op::OperatorControllerOptions oo;
+  oo.report.listen = "127.0.0.1:0";
+  auto added = op::AddOperatorControllers(oper.get(), oo);
+  if (!added.ok()) return std::cerr << "operator: " << added.status().ToString() << "\n", 1;
+  controllers = std::move(added).value();
   if (Status s = oper->Start(); !s.ok()) return std::cerr << "operator start: " << s.ToString() << "\n", 1;
   const double rss_operator_idle = CurrentRssMiB();
 
@@ -349,7 +355,7 @@ int main(int argc, char** argv) {
   bool bound_ok = true;
   if (nodes > 0) bound_ok = BindPhase(kc, jobs, workers, nodes, deadline);
   bool reports_ok = true;
-  if (report_rounds > 0) reports_ok = ReportPhase(kc, *oper, jobs, workers, report_rounds, report_threads);
+  if (report_rounds > 0) reports_ok = ReportPhase(kc, controllers->endpoint->url(), jobs, workers, report_rounds, report_threads);
   if (nodes > 0 || report_rounds > 0) {
     std::printf("RSS MiB after every phase: %.1f, peak %.1f\n", CurrentRssMiB(), PeakRssMiB());
     std::fflush(stdout);

@@ -274,7 +274,7 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
   }
   if (in.current == JobPhase::kFailed) {
     d.reason = "Failed";
-    d.action = any_live ? PodAction::kDeleteAll : PodAction::kNone;
+    d.action = any_live ? JobPodsAction::kDeleteAll : JobPodsAction::kNone;
     return d;
   }
   if (!failed_pod.empty() && in.current != JobPhase::kRestarting) {
@@ -290,20 +290,20 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
       d.message = failed_text() + "; " + std::to_string(in.restarts) + " restarts used (max " +
                   std::to_string(in.max_restarts) + ")";
     }
-    d.action = PodAction::kDeleteAll;
+    d.action = JobPodsAction::kDeleteAll;
     return d;
   }
   if (in.outdated && in.current != JobPhase::kRestarting) {
     d.phase = JobPhase::kRestarting;
     d.reason = "SpecChanged";
     d.message = "the pods' template or replicas changed: the gang restarts with the new spec";
-    d.action = PodAction::kDeleteAll;
+    d.action = JobPodsAction::kDeleteAll;
     return d;
   }
   if (in.current == JobPhase::kRestarting) {
     d.reason = "PodFailed";
     if (!in.observed.empty()) {
-      d.action = PodAction::kDeleteAll;
+      d.action = JobPodsAction::kDeleteAll;
       d.message = "deleting the job's pods before restart " + std::to_string(in.restarts);
       return d;
     }
@@ -314,7 +314,7 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
     d.phase = JobPhase::kCreated;
     d.reason = "PodsCreated";
     d.message = "restart " + std::to_string(in.restarts) + ": pods created";
-    d.action = PodAction::kCreateMissing;
+    d.action = JobPodsAction::kCreateMissing;
     return d;
   }
 
@@ -341,7 +341,7 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
     d.phase = JobPhase::kCreated;
     d.reason = "PodsCreated";
     d.message = std::to_string(in.desired.size()) + " pods created";
-    d.action = PodAction::kCreateMissing;
+    d.action = JobPodsAction::kCreateMissing;
     return d;
   }
   if (running == static_cast<int>(in.desired.size())) {

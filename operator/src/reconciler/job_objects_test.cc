@@ -152,10 +152,10 @@ TEST(WorkerRank, IsTheRankLabelOfWorkersOnly) {
 TEST(DecidePhase, NoPodsCreatesThemAllRunningPodsMakeRunning) {
   auto d = DecidePhase(Input(api::JobPhase::kPending, {}));
   EXPECT_EQ(d.phase, api::JobPhase::kCreated);
-  EXPECT_EQ(d.action, PodAction::kCreateMissing);
+  EXPECT_EQ(d.action, JobPodsAction::kCreateMissing);
   d = DecidePhase(Input(api::JobPhase::kCreated, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Pending")}}));
   EXPECT_EQ(d.phase, api::JobPhase::kCreated);
-  EXPECT_EQ(d.action, PodAction::kNone);
+  EXPECT_EQ(d.action, JobPodsAction::kNone);
   d = DecidePhase(Input(api::JobPhase::kCreated, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Running")}}));
   EXPECT_EQ(d.phase, api::JobPhase::kRunning);
   EXPECT_EQ(d.reason, "AllPodsRunning");
@@ -167,7 +167,7 @@ TEST(DecidePhase, AFailedPodRestartsTheGangUntilTheLimitThenFails) {
   auto d = DecidePhase(in);
   EXPECT_EQ(d.phase, api::JobPhase::kRestarting);
   EXPECT_EQ(d.restarts, 1);
-  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+  EXPECT_EQ(d.action, JobPodsAction::kDeleteAll);
   EXPECT_NE(d.message.find("j-worker-1"), std::string::npos);
 
   // Restarting with pods left: delete them, do not count again.
@@ -176,16 +176,16 @@ TEST(DecidePhase, AFailedPodRestartsTheGangUntilTheLimitThenFails) {
   d = DecidePhase(in);
   EXPECT_EQ(d.phase, api::JobPhase::kRestarting);
   EXPECT_EQ(d.restarts, 1);
-  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+  EXPECT_EQ(d.action, JobPodsAction::kDeleteAll);
 
   // All gone, backoff pending: wait; elapsed: create.
   in.observed.clear();
   in.backoff_elapsed = false;
-  EXPECT_EQ(DecidePhase(in).action, PodAction::kNone);
+  EXPECT_EQ(DecidePhase(in).action, JobPodsAction::kNone);
   in.backoff_elapsed = true;
   d = DecidePhase(in);
   EXPECT_EQ(d.phase, api::JobPhase::kCreated);
-  EXPECT_EQ(d.action, PodAction::kCreateMissing);
+  EXPECT_EQ(d.action, JobPodsAction::kCreateMissing);
 
   // A second failure exceeds max_restarts = 1.
   in = Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Failed")}, {"j-worker-1", Pod("Running")}});
@@ -194,7 +194,7 @@ TEST(DecidePhase, AFailedPodRestartsTheGangUntilTheLimitThenFails) {
   d = DecidePhase(in);
   EXPECT_EQ(d.phase, api::JobPhase::kFailed);
   EXPECT_EQ(d.reason, "BackoffLimitExceeded");
-  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+  EXPECT_EQ(d.action, JobPodsAction::kDeleteAll);
 }
 
 TEST(DecidePhase, OutdatedPodsRestartTheGangWithoutCountingARestart) {
@@ -204,10 +204,10 @@ TEST(DecidePhase, OutdatedPodsRestartTheGangWithoutCountingARestart) {
   auto d = DecidePhase(in);
   EXPECT_EQ(d.phase, api::JobPhase::kRestarting);
   EXPECT_EQ(d.reason, "SpecChanged");
-  EXPECT_EQ(d.action, PodAction::kDeleteAll);
+  EXPECT_EQ(d.action, JobPodsAction::kDeleteAll);
   EXPECT_EQ(d.restarts, 0) << "a spec change is no failure";
   in.current = api::JobPhase::kSucceeded;
-  EXPECT_EQ(DecidePhase(in).action, PodAction::kNone) << "a finished job stays finished";
+  EXPECT_EQ(DecidePhase(in).action, JobPodsAction::kNone) << "a finished job stays finished";
 }
 
 TEST(PodTemplateHash, FollowsTheTemplateAndReplicasOnly) {
@@ -231,12 +231,12 @@ TEST(DecidePhase, AllWorkersSucceededIsTerminal) {
   EXPECT_EQ(d.phase, api::JobPhase::kSucceeded);
   d = DecidePhase(Input(api::JobPhase::kSucceeded, {}));
   EXPECT_EQ(d.phase, api::JobPhase::kSucceeded);
-  EXPECT_EQ(d.action, PodAction::kNone) << "a finished job's pods are not recreated";
+  EXPECT_EQ(d.action, JobPodsAction::kNone) << "a finished job's pods are not recreated";
 }
 
 TEST(Conditions, TransitionTimeChangesOnlyWithTheStatus) {
   std::vector<api::Condition> c;
-  PhaseDecision d{api::JobPhase::kRunning, "AllPodsRunning", "2 pods running", PodAction::kNone, 0};
+  PhaseDecision d{api::JobPhase::kRunning, "AllPodsRunning", "2 pods running", JobPodsAction::kNone, 0};
   SetPhaseConditions(&c, d, "2025-01-01T00:00:00Z", 1);
   SetPhaseConditions(&c, d, "2025-01-01T00:00:09Z", 1);
   auto find = [&](const std::string& t) {

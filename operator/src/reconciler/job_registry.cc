@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "reconciler/helpers.h"
+#include "reconciler/loop_events.h"
+
 namespace star::op {
 
 using nlohmann::json;
@@ -33,6 +36,8 @@ api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail) 
 
 JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options)
     : now_(std::move(now)), options_(std::move(options)) {}
+
+JobRegistry::JobRegistry(LoopOptions options) : JobRegistry(NowRfc3339, std::move(options)) {}
 
 std::optional<api::Decision> DecisionFromStatus(const json& status) {
   if (!status.is_object()) return std::nullopt;
@@ -202,13 +207,7 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   for (size_t i = job.events_sent; i < timeline.size(); ++i) {
     const TimelineEvent& e = timeline[i];
     u.events.push_back(e);
-    if (e.event == "straggler") {
-      auto& entry = job.straggling[e.worker];
-      if (entry.second.empty()) entry.second = now_();
-      entry.first = e.detail;
-    } else if (e.event == "recovered") {
-      job.straggling.erase(e.worker);
-    }
+    TrackStragglers(e, &job.straggling, now_);
   }
   job.events_sent = timeline.size();
 

@@ -81,8 +81,8 @@ std::optional<std::string> SecretToken(const nlohmann::json& secret);
 
 // ---- phase ----
 
-// What the reconciler should do with the job's pods.
-enum class PodAction {
+// What the TrainingJob reconciler should do with the job's pods (the gang).
+enum class JobPodsAction {
   kNone,           // leave them
   kCreateMissing,  // create every desired pod that does not exist
   kDeleteAll,      // delete every pod of the job (restart, or failure)
@@ -104,7 +104,7 @@ struct PhaseDecision {
   api::JobPhase phase = api::JobPhase::kPending;
   std::string reason;   // CamelCase
   std::string message;  // names the pod and what happened
-  PodAction action = PodAction::kNone;
+  JobPodsAction action = JobPodsAction::kNone;
   int restarts = 0;     // the annotation after this decision
 };
 

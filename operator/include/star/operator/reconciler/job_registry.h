@@ -50,6 +50,8 @@ class JobRegistry {
  public:
   // `now` gives RFC 3339 wall-clock time (for stragglers[].since).
   explicit JobRegistry(std::function<std::string()> now, LoopOptions options = {});
+  // Wall-clock time in UTC.
+  explicit JobRegistry(LoopOptions options = {});
 
   // Registers `key` or, when the generation changed, replaces its loop. A new loop
   // resumes from the decision the workers run: the replaced loop's (a spec change), else

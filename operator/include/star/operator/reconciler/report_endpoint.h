@@ -1,0 +1,68 @@
+// ReportEndpoint: the operator's worker-report endpoint (star::report's server). Each
+// report, authenticated by its job's token (JobRegistry), feeds the job's control loop;
+// a new decision is recorded in status (StatusRecords) before any worker gets it.
+// Reports of different jobs do not wait on each other. Started by the Manager once the
+// caches synced, before any reconcile: pods get its URL as STAR_CONTROLLER_URL.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "star/core/api/decision.h"
+#include "star/core/api/worker_report.h"
+#include "star/core/status.h"
+#include "star/operator/reconciler/controller.h"
+#include "star/operator/reconciler/job_registry.h"
+#include "star/operator/reconciler/metrics.h"
+#include "star/operator/reconciler/status_records.h"
+#include "star/report/server.h"
+
+namespace star::op {
+
+struct ReportEndpointOptions {
+  // HOST:PORT to listen on; default "127.0.0.1:0" (port 0 = a free port, see port());
+  // "" = no endpoint.
+  std::string listen = "127.0.0.1:0";
+  // The URL pods reach it at; default "" = the endpoint's own URL.
+  std::string url;
+};
+
+class ReportEndpoint : public Runnable {
+ public:
+  // `registry`, `records` and `metrics` must outlive it. InvalidArgument naming
+  // report_listen when it is not HOST:PORT.
+  static StatusOr<std::unique_ptr<ReportEndpoint>> Create(ReportEndpointOptions options, JobRegistry* registry,
+                                                          StatusRecords* records, OperatorMetrics* metrics);
+  // Listens. Unavailable when it cannot.
+  [[nodiscard]] Status Start() override;
+  void Stop() override;  // stops listening; waits for reports in flight
+
+  int port() const;  // 0 without an endpoint (or before Start)
+  // What pods get as STAR_CONTROLLER_URL: options.url, else the endpoint's own URL once
+  // started, else "".
+  std::string url() const;
+
+  // One report (what the server calls; thread-safe): the job's decision, if any.
+  // std::invalid_argument for a report its job's loop refuses (a 400);
+  // std::runtime_error when the decision could not be recorded (a 500: the worker goes
+  // on and learns the decision from a later report).
+  std::optional<api::Decision> OnReport(const api::WorkerReport& report);
+
+ private:
+  ReportEndpoint(ReportEndpointOptions options, std::pair<std::string, int> address, JobRegistry* registry,
+                 StatusRecords* records, OperatorMetrics* metrics);
+
+  ReportEndpointOptions options_;
+  std::pair<std::string, int> address_;  // host, port
+  JobRegistry* registry_;
+  StatusRecords* records_;
+  OperatorMetrics* metrics_;
+  std::unique_ptr<report::ReportServer> server_;
+};
+
+// Host and port of "HOST:PORT"; InvalidArgument naming `flag` otherwise.
+StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const std::string& flag);
+
+}  // namespace star::op

@@ -1,0 +1,41 @@
+// StatusRecords: every write of a TrainingJob's status that may touch its decision
+// fields goes through here, one at a time, so that status never goes back to an older
+// decision: the decision records of the report endpoint, the status writer's report
+// summaries and the job reconciler's phase writes.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/status.h"
+#include "star/kube/client.h"
+#include "star/operator/reconciler/job_registry.h"
+
+namespace star::op {
+
+class StatusRecords {
+ public:
+  // `client` and `registry` must outlive it.
+  StatusRecords(kube::Client* client, JobRegistry* registry) : client_(client), registry_(registry) {}
+
+  // Writes job `key`'s current decision to status when it is not recorded yet (a
+  // decision reaches the workers only once status holds it: a restarted operator resumes
+  // from there). The client's error when the write fails. Thread-safe.
+  [[nodiscard]] Status RecordDecision(const std::string& key);
+  // Merge-patches `u.status` into its job's status; the decision fields are left out
+  // when a newer decision was recorded since `u` was drained. Errors are logged.
+  void WriteReported(JobUpdate u);
+  // Merge-patches `patch` (a {"status": {...}} object) into `job`'s status; adds the
+  // starting mode (syncMode ssgd, k = workers) while status has no mode and no decision
+  // was recorded. The client's error.
+  [[nodiscard]] Status WritePhase(const nlohmann::json& job, nlohmann::json patch);
+
+ private:
+  kube::Client* client_;
+  JobRegistry* registry_;
+  std::mutex mu_;  // one write at a time
+};
+
+}  // namespace star::op

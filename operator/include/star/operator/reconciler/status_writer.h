@@ -1,0 +1,47 @@
+// StatusWriter: brings what the reports made of each job to its status, at most once per
+// job per interval (JobRegistry::Drain), with a Kubernetes Event per loop event
+// (straggler, mode, AMP, batches); a loop event that may call for a reallocation queues
+// the job. Part of the TrainingJob controller; a Runnable of the Manager.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "star/operator/reconciler/controller.h"
+#include "star/operator/reconciler/event_recorder.h"
+#include "star/operator/reconciler/job_registry.h"
+#include "star/operator/reconciler/manager.h"
+#include "star/operator/reconciler/status_records.h"
+
+namespace star::op {
+
+class StatusWriter : public Runnable {
+ public:
+  // Every pointer must outlive it; `interval` > 0.
+  StatusWriter(Manager* manager, JobRegistry* registry, StatusRecords* records, EventRecorder* events,
+               std::chrono::milliseconds interval)
+      : manager_(manager), registry_(registry), records_(records), events_(events), interval_(interval) {}
+  ~StatusWriter() override { Stop(); }
+
+  [[nodiscard]] Status Start() override;  // starts the writer thread
+  void Stop() override;                   // wakes and joins it; idempotent
+
+  void WriteOnce();  // one round: every job with reports since the last round
+
+ private:
+  void Run();
+
+  Manager* manager_;
+  JobRegistry* registry_;
+  StatusRecords* records_;
+  EventRecorder* events_;
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace star::op

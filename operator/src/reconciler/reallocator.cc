@@ -1,0 +1,156 @@
+#include "reconciler/reallocator.h"
+
+#include <set>
+
+#include "reconciler/helpers.h"
+#include "reconciler/loop_events.h"
+#include "star/kube/informer.h"
+
+namespace star::op {
+
+using nlohmann::json;
+
+std::map<std::string, PodOverride> Reallocator::PlanOf(const json& job) {
+  const json& meta = job["metadata"];
+  if (meta.contains("deletionTimestamp")) return {};
+  const std::string phase = job.value("status", json::object()).value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return {};
+  const json annotations = meta.value("annotations", json::object());
+  if (!annotations.contains(kReallocationAnnotation) || !annotations[kReallocationAnnotation].is_string()) {
+    return {};
+  }
+  auto plan = OverridesFromAnnotation(annotations[kReallocationAnnotation].get<std::string>());
+  if (!plan.ok()) {
+    Log("trainingjob " + kube::KeyOf(job) + ": " + plan.status().message() + " (plan ignored)");
+    return {};
+  }
+  return *plan;
+}
+
+Status Reallocator::Reallocate(json* job, const std::string& key, const api::TrainingJobSpec& spec,
+                               const PhaseDecision& d, const std::map<std::string, json>& observed) {
+  const bool has = (*job)["metadata"].value("annotations", json::object()).contains(kReallocationAnnotation);
+  const auto snap = registry_->Snapshot(key);
+  switch (NextReallocationStep(spec.mitigation.resource_reallocation.enabled, d.phase, snap, has,
+                               PlannedEpoch(key))) {
+    case ReallocationStep::kUndo: return Undo(job, key, d);
+    case ReallocationStep::kPlan: return Plan(job, key, *snap, observed);
+    case ReallocationStep::kNone: break;
+  }
+  return Status::Ok();
+}
+
+void Reallocator::Forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  planned_epoch_.erase(key);
+}
+
+std::optional<int64_t> Reallocator::PlannedEpoch(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = planned_epoch_.find(key);
+  if (it == planned_epoch_.end()) return std::nullopt;
+  return it->second;
+}
+
+Status Reallocator::Annotate(json* job, const json& value) {
+  STAR_ASSIGN_OR_RETURN(json patched,
+                        manager_->client()->MergePatch(
+                            kube::TrainingJobs(), (*job)["metadata"].value("namespace", "default"),
+                            (*job)["metadata"]["name"].get<std::string>(),
+                            {{"metadata", {{"annotations", {{kReallocationAnnotation, value}}}}}}));
+  (*job)["metadata"] = patched["metadata"];
+  return Status::Ok();
+}
+
+Status Reallocator::Undo(json* job, const std::string& key, const PhaseDecision& d) {
+  STAR_RETURN_IF_ERROR(Annotate(job, nullptr));
+  nodes_->SetPlan(key, {});
+  events_->Emit(*job, {"Normal", "ReallocationUndone",
+                       std::string("job ") + (d.phase == api::JobPhase::kRunning ? "back in SSGD" : "not running") +
+                           ": the allocations from before the plan are restored"});
+  return Status::Ok();
+}
+
+Status Reallocator::Plan(json* job, const std::string& key, const JobSnapshot& snap,
+                         const std::map<std::string, json>& observed) {
+  auto out = PlanJobReallocation(InputFor(key, snap, observed));
+  {
+    std::lock_guard lock(mu_);
+    planned_epoch_[key] = snap.epoch;
+  }
+  OperatorMetrics* metrics = manager_->metrics();
+  if (!out.ok()) {
+    events_->Emit(*job, {"Warning", "ReallocationSkipped", out.status().message()});
+    metrics->Reallocation(key, "error");
+    return Status::Ok();
+  }
+  if (!out->apply) {
+    events_->Emit(*job, {"Normal", "ReallocationSkipped", out->message});
+    metrics->Reallocation(key, "skipped");
+    return Status::Ok();
+  }
+  // Written before it is acted on: a restarted operator finds the plan here.
+  STAR_RETURN_IF_ERROR(Annotate(job, OverridesToAnnotation(out->overrides)));
+  nodes_->SetPlan(key, out->overrides);
+  events_->Emit(*job, {"Normal", "Reallocated", out->message});
+  metrics->Reallocation(key, "applied");
+  return Status::Ok();
+}
+
+// The stragglers' pods, and the NodeAllocations and allocatable CPU of their nodes.
+ReallocationInput Reallocator::InputFor(const std::string& key, const JobSnapshot& snap,
+                                        const std::map<std::string, json>& observed) {
+  ReallocationInput in;
+  in.job = key;
+  in.workers = snap.workers;
+  for (const api::StragglerStatus& st : snap.stragglers) {
+    for (const auto& [pod_name, pod] : observed) {
+      if (WorkerRank(pod) != st.worker) continue;
+      in.stragglers.push_back({pod["metadata"].value("uid", ""), pod.value("spec", json::object()).value("nodeName", ""),
+                               st.worker, st.cause, st.slowdown});
+    }
+  }
+  std::set<std::string> nodes;
+  for (const StragglingPod& p : in.stragglers) {
+    if (!p.node.empty()) nodes.insert(p.node);
+  }
+  for (const std::string& node : nodes) AddNode(node, &in);
+  return in;
+}
+
+// The node's CPU, its NodeAllocation, and the owner and load of every STAR pod there.
+void Reallocator::AddNode(const std::string& node, ReallocationInput* in) {
+  if (auto cpu = NodeCpu(node)) in->node_cpu[node] = *cpu;
+  auto cached = manager_->cache().Get(Kind::kNodeAllocation, node);
+  if (!cached) return;
+  auto a = api::NodeAllocationFromJson(*cached);
+  if (!a.ok()) {  // planned without it: the planner then says what is missing
+    Log("NodeAllocation " + node + ": " + a.status().message());
+    return;
+  }
+  for (const api::PodAllocation& p : a->spec.pods) {
+    auto pod = manager_->cache().Get(Kind::kPod, p.namespace_ + "/" + p.name);
+    if (!pod) continue;
+    const json labels = (*pod)["metadata"].value("labels", json::object());
+    if (!labels.contains(kJobLabel)) continue;
+    PodOwner owner;
+    owner.job = p.namespace_ + "/" + labels.value(kJobLabel, "");
+    owner.rank = WorkerRank(*pod);
+    if (!in->loads.count(owner.job)) {
+      if (auto other = registry_->Snapshot(owner.job)) in->loads[owner.job] = other->load;
+    }
+    in->owners[p.uid] = owner;
+  }
+  in->allocations.push_back(std::move(*a));
+}
+
+// Allocatable CPU of a node in millicores (nullopt unknown).
+std::optional<int64_t> Reallocator::NodeCpu(const std::string& node) {
+  auto n = manager_->client()->Get({"", "v1", "nodes", false, "Node"}, "", node);
+  if (!n.ok()) return std::nullopt;
+  const json alloc = n->value("status", json::object()).value("allocatable", json::object());
+  if (!alloc.contains("cpu")) return std::nullopt;
+  return api::ParseCpuMillicores(alloc["cpu"]);
+}
+
+}  // namespace star::op

@@ -1,0 +1,62 @@
+// Reallocator: a TrainingJob's reallocation plan (reallocation.h), kept in its
+// annotation star.dev/reallocation. Plans when the job left SSGD with stragglers, once
+// per decision; undoes when it is back in SSGD or not running. The plan's overrides go
+// to the NodeAllocation reconciler (SetPlan). Part of the TrainingJob reconciler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/api/training_job.h"
+#include "star/core/status.h"
+#include "star/operator/reconciler/event_recorder.h"
+#include "star/operator/reconciler/job_objects.h"
+#include "star/operator/reconciler/job_registry.h"
+#include "star/operator/reconciler/manager.h"
+#include "star/operator/reconciler/node_allocation_reconciler.h"
+#include "star/operator/reconciler/reallocation.h"
+
+namespace star::op {
+
+class Reallocator {
+ public:
+  // Every pointer must outlive it.
+  Reallocator(Manager* manager, JobRegistry* registry, EventRecorder* events, NodeAllocationReconciler* nodes)
+      : manager_(manager), registry_(registry), events_(events), nodes_(nodes) {}
+
+  // A job's plan as its annotation says, when the plan is in force (not while the job is
+  // being deleted or has finished); a malformed annotation is logged and ignored.
+  static std::map<std::string, PodOverride> PlanOf(const nlohmann::json& job);
+
+  // Plans, undoes or leaves the plan of job `key` (`*job` follows the annotation writes).
+  // `observed`: the job's pods by name. The client's error when the annotation cannot be
+  // written; a plan the planner refuses is an Event, not an error. Thread-safe.
+  [[nodiscard]] Status Reallocate(nlohmann::json* job, const std::string& key, const api::TrainingJobSpec& spec,
+                                  const PhaseDecision& d, const std::map<std::string, nlohmann::json>& observed);
+  void Forget(const std::string& key);  // a job that is gone
+
+ private:
+  Status Undo(nlohmann::json* job, const std::string& key, const PhaseDecision& d);
+  Status Plan(nlohmann::json* job, const std::string& key, const JobSnapshot& snap,
+              const std::map<std::string, nlohmann::json>& observed);
+  ReallocationInput InputFor(const std::string& key, const JobSnapshot& snap,
+                             const std::map<std::string, nlohmann::json>& observed);
+  void AddNode(const std::string& node, ReallocationInput* in);
+  Status Annotate(nlohmann::json* job, const nlohmann::json& value);
+  std::optional<int64_t> NodeCpu(const std::string& node);
+  std::optional<int64_t> PlannedEpoch(const std::string& key) const;
+
+  Manager* manager_;
+  JobRegistry* registry_;
+  EventRecorder* events_;
+  NodeAllocationReconciler* nodes_;
+  mutable std::mutex mu_;
+  std::map<std::string, int64_t> planned_epoch_;  // the epoch each job last planned at
+};
+
+}  // namespace star::op

@@ -1,0 +1,73 @@
+#include "star/operator/reconciler/report_endpoint.h"
+
+#include <stdexcept>
+
+namespace star::op {
+
+StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const std::string& flag) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument(flag + ": must be HOST:PORT, got \"" + s + "\"");
+  }
+  try {
+    size_t used = 0;
+    const int port = std::stoi(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("port");
+    return std::make_pair(s.substr(0, colon), port);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(flag + ": bad port in \"" + s + "\"");
+  }
+}
+
+StatusOr<std::unique_ptr<ReportEndpoint>> ReportEndpoint::Create(ReportEndpointOptions options,
+                                                                 JobRegistry* registry, StatusRecords* records,
+                                                                 OperatorMetrics* metrics) {
+  if (registry == nullptr || records == nullptr || metrics == nullptr) {
+    return Status::InvalidArgument("registry/records/metrics: required");
+  }
+  std::pair<std::string, int> address;
+  if (!options.listen.empty()) {
+    STAR_ASSIGN_OR_RETURN(address, SplitHostPort(options.listen, "report_listen"));
+  }
+  return std::unique_ptr<ReportEndpoint>(
+      new ReportEndpoint(std::move(options), std::move(address), registry, records, metrics));
+}
+
+ReportEndpoint::ReportEndpoint(ReportEndpointOptions options, std::pair<std::string, int> address,
+                               JobRegistry* registry, StatusRecords* records, OperatorMetrics* metrics)
+    : options_(std::move(options)), address_(std::move(address)), registry_(registry), records_(records),
+      metrics_(metrics) {}
+
+Status ReportEndpoint::Start() {
+  if (options_.listen.empty()) return Status::Ok();
+  report::ReportServerOptions ro;
+  ro.host = address_.first;
+  ro.port = address_.second;
+  ro.job_token = [this](const std::string& job) { return registry_->Token(job); };
+  ro.serialize_handler = false;  // OnReport is thread-safe
+  STAR_ASSIGN_OR_RETURN(server_,
+                        report::ReportServer::Start(ro, [this](const api::WorkerReport& r) { return OnReport(r); }));
+  return Status::Ok();
+}
+
+void ReportEndpoint::Stop() { server_.reset(); }
+
+int ReportEndpoint::port() const { return server_ ? server_->port() : 0; }
+
+std::string ReportEndpoint::url() const {
+  if (!options_.url.empty()) return options_.url;
+  return server_ ? server_->base_url() : "";
+}
+
+std::optional<api::Decision> ReportEndpoint::OnReport(const api::WorkerReport& report) {
+  double latency = 0;
+  bool fresh = false;
+  auto d = registry_->Observe(report, &latency, &fresh);
+  if (!d.ok()) throw std::invalid_argument(d.status().message());
+  if (fresh) metrics_->Decision(report.job, latency);
+  Status recorded = records_->RecordDecision(report.job);
+  if (!recorded.ok()) throw std::runtime_error(recorded.message());
+  return *d;
+}
+
+}  // namespace star::op

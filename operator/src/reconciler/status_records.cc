@@ -1,0 +1,63 @@
+#include "star/operator/reconciler/status_records.h"
+
+#include "reconciler/helpers.h"
+#include "star/kube/informer.h"
+
+namespace star::op {
+
+using nlohmann::json;
+
+namespace {
+
+std::pair<std::string, std::string> SplitKey(const std::string& key) {
+  const auto slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+}  // namespace
+
+Status StatusRecords::RecordDecision(const std::string& key) {
+  // Reports without a new decision skip the lock; the newest one is read again under it.
+  if (!registry_->Unrecorded(key)) return Status::Ok();
+  std::lock_guard lock(mu_);
+  auto unrecorded = registry_->Unrecorded(key);
+  if (!unrecorded) return Status::Ok();
+  const auto [ns, name] = SplitKey(key);
+  auto r = client_->MergePatch(kube::TrainingJobs(), ns, name, {{"status", DecisionStatus(*unrecorded)}},
+                               /*status=*/true);
+  if (!r.ok()) {
+    return Status(r.status().code(), "decision epoch " + std::to_string(unrecorded->epoch) +
+                                         " not recorded: " + r.status().ToString());
+  }
+  registry_->Recorded(key, unrecorded->epoch);
+  return Status::Ok();
+}
+
+void StatusRecords::WriteReported(JobUpdate u) {
+  std::lock_guard lock(mu_);
+  // A decision recorded since Drain is newer than what `u` holds: its fields stay.
+  if (registry_->RecordedEpoch(u.key) != u.decision_epoch) {
+    for (const char* k : kDecisionStatusKeys) u.status.erase(k);
+  }
+  const auto [ns, name] = SplitKey(u.key);
+  auto r = client_->MergePatch(kube::TrainingJobs(), ns, name, {{"status", u.status}}, true);
+  if (!r.ok()) Log("status of " + u.key + ": " + r.status().ToString());
+}
+
+Status StatusRecords::WritePhase(const json& job, json patch) {
+  const json old_status = job.value("status", json::object());
+  // Not interleaved with decision records: the baseline must not replace a decision
+  // recorded since `job` was read.
+  std::lock_guard lock(mu_);
+  if (!old_status.contains("syncMode") && registry_->RecordedEpoch(kube::KeyOf(job)) == 0) {
+    // The mode the pods start in, until a report says more (kubectl get tj: MODE).
+    patch["status"]["syncMode"] = "ssgd";
+    const json replicas = job.value("spec", json::object()).value("workers", json::object()).value("replicas", json());
+    if (replicas.is_number_integer() && replicas.get<int64_t>() >= 1) patch["status"]["k"] = replicas;
+  }
+  return client_->MergePatch(kube::TrainingJobs(), job["metadata"].value("namespace", "default"),
+                             job["metadata"]["name"].get<std::string>(), patch, /*status=*/true)
+      .status();
+}
+
+}  // namespace star::op
