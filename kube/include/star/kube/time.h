@@ -1,0 +1,15 @@
+// Timestamps as the Kubernetes API writes them (metav1.Time: RFC 3339, UTC, to the second).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace star::kube {
+
+// `t` as RFC 3339 in UTC, truncated to the second: "2025-01-31T12:00:00Z".
+std::string Rfc3339(std::chrono::system_clock::time_point t);
+
+// The wall clock now, as Rfc3339 writes it (lastTransitionTime, creationTimestamp, ...).
+std::string NowRfc3339();
+
+}  // namespace star::kube

@@ -1,0 +1,31 @@
+// Rfc3339 and NowRfc3339: the metav1.Time format, in UTC, to the second.
+#include "star/kube/time.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+namespace star::kube {
+namespace {
+
+using std::chrono::system_clock;
+
+TEST(Rfc3339Test, WritesUtcToTheSecond) {
+  EXPECT_EQ(Rfc3339(system_clock::time_point{}), "1970-01-01T00:00:00Z");
+  // 2025-01-31T12:34:56Z plus 789 ms: the fraction is dropped.
+  const system_clock::time_point t{std::chrono::seconds(1738326896) + std::chrono::milliseconds(789)};
+  EXPECT_EQ(Rfc3339(t), "2025-01-31T12:34:56Z");
+}
+
+TEST(Rfc3339Test, NowLiesBetweenTheClockReadingsAroundIt) {
+  const std::string before = Rfc3339(system_clock::now());
+  const std::string now = NowRfc3339();
+  const std::string after = Rfc3339(system_clock::now());
+  EXPECT_TRUE(std::regex_match(now, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"))) << now;
+  // Fixed width: text order is time order.
+  EXPECT_LE(before, now);
+  EXPECT_LE(now, after);
+}
+
+}  // namespace
+}  // namespace star::kube
