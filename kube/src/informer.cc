@@ -10,7 +10,22 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kMaxRelistBackoff{10000};
+// The wait after an error: `initial` (at least 1 ms), doubling up to `max` (at least
+// `initial`); Reset after a success.
+class Backoff {
+ public:
+  Backoff(milliseconds initial, milliseconds max)
+      : initial_(std::max(initial, milliseconds(1))), max_(std::max(max, initial_)), next_(initial_) {}
+  milliseconds Next() {
+    const milliseconds d = next_;
+    next_ = std::min(next_ * 2, max_);
+    return d;
+  }
+  void Reset() { next_ = initial_; }
+
+ private:
+  milliseconds initial_, max_, next_;
+};
 
 std::string MetaString(const json& object, const char* field) {
   if (!object.is_object()) return "";
@@ -79,133 +94,159 @@ int Informer::lists() const {
   return lists_;
 }
 
-void Informer::Run() {
-  // Waits `d` unless stopped; false when stopping.
-  const auto sleep = [this](milliseconds d) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
-  };
-  const std::string api_version = resource_.group.empty() ? resource_.version : resource_.group + "/" + resource_.version;
+json Informer::Typed(json object) const {
   // List items come without apiVersion and kind from a real API server; watch events with.
-  const auto typed = [&](json object) {
-    if (object.is_object()) {
-      if (!object.contains("apiVersion")) object["apiVersion"] = api_version;
-      if (!object.contains("kind") && !resource_.kind.empty()) object["kind"] = resource_.kind;
+  if (object.is_object()) {
+    if (!object.contains("apiVersion")) {
+      object["apiVersion"] = resource_.group.empty() ? resource_.version : resource_.group + "/" + resource_.version;
     }
-    return object;
-  };
-  const auto notify = [this](const std::vector<std::pair<std::string, json>>& events) {
-    if (!handler_) return;
-    for (const auto& [type, object] : events) {
-      // A handler that throws must neither end this thread nor replay the watch.
-      try {
-        handler_(type, object);
-      } catch (const std::exception&) {
+    if (!object.contains("kind") && !resource_.kind.empty()) object["kind"] = resource_.kind;
+  }
+  return object;
+}
+
+void Informer::Notify(const Events& events) {
+  if (!handler_) return;
+  for (const auto& [type, object] : events) {
+    // A handler that throws must neither end this thread nor replay the watch.
+    try {
+      handler_(type, object);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+void Informer::ReportList(const Status& outcome) {
+  if (!options_.on_list) return;
+  try {
+    options_.on_list(outcome);
+  } catch (const std::exception&) {
+  }
+}
+
+bool Informer::Sleep(milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+Status Informer::Relist(std::string* rv) {
+  StatusOr<json> list =
+      client_->List(resource_, options_.ns, ListOptions{options_.label_selector, options_.field_selector});
+  if (stop_) return Status::Aborted("informer stopped");
+  if (!list.ok()) {
+    ReportList(list.status());
+    return list.status();
+  }
+  *rv = MetaString(*list, "resourceVersion");
+  std::map<std::string, json> next;
+  for (const auto& item : (*list)["items"]) {
+    json object = Typed(item);
+    const std::string key = KeyOf(object);
+    next[key] = std::move(object);
+  }
+  Events events;  // the difference to the cache
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, object] : next) {
+      auto old = cache_.find(key);
+      if (old == cache_.end()) {
+        events.emplace_back("ADDED", object);
+      } else if (MetaString(old->second, "resourceVersion") != MetaString(object, "resourceVersion")) {
+        events.emplace_back("MODIFIED", object);
       }
     }
-  };
+    for (const auto& [key, object] : cache_) {
+      if (next.count(key) == 0) events.emplace_back("DELETED", object);
+    }
+    cache_ = std::move(next);
+    ++lists_;
+    synced_ = true;
+  }
+  cv_.notify_all();
+  Notify(events);
+  ReportList(Status());
+  return Status();
+}
 
-  milliseconds backoff = std::max(options_.relist_backoff, milliseconds(1));
-  const auto fail = [&] {  // waits the backoff and doubles it; false when stopping
-    const bool go_on = sleep(backoff);
-    backoff = std::min(backoff * 2, std::max(kMaxRelistBackoff, options_.relist_backoff));
-    return go_on;
-  };
+std::optional<WatchOptions> Informer::NextWatch(const std::string& rv, Clock::time_point last_list) const {
+  WatchOptions watch;
+  watch.label_selector = options_.label_selector;
+  watch.field_selector = options_.field_selector;
+  watch.resource_version = rv;
+  watch.allow_bookmarks = true;
+  watch.timeout = std::max(options_.watch_timeout, std::chrono::seconds(1));
+  if (options_.resync.count() > 0) {
+    const auto left = options_.resync - (Clock::now() - last_list);
+    if (left <= Clock::duration::zero()) return std::nullopt;
+    watch.timeout = std::clamp(std::chrono::ceil<std::chrono::seconds>(left), std::chrono::seconds(1), watch.timeout);
+  }
+  return watch;
+}
+
+Status Informer::WatchFrom(const WatchOptions& options, std::string* rv, bool* changed) {
+  return client_->Watch(
+      resource_, options_.ns, options,
+      [&](const WatchEvent& e) {
+        const std::string event_rv = MetaString(e.object, "resourceVersion");
+        if (e.type == "BOOKMARK") {
+          if (!event_rv.empty()) *rv = event_rv;
+          return !stop_;
+        }
+        if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return !stop_;
+        json object = Typed(e.object);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (e.type == "DELETED") {
+            cache_.erase(KeyOf(object));
+          } else {
+            cache_[KeyOf(object)] = object;
+          }
+        }
+        if (!event_rv.empty()) *rv = event_rv;
+        *changed = true;
+        Notify({{e.type, object}});
+        return !stop_;
+      },
+      &stop_);
+}
+
+void Informer::Run() {
+  Backoff backoff(options_.relist_backoff, options_.max_relist_backoff);
   bool need_list = true;
   std::string rv;
   Clock::time_point last_list;
   while (!stop_) {
     if (need_list) {
-      StatusOr<json> list = client_->List(resource_, options_.ns, ListOptions{options_.label_selector, ""});
+      const Status listed = Relist(&rv);
       if (stop_) return;
-      if (!list.ok()) {
-        if (!fail()) return;
+      if (!listed.ok()) {
+        if (!Sleep(backoff.Next())) return;
         continue;
       }
-      rv = MetaString(*list, "resourceVersion");
-      std::map<std::string, json> next;
-      for (const auto& item : (*list)["items"]) {
-        json object = typed(item);
-        const std::string key = KeyOf(object);
-        next[key] = std::move(object);
-      }
-      // The difference to the cache, as events.
-      std::vector<std::pair<std::string, json>> events;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const auto& [key, object] : next) {
-          auto old = cache_.find(key);
-          if (old == cache_.end()) {
-            events.emplace_back("ADDED", object);
-          } else if (MetaString(old->second, "resourceVersion") != MetaString(object, "resourceVersion")) {
-            events.emplace_back("MODIFIED", object);
-          }
-        }
-        for (const auto& [key, object] : cache_) {
-          if (next.count(key) == 0) events.emplace_back("DELETED", object);
-        }
-        cache_ = std::move(next);
-        ++lists_;
-        synced_ = true;
-      }
-      cv_.notify_all();
-      notify(events);
       last_list = Clock::now();
       need_list = false;
     }
-
-    WatchOptions watch;
-    watch.label_selector = options_.label_selector;
-    watch.resource_version = rv;
-    watch.allow_bookmarks = true;
-    watch.timeout = std::max(options_.watch_timeout, std::chrono::seconds(1));
-    if (options_.resync.count() > 0) {
-      const auto left = options_.resync - (Clock::now() - last_list);
-      if (left <= Clock::duration::zero()) {
-        need_list = true;
-        continue;
-      }
-      watch.timeout = std::clamp(std::chrono::ceil<std::chrono::seconds>(left), std::chrono::seconds(1), watch.timeout);
+    const std::optional<WatchOptions> watch = NextWatch(rv, last_list);
+    if (!watch) {  // a resync is due
+      need_list = true;
+      continue;
     }
     const auto started = Clock::now();
     bool changed = false;
-    const Status watched = client_->Watch(
-        resource_, options_.ns, watch,
-        [&](const WatchEvent& e) {
-          const std::string event_rv = MetaString(e.object, "resourceVersion");
-          if (e.type == "BOOKMARK") {
-            if (!event_rv.empty()) rv = event_rv;
-            return !stop_;
-          }
-          if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return !stop_;
-          json object = typed(e.object);
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            if (e.type == "DELETED") {
-              cache_.erase(KeyOf(object));
-            } else {
-              cache_[KeyOf(object)] = object;
-            }
-          }
-          if (!event_rv.empty()) rv = event_rv;
-          changed = true;
-          notify({{e.type, object}});
-          return !stop_;
-        },
-        &stop_);
+    const Status watched = WatchFrom(*watch, &rv, &changed);
     if (stop_) return;
     if (!watched.ok()) {  // 410 Gone or another error: re-list after the backoff
       need_list = true;
-      if (!fail()) return;
+      if (!Sleep(backoff.Next())) return;
       continue;
     }
     // The server ended the stream. At its timeout: watch again from rv. Earlier (a dropped
     // connection, a restarting server): re-list, so nothing missed stays missed.
-    const bool full = Clock::now() - started >= watch.timeout - std::chrono::seconds(1);
-    if (full || changed) backoff = std::max(options_.relist_backoff, milliseconds(1));
+    const bool full = Clock::now() - started >= watch->timeout - std::chrono::seconds(1);
+    if (full || changed) backoff.Reset();
     if (!full) {
       need_list = true;
-      if (!changed && !fail()) return;
+      if (!changed && !Sleep(backoff.Next())) return;
     }
     if (options_.resync.count() > 0 && Clock::now() - last_list >= options_.resync) need_list = true;
   }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,15 +27,25 @@ std::string KeyOf(const nlohmann::json& object);
 struct InformerOptions {
   std::string ns;              // "" = all namespaces
   std::string label_selector;  // "" = all
+  // "" = all; e.g. "metadata.name=node-1". Sent on every list and watch.
+  std::string field_selector;
   std::chrono::seconds watch_timeout{300};
   // Full re-list period even without errors (level-based safety net); 0 = never.
   std::chrono::seconds resync{0};
-  std::chrono::milliseconds relist_backoff{200};  // after an error, doubling up to 10 s
+  // Wait after an error, doubling up to max_relist_backoff. Defaults 200 ms and 10 s.
+  std::chrono::milliseconds relist_backoff{200};
+  std::chrono::milliseconds max_relist_backoff{10000};
+  // Called on the informer's thread with the outcome of every list: OK once the list is
+  // in the cache and its events have been handed to the handler; the client's error
+  // (before the backoff) otherwise. Not called for a list that Stop cut short. An
+  // exception it throws is dropped. Default: none.
+  std::function<void(const Status& outcome)> on_list;
 };
 
 // Runs list, then watch from the list's resourceVersion; on 410 Gone (or any watch
 // error, or a stream the server ends before its timeout) re-lists after a backoff
-// (relist_backoff, doubling up to 10 s; reset by a watch that delivers events) and reports
+// (relist_backoff, doubling up to max_relist_backoff; reset by a watch that delivers
+// events) and reports
 // the difference to the cache as events: ADDED, MODIFIED (resourceVersion changed),
 // DELETED (with the last cached object). A stream ended at its timeout is re-watched from
 // the last resourceVersion seen (BOOKMARKs advance it; they are not passed to the handler).
@@ -56,6 +67,9 @@ class Informer {
   void Stop();
   // Blocks until the first list is in the cache (or the timeout): true if synced.
   bool WaitForSync(std::chrono::milliseconds timeout);
+  // True once a list has succeeded, and from then on (later errors keep the cache). While
+  // synced, an object Get does not find does not exist (as far as the last list and the
+  // watch tell); before, nothing is known yet.
   bool synced() const;
   // Cache reads (copies; thread-safe).
   std::optional<nlohmann::json> Get(const std::string& key) const;
@@ -64,7 +78,20 @@ class Informer {
   int lists() const;
 
  private:
+  using Events = std::vector<std::pair<std::string, nlohmann::json>>;
   void Run();
+  // Lists into the cache (its resourceVersion in *rv) and reports the outcome (on_list).
+  Status Relist(std::string* rv);
+  // Watches from *rv, applying each event to the cache (*rv follows them); *changed when
+  // an event was applied. The client's Watch result.
+  Status WatchFrom(const WatchOptions& options, std::string* rv, bool* changed);
+  // The next watch's options; nullopt when a resync is due (`last_list`: when it was).
+  std::optional<WatchOptions> NextWatch(const std::string& rv,
+                                        std::chrono::steady_clock::time_point last_list) const;
+  nlohmann::json Typed(nlohmann::json object) const;  // apiVersion and kind filled in
+  void Notify(const Events& events);
+  void ReportList(const Status& outcome);
+  bool Sleep(std::chrono::milliseconds d);  // false when stopping
   Client* client_;
   ResourceRef resource_;
   InformerOptions options_;
