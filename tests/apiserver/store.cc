@@ -1,6 +1,5 @@
 #include "store.h"
 
-#include <ctime>
 #include <random>
 
 namespace star::apiserver {
@@ -65,15 +64,6 @@ std::string Meta(const json& object, const char* field) {
   if (meta == object.end() || !meta->is_object()) return "";
   auto it = meta->find(field);
   return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-std::string NowRfc3339() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 Store::Store(Options options) : options_(options) {}

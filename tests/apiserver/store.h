@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "star/kube/time.h"
+
 #include "api_status.h"
 #include "resources.h"
 #include "selector.h"
@@ -160,6 +162,6 @@ std::string ObjectKey(const std::string& ns, const std::string& name);
 // metadata.<field> as a string ("" if absent).
 std::string Meta(const nlohmann::json& object, const char* field);
 // Now as RFC 3339 in UTC, to the second ("2025-01-31T12:00:00Z").
-std::string NowRfc3339();
+using kube::NowRfc3339;
 
 }  // namespace star::apiserver
