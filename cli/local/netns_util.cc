@@ -48,15 +48,16 @@ class Fd {
 
 }  // namespace
 
-StatusOr<std::string> FindProgram(const std::string& name) {
+StatusOr<std::string> FindProgram(const std::string& name, Fallback fallback) {
   if (name.empty()) return Status::InvalidArgument("program name is empty");
   if (name.find('/') != std::string::npos) {
     if (IsExecutableFile(name)) return name;
     return Status::NotFound("program \"" + name + "\" not found or not executable");
   }
-  std::string dirs;
-  if (const char* path = std::getenv("PATH"); path != nullptr) dirs = path;
-  dirs += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  if (fallback == Fallback::kSystemDirs) dirs += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  if (fallback == Fallback::kNone && path == nullptr) dirs = "/usr/bin:/bin";
   std::stringstream ss(dirs);
   std::string dir;
   while (std::getline(ss, dir, ':')) {
@@ -64,8 +65,10 @@ StatusOr<std::string> FindProgram(const std::string& name) {
     const std::string candidate = dir + "/" + name;
     if (IsExecutableFile(candidate)) return candidate;
   }
-  return Status::NotFound("program \"" + name +
-                          "\" not found in $PATH, /usr/sbin, /sbin, /usr/bin or /bin");
+  return Status::NotFound("program \"" + name + "\" not found in " +
+                          (fallback == Fallback::kSystemDirs
+                               ? "$PATH, /usr/sbin, /sbin, /usr/bin or /bin"
+                               : "$PATH"));
 }
 
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,

@@ -23,11 +23,18 @@ struct CommandResult {
   std::string err;     // everything it wrote to stderr
 };
 
-// The absolute path of program `name`: `name` itself when it contains a '/', else the
-// first executable match in $PATH, then /usr/sbin, /sbin, /usr/bin, /bin (root's tools
-// live in sbin, which a user's PATH may lack). NotFound "program \"ip\" not found in ..."
-// otherwise.
-[[nodiscard]] StatusOr<std::string> FindProgram(const std::string& name);
+// Where FindProgram looks after $PATH.
+enum class Fallback {
+  kSystemDirs,  // /usr/sbin, /sbin, /usr/bin, /bin (root's tools live in sbin, which a
+                // user's PATH may lack)
+  kNone,        // nowhere: $PATH alone (unset: /usr/bin:/bin)
+};
+
+// The path of program `name`: `name` itself when it contains a '/', else the first
+// executable regular file `<dir>/<name>` for the non-empty dirs of $PATH, then the
+// fallback's. NotFound "program \"ip\" not found in ..." otherwise.
+[[nodiscard]] StatusOr<std::string> FindProgram(const std::string& name,
+                                                Fallback fallback = Fallback::kSystemDirs);
 
 // Runs argv[0] (resolved by FindProgram) with arguments argv[1..] and the caller's
 // environment, and waits for it, at most `timeout` (then it is killed with SIGKILL and

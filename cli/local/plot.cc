@@ -240,27 +240,6 @@ Status WriteFile(const fs::path& path, const std::string& text) {
   return Status::Ok();
 }
 
-// The first executable "gnuplot" on PATH (unset PATH: /usr/bin:/bin), or "".
-std::string FindGnuplot() {
-  const char* env = std::getenv("PATH");
-  const std::string path = env != nullptr ? env : "/usr/bin:/bin";
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t colon = path.find(':', pos);
-    if (colon == std::string::npos) colon = path.size();
-    std::string dir = path.substr(pos, colon - pos);
-    pos = colon + 1;
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/gnuplot";
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return "";
-}
-
 // Removes a directory tree when it goes out of scope.
 class TempDir {
  public:
@@ -297,8 +276,9 @@ std::string PlotScript(const json& report, const std::string& data_dir, const st
 }
 
 Status WritePlot(const json& report, const std::string& png_path) {
-  const std::string gnuplot = FindGnuplot();
-  if (gnuplot.empty()) return Status::FailedPrecondition("--plot: gnuplot not found (install gnuplot-nox)");
+  const auto found = FindProgram("gnuplot", Fallback::kNone);
+  if (!found.ok()) return Status::FailedPrecondition("--plot: gnuplot not found (install gnuplot-nox)");
+  const std::string& gnuplot = *found;
 
   TempDir dir;
   STAR_RETURN_IF_ERROR(dir.Create());
