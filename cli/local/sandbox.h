@@ -1,10 +1,12 @@
 // Sandbox: the operating-system resources one `star local` job runs in, and the way its
-// processes are started inside them. It creates, attaches and destroys; CPU limits and
-// bandwidth shaping are written by the node agent's NodeOs (real_node_os.h) on the
-// cgroups and interfaces named here.
+// processes are started inside them. It creates, attaches and destroys, every touch of
+// the machine going through a Host (host.h): the real one by default, a MemoryHost in
+// tests. CPU limits and bandwidth shaping are written through the same Host (host())
+// on the cgroups and interfaces named here.
 //
-// Layout (cgroup v1, the cpu and cpuacct hierarchies, co-mounted or not; the same
-// relative paths exist in each):
+// Layout (relative to the cpu controller's hierarchy: cgroup v2 when the machine's
+// cgroup2 hierarchy has the cpu controller, else v1, the cpu and cpuacct hierarchies,
+// co-mounted or not, with the same relative paths in each):
 //   <cgroup_root>/<name>-<ownerpid>/      the job
 //     slot<i>/                            slot i: its CPU capacity (quota set by the runtime)
 //       main/                             the worker (or server) process
@@ -23,7 +25,7 @@
 // the creating process's pid (pid namespaces are not considered: run every `star local`
 // of a machine in one pid namespace).
 //
-// Needs root (cgroup directories, `ip`); tc for SetDelay. Thread-safe.
+// The real host needs root (cgroup directories, `ip`); tc for SetDelay. Thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -33,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "local/host.h"
 #include "star/core/status.h"
 
 namespace star::local {
@@ -57,10 +60,14 @@ class Sandbox {
   // Leftovers carrying this process's pid (a previous owner with the same pid) are removed
   // first. On any failure everything created is removed again and the error returned:
   // InvalidArgument naming the option; AlreadyExists when a sandbox of this name is alive
-  // in this process; FailedPrecondition when there is no cgroup v1 cpu hierarchy, when
-  // network is asked without root ("network namespaces need root") or without `ip`; the
-  // failing command with its stderr otherwise (see netns_util.h RunChecked).
+  // in this process; FailedPrecondition when there is no cpu cgroup hierarchy (v1 or v2),
+  // when network is asked without root ("network namespaces need root") or without `ip`;
+  // the failing command with its stderr otherwise (see netns_util.h RunChecked).
   [[nodiscard]] static StatusOr<std::unique_ptr<Sandbox>> Create(const SandboxOptions& options);
+  // The same on `host` (not owned; it must outlive the sandbox), without the checks for
+  // root and `ip`.
+  [[nodiscard]] static StatusOr<std::unique_ptr<Sandbox>> Create(const SandboxOptions& options,
+                                                                 Host& host);
 
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -76,11 +83,14 @@ class Sandbox {
   // Killed children are not reaped: the caller still waits for the pids Spawn returned.
   [[nodiscard]] Status Teardown();
 
+  // Where the sandbox lives: CPU limits and shaping of its cgroups and interfaces go
+  // through it (Host::WriteCpu, Host::WriteNet).
+  Host& host() const { return *host_; }
   int slots() const { return slots_; }
   bool has_network() const { return network_; }
   const std::string& name() const { return name_; }
 
-  // Cgroup paths relative to the cpu hierarchy root, for NodeOs, e.g.
+  // Cgroup paths relative to the cpu hierarchy root, for Host::WriteCpu, e.g.
   // "star-local/job-1234/slot3/main". Accessors taking a slot return "" for a slot
   // outside [0, slots()).
   std::string job_cgroup() const;
@@ -93,7 +103,7 @@ class Sandbox {
   // without: "127.0.0.1" for both.
   std::string host_address() const;
   std::string slot_address(int slot) const;
-  // Slot i's host-side veth (the shaping target for NodeOs::WriteNet); "" without network.
+  // Slot i's host-side veth (the shaping target for Host::WriteNet); "" without network.
   std::string host_ifname(int slot) const;
   // The bridge's name; "" without network.
   std::string bridge_ifname() const;
@@ -128,14 +138,19 @@ class Sandbox {
 
  private:
   Sandbox() = default;
+  static StatusOr<std::unique_ptr<Sandbox>> Create(const SandboxOptions& options, Host& host,
+                                                   std::unique_ptr<Host> owned);
+  Status CreateNetwork();
+  Status CheckSpawn(const SpawnSpec& spec);
 
+  std::unique_ptr<Host> owned_host_;     // the real host Create(options) made, or null
+  Host* host_ = nullptr;
   std::string name_;
   std::string cgroup_root_;
   pid_t owner_ = 0;
   int slots_ = 0;
   bool network_ = false;
   int subnet_ = -1;                      // S in 10.213.S.0/24, with network
-  std::vector<std::string> hierarchies_; // distinct mount points of cpu and cpuacct
   std::mutex mu_;                        // guards torn_down_
   bool torn_down_ = false;
 };
@@ -149,5 +164,7 @@ class Sandbox {
 // exist. Errors: InvalidArgument for a bad cgroup_root; the first removal that failed
 // (the others are still tried).
 [[nodiscard]] StatusOr<int> SweepStaleSandboxes(const std::string& cgroup_root = "star-local");
+// The same on `host`.
+[[nodiscard]] StatusOr<int> SweepStaleSandboxes(Host& host, const std::string& cgroup_root);
 
 }  // namespace star::local

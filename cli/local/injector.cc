@@ -1,0 +1,110 @@
+#include "local/injector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace star::local {
+namespace {
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+Injector::Injector(InjectorOptions options, const std::vector<Injection>& injections)
+    : o_(std::move(options)) {
+  for (const Injection& inj : injections) {
+    ActiveInjection a;
+    a.spec = inj;
+    if (!o_.sandbox->has_network() &&
+        (inj.kind == InjectionKind::kBandwidth || inj.kind == InjectionKind::kDelay)) {
+      a.available = false;
+      Notice("--inject \"" + inj.text + "\": unavailable without network namespaces; skipped");
+    }
+    injections_.push_back(a);
+  }
+}
+
+Status Injector::Tick(double t) {
+  for (ActiveInjection& a : injections_) {
+    if (!a.available) continue;
+    if (!a.applied && t >= a.spec.start_seconds) {
+      if (Status s = Apply(a); !s.ok()) {
+        if (s.code() == StatusCode::kUnavailable) {
+          // E.g. no netem in this kernel: the run goes on without this injection.
+          a.available = false;
+          Notice("--inject \"" + a.spec.text + "\": unavailable here (" + s.message() +
+                 "); skipped");
+          continue;
+        }
+        return s.WithPrefix("--inject \"" + a.spec.text + "\"");
+      }
+      o_.event(t, "inject", a.spec.worker, a.spec.text);
+      Notice("injected " + a.spec.text + " at " + Fixed(t, 1) + " s");
+    }
+    if (a.applied && !a.lifted && a.spec.end_seconds && t >= *a.spec.end_seconds) {
+      if (Status s = Lift(a); !s.ok()) return s.WithPrefix("--inject \"" + a.spec.text + "\"");
+      o_.event(t, "lift", a.spec.worker, a.spec.text);
+      Notice("lifted " + a.spec.text + " at " + Fixed(t, 1) + " s");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Injector::Apply(ActiveInjection& a) {
+  const Injection& in = a.spec;
+  const int slot = o_.servers + in.worker;
+  Sandbox& sb = *o_.sandbox;
+  switch (in.kind) {
+    case InjectionKind::kCpu: {
+      const auto mc = static_cast<int64_t>(std::llround(in.cpu_fraction * o_.worker_millicores));
+      STAR_RETURN_IF_ERROR(sb.host().WriteCpu(
+          sb.slot_cgroup(slot), {QuotaUs(std::max<int64_t>(mc, 10)), kCfsPeriodUs, 100}));
+      break;
+    }
+    case InjectionKind::kNeighbor: {
+      STAR_RETURN_IF_ERROR(sb.host().WriteCpu(sb.neighbor_cgroup(slot),
+                                              {-1, kCfsPeriodUs, 100 * in.neighbor_threads}));
+      STAR_ASSIGN_OR_RETURN(a.proc, o_.start_neighbor(in));
+      break;
+    }
+    case InjectionKind::kBandwidth: {
+      agent::NetLimits lim;
+      lim.egress_bits_per_second = in.bandwidth_bps;
+      lim.ingress_bits_per_second = in.bandwidth_bps;
+      STAR_RETURN_IF_ERROR(sb.host().WriteNet(sb.host_ifname(slot), lim));
+      break;
+    }
+    case InjectionKind::kDelay:
+      STAR_RETURN_IF_ERROR(sb.SetDelay(slot, in.delay_seconds));
+      break;
+  }
+  a.applied = true;
+  return Status::Ok();
+}
+
+Status Injector::Lift(ActiveInjection& a) {
+  const Injection& in = a.spec;
+  const int slot = o_.servers + in.worker;
+  Sandbox& sb = *o_.sandbox;
+  a.lifted = true;
+  switch (in.kind) {
+    case InjectionKind::kCpu:
+      return sb.host().WriteCpu(sb.slot_cgroup(slot),
+                                {QuotaUs(o_.worker_millicores), kCfsPeriodUs, 100});
+    case InjectionKind::kNeighbor:
+      if (a.proc >= 0) o_.stop_neighbor(a.proc);
+      return sb.host().WriteCpu(sb.neighbor_cgroup(slot), {-1, kCfsPeriodUs, 100});
+    case InjectionKind::kBandwidth:
+      return sb.host().WriteNet(sb.host_ifname(slot), agent::NetLimits{});
+    case InjectionKind::kDelay:
+      return sb.SetDelay(slot, 0);
+  }
+  return Status::Ok();
+}
+
+}  // namespace star::local

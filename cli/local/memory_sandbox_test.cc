@@ -1,0 +1,264 @@
+// The sandbox and the runtime's policies on a MemoryHost: what `star local` asks of the
+// host, checked without root.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "local/injector.h"
+#include "local/memory_host.h"
+#include "local/real_host.h"
+#include "local/reallocation.h"
+#include "local/sandbox.h"
+#include "star/agent/real_node_os.h"
+
+namespace star::local {
+namespace {
+
+SandboxOptions Options(const std::string& name, int slots, bool network) {
+  SandboxOptions o;
+  o.name = name;
+  o.slots = slots;
+  o.network = network;
+  return o;
+}
+
+const std::set<std::string> kRootOnly = {"star-local"};
+
+Injection Inject(const std::string& text) {
+  auto in = ParseInjection(text);
+  EXPECT_TRUE(in.ok()) << in.status();
+  return *in;
+}
+
+TEST(MemorySandbox, CreateMakesCgroupsAndABridgedNetworkAndTeardownRemovesAll) {
+  MemoryHost host;
+  auto sb = Sandbox::Create(Options("mem", 2, true), host);
+  ASSERT_TRUE(sb.ok()) << sb.status();
+  Sandbox& s = **sb;
+  const std::vector<std::string> cgroups = host.cgroups();
+  for (const std::string& cg : {s.job_cgroup(), s.eval_cgroup(), s.main_cgroup(1),
+                                s.neighbor_cgroup(1)}) {
+    EXPECT_NE(std::find(cgroups.begin(), cgroups.end(), cg), cgroups.end()) << cg;
+  }
+  EXPECT_TRUE(host.LinkExists(s.bridge_ifname()));
+  EXPECT_TRUE(host.LinkExists(s.host_ifname(1)));
+  EXPECT_EQ(host.Namespaces().size(), 2u);
+  EXPECT_EQ(host.calls("BringUp " + s.netns(0)).size(), 1u);
+
+  ASSERT_TRUE(host.WriteNet(s.host_ifname(0), {8000000, 8000000, 0}).ok());
+  EXPECT_TRUE(host.LinkExists(agent::IfbName(s.host_ifname(0))));
+  ASSERT_TRUE(s.Teardown().ok());
+  EXPECT_TRUE(host.empty_except(kRootOnly)) << host.Links().size();
+}
+
+TEST(MemorySandbox, AFailedCreateLeavesNothingBehind) {
+  MemoryHost host;
+  host.FailNext("CreateVeth", Status::Internal("veth: no"));
+  auto sb = Sandbox::Create(Options("fail", 3, true), host);
+  ASSERT_FALSE(sb.ok());
+  EXPECT_EQ(sb.status().code(), StatusCode::kInternal);
+  EXPECT_NE(sb.status().message().find("sandbox network, slot 0"), std::string::npos)
+      << sb.status();
+  EXPECT_TRUE(host.empty_except(kRootOnly));
+  // The name is free again.
+  auto again = Sandbox::Create(Options("fail", 1, false), host);
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
+TEST(MemorySandbox, TeardownKillsTheProcessesLeftInTheJobsCgroups) {
+  MemoryHost host;
+  auto sb = Sandbox::Create(Options("procs", 1, false), host);
+  ASSERT_TRUE(sb.ok()) << sb.status();
+  host.AddProcess((*sb)->neighbor_cgroup(0), 999999);
+  ASSERT_TRUE((*sb)->Teardown().ok());
+  EXPECT_EQ(host.calls("Kill 999999").size(), 1u);
+  EXPECT_TRUE(host.empty_except(kRootOnly));
+}
+
+TEST(MemorySandbox, SweepRemovesTheSandboxOfADeadOwnerOnly) {
+  MemoryHost host;
+  ASSERT_TRUE(host.CreateCgroup("star-local", false).ok());
+  // pid_max is at most 2^22: this owner cannot be alive.
+  ASSERT_TRUE(host.CreateCgroup("star-local/gone-99999999", false).ok());
+  ASSERT_TRUE(host.CreateCgroup("star-local/gone-99999999/slot0", false).ok());
+  const std::string alive = "star-local/alive-" + std::to_string(::getpid());
+  ASSERT_TRUE(host.CreateCgroup(alive, false).ok());
+  auto removed = SweepStaleSandboxes(host, "star-local");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 1);
+  EXPECT_EQ(host.cgroups(), (std::vector<std::string>{"star-local", alive}));
+}
+
+TEST(MemorySandbox, DelayWithoutNetemIsUnavailableSayingSo) {
+  MemoryHost host(agent::CgroupVersion::kV1, /*netem=*/false);
+  auto sb = Sandbox::Create(Options("delay", 1, true), host);
+  ASSERT_TRUE(sb.ok()) << sb.status();
+  Status st = (*sb)->SetDelay(0, 0.05);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("CONFIG_NET_SCH_NETEM"), std::string::npos) << st;
+}
+
+// ---- injections ----
+
+struct InjectorRig {
+  explicit InjectorRig(bool netem = true) : host(agent::CgroupVersion::kV1, netem) {}
+
+  MemoryHost host;
+  std::unique_ptr<Sandbox> sandbox;
+  std::vector<std::string> events;
+  std::vector<std::string> notices;
+  int started = 0, stopped = 0;
+
+  std::unique_ptr<Injector> Make(const std::vector<Injection>& injections, bool network = true) {
+    auto sb = Sandbox::Create(Options("inj", 3, network), host);
+    EXPECT_TRUE(sb.ok()) << sb.status();
+    sandbox = std::move(*sb);
+    InjectorOptions o;
+    o.sandbox = sandbox.get();
+    o.servers = 1;
+    o.worker_millicores = 1000;
+    o.start_neighbor = [this](const Injection&) -> StatusOr<int> { return started++; };
+    o.stop_neighbor = [this](int) { ++stopped; };
+    o.event = [this](double, const std::string& e, int w, const std::string&) {
+      events.push_back(e + " " + std::to_string(w));
+    };
+    o.notice = [this](const std::string& s) { notices.push_back(s); };
+    return std::make_unique<Injector>(o, injections);
+  }
+};
+
+TEST(Injector, ANeighborAtStart5sWritesTheNeighborsCpuShareThenAndLiftsAtItsEnd) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=1,neighbor=3,start=5s,end=9s")});
+  const std::string neighbor = rig.sandbox->neighbor_cgroup(2);  // server first: slot 2
+  ASSERT_TRUE(inj->Tick(4.9).ok());
+  EXPECT_FALSE(rig.host.cpu(neighbor).has_value());
+  EXPECT_EQ(rig.started, 0);
+  ASSERT_TRUE(inj->Tick(5.0).ok());
+  EXPECT_EQ(rig.host.cpu(neighbor), (agent::CpuLimits{-1, kCfsPeriodUs, 300}));
+  EXPECT_EQ(rig.started, 1);
+  EXPECT_EQ(rig.events, (std::vector<std::string>{"inject 1"}));
+  ASSERT_TRUE(inj->Tick(9.0).ok());
+  EXPECT_EQ(rig.stopped, 1);
+  EXPECT_EQ(rig.host.cpu(neighbor), (agent::CpuLimits{-1, kCfsPeriodUs, 100}));
+  EXPECT_EQ(rig.events, (std::vector<std::string>{"inject 1", "lift 1"}));
+}
+
+TEST(Injector, CpuFractionCapsTheSlotAndTheLiftRestoresItsCapacity) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=0,cpu=0.25,end=2s")});
+  const std::string slot = rig.sandbox->slot_cgroup(1);
+  ASSERT_TRUE(inj->Tick(0).ok());
+  EXPECT_EQ(rig.host.cpu(slot), (agent::CpuLimits{QuotaUs(250), kCfsPeriodUs, 100}));
+  ASSERT_TRUE(inj->Tick(2).ok());
+  EXPECT_EQ(rig.host.cpu(slot), (agent::CpuLimits{QuotaUs(1000), kCfsPeriodUs, 100}));
+}
+
+TEST(Injector, BandwidthShapesBothDirectionsOfTheSlotsVeth) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=1,bandwidth=20mbit")});
+  ASSERT_TRUE(inj->Tick(0).ok());
+  const agent::NetLimits net = rig.host.net(rig.sandbox->host_ifname(2));
+  EXPECT_EQ(net.egress_bits_per_second, 20'000'000);
+  EXPECT_EQ(net.ingress_bits_per_second, 20'000'000);
+}
+
+TEST(Injector, DelayWithoutNetemIsSkippedWithANoticeAndTheRunGoesOn) {
+  InjectorRig rig(/*netem=*/false);
+  auto inj = rig.Make({Inject("worker=0,delay=20ms")});
+  ASSERT_TRUE(inj->Tick(0).ok());
+  EXPECT_FALSE(inj->injections()[0].available);
+  ASSERT_EQ(rig.notices.size(), 1u);
+  EXPECT_NE(rig.notices[0].find("unavailable here"), std::string::npos) << rig.notices[0];
+  EXPECT_TRUE(rig.events.empty());
+}
+
+TEST(Injector, AFailedWriteIsReturnedNamingTheInjection) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=0,cpu=0.5")});
+  rig.host.FailNext("WriteCpu", Status::Internal("cgroup gone"));
+  Status st = inj->Tick(0);
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.message().find("--inject \"worker=0,cpu=0.5\""), std::string::npos) << st;
+}
+
+// ---- reallocation ----
+
+TEST(Reallocation, AComputeStragglersNeighborIsCappedBelowItsShare) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=1,neighbor=3")});
+  ASSERT_TRUE(inj->Tick(0).ok());
+  ReallocationContext ctx;
+  ctx.job = "inj";
+  ctx.workers = 2;
+  ctx.servers = 1;
+  ctx.worker_millicores = 1000;
+  ctx.sandbox = rig.sandbox.get();
+  ctx.event = [&](double, const std::string& e, int w, const std::string&) {
+    rig.events.push_back(e + " " + std::to_string(w));
+  };
+  Reallocate(ctx, {{1, 4.0}}, 10, inj->injections());
+  const auto cap = rig.host.cpu(rig.sandbox->neighbor_cgroup(2));
+  ASSERT_TRUE(cap.has_value());
+  EXPECT_GT(cap->quota_us, 0);
+  EXPECT_LT(cap->quota_us, QuotaUs(750));  // the neighbor held 750m of the slot's 1000m
+  EXPECT_EQ(rig.events.back(), "reallocate 1");
+  EXPECT_TRUE(inj->injections()[0].reallocated);
+  // Decided once: a second flag writes nothing.
+  const size_t writes = rig.host.calls("WriteCpu").size();
+  Reallocate(ctx, {{1, 4.0}}, 11, inj->injections());
+  EXPECT_EQ(rig.host.calls("WriteCpu").size(), writes);
+}
+
+TEST(Reallocation, AWorkerWithoutAnInjectedNeighborChangesNothing) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=1,neighbor=3")});
+  ASSERT_TRUE(inj->Tick(0).ok());
+  const size_t writes = rig.host.calls("WriteCpu").size();
+  ReallocationContext ctx;
+  ctx.workers = 2;
+  ctx.servers = 1;
+  ctx.worker_millicores = 1000;
+  ctx.sandbox = rig.sandbox.get();
+  ctx.event = [](double, const std::string&, int, const std::string&) {};
+  Reallocate(ctx, {{0, 4.0}}, 10, inj->injections());
+  EXPECT_EQ(rig.host.calls("WriteCpu").size(), writes);
+}
+
+// ---- cgroup version ----
+
+TEST(CgroupLayout, HybridMachineWithoutCpuInCgroup2UsesV1CpuAndCpuacct) {
+  const std::string mounts =
+      "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+      "cgroup /sys/fs/cgroup/cpuacct cgroup rw,relatime,cpuacct 0 0\n"
+      "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+  auto layout = ChooseCgroupLayout(mounts, [](const std::string&) { return std::string(); });
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->version, agent::CgroupVersion::kV1);
+  EXPECT_EQ(layout->mounts,
+            (std::vector<std::string>{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct"}));
+}
+
+TEST(CgroupLayout, Cgroup2WithTheCpuControllerIsChosen) {
+  const std::string mounts = "cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n";
+  auto layout = ChooseCgroupLayout(mounts, [](const std::string& path) {
+    return path == "/sys/fs/cgroup/cgroup.controllers" ? std::string("cpuset cpu io memory pids\n")
+                                                       : std::string();
+  });
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->version, agent::CgroupVersion::kV2);
+  EXPECT_EQ(layout->mounts, (std::vector<std::string>{"/sys/fs/cgroup"}));
+}
+
+TEST(CgroupLayout, NoCpuHierarchyIsFailedPrecondition) {
+  auto layout = ChooseCgroupLayout("proc /proc proc rw 0 0\n",
+                                   [](const std::string&) { return std::string(); });
+  EXPECT_EQ(layout.status().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace star::local

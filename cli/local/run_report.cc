@@ -1,0 +1,96 @@
+#include "local/run_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace star::local {
+namespace {
+
+using nlohmann::json;
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+std::string ListOf(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+json Timeline(std::vector<op::TimelineEvent> events) {
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto& a, const auto& b) { return a.t < b.t; });
+  json timeline = json::array();
+  for (const auto& e : events) {
+    timeline.push_back({{"t", e.t}, {"event", e.event}, {"worker", e.worker}, {"detail", e.detail}});
+  }
+  return timeline;
+}
+
+}  // namespace
+
+json BuildReport(const ReportInputs& in) {
+  json injections = json::array();
+  json unavailable = json::array();
+  for (const auto& a : *in.injections) {
+    (a.available ? injections : unavailable).push_back(a.spec.text);
+  }
+  const std::string final_mode = in.current ? std::string(api::ToString(in.current->mode)) : "ssgd";
+  return {{"job", in.job},
+          {"policy", in.policy},
+          {"architecture", std::string(api::ToString(in.spec->architecture))},
+          {"outcome", in.outcome},
+          {"tta_seconds", in.tta ? json(*in.tta) : json(nullptr)},
+          {"target_accuracy", in.spec->training.target_accuracy},
+          {"final_accuracy", in.final_accuracy ? json(*in.final_accuracy) : json(nullptr)},
+          {"iterations", in.iterations},
+          {"wall_seconds", in.wall_seconds},
+          {"workers", in.workers},
+          {"parameter_servers", in.servers},
+          {"worker_cpu_millicores", in.worker_millicores},
+          {"network_namespaces", in.network},
+          {"decisions", in.decisions},
+          {"final_mode", final_mode},
+          {"stragglers", in.stragglers},
+          {"injections", injections},
+          {"unavailable_injections", unavailable},
+          {"timeline", Timeline(in.events)},
+          {"accuracy_curve", *in.accuracy_curve},
+          {"samples", *in.samples}};
+}
+
+std::string ProgressLine(const ProgressInputs& in) {
+  std::string mode = "ssgd";
+  std::vector<int> amp;
+  if (const api::Decision* d = in.current) {
+    mode = std::string(api::ToString(d->mode));
+    if (d->mode == api::SyncMode::kFixedK) mode += " k=" + std::to_string(d->k);
+    for (const auto& ws : d->workers) {
+      if (ws.amp) amp.push_back(ws.worker);
+    }
+  }
+  std::string line = "[" + Fixed(in.t, 1) + "s] iteration " + std::to_string(in.iteration) +
+                     "  accuracy " + (in.accuracy ? Fixed(*in.accuracy, 3) : std::string("-")) +
+                     "/" + Fixed(in.target_accuracy, 3) + "  mode " + mode + "  stragglers " +
+                     ListOf(in.stragglers) + "  amp " + ListOf(amp);
+  // ETA: the accuracy slope over the last few evaluations, extrapolated to the target.
+  const json& curve = *in.accuracy_curve;
+  const size_t m = curve.size();
+  if (m >= 3 && !in.target_reached) {
+    const auto& a = curve[m - 3];
+    const auto& b = curve[m - 1];
+    const double slope = (b[1].get<double>() - a[1].get<double>()) /
+                         std::max(1e-9, b[0].get<double>() - a[0].get<double>());
+    if (slope > 0) {
+      // Evaluations trail the run: extrapolate from the last snapshot's time.
+      const double at = b[0].get<double>() + (in.target_accuracy - b[1].get<double>()) / slope;
+      line += "  eta " + Fixed(std::max(0.0, at - in.t), 0) + "s";
+    }
+  }
+  return line;
+}
+
+}  // namespace star::local

@@ -1,0 +1,59 @@
+// The report of one `star local` run (RunResult::report, see runtime.h) and the live
+// progress line, from what the runtime observed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "local/injector.h"
+#include "star/core/api/decision.h"
+#include "star/core/api/training_job.h"
+#include "star/operator/control_loop.h"
+
+namespace star::local {
+
+// What the report is made of; every field is copied into it as is.
+struct ReportInputs {
+  std::string job;
+  std::string policy;                       // ToString(Policy)
+  const api::TrainingJobSpec* spec = nullptr;  // required
+  std::string outcome;
+  double wall_seconds = 0;
+  std::optional<double> tta;
+  std::optional<double> final_accuracy;
+  int64_t iterations = 0;
+  int workers = 0;
+  int servers = 0;
+  int64_t worker_millicores = 0;
+  bool network = false;
+  int decisions = 0;
+  const api::Decision* current = nullptr;   // the loop's current decision, if any
+  std::vector<int> stragglers;              // workers ever flagged
+  // The runtime's events and the control loop's, in any order (sorted by t here).
+  std::vector<op::TimelineEvent> events;
+  const std::vector<ActiveInjection>* injections = nullptr;  // required
+  const nlohmann::json* accuracy_curve = nullptr;            // required
+  const nlohmann::json* samples = nullptr;                   // required
+};
+
+nlohmann::json BuildReport(const ReportInputs& in);
+
+// What the progress line shows.
+struct ProgressInputs {
+  double t = 0;
+  int64_t iteration = 0;
+  std::optional<double> accuracy;
+  double target_accuracy = 0;
+  const api::Decision* current = nullptr;
+  std::vector<int> stragglers;
+  const nlohmann::json* accuracy_curve = nullptr;  // required
+  bool target_reached = false;
+};
+
+// "[12.3s] iteration 40  accuracy 0.712/0.800  mode ssgd  stragglers [1]  amp []  eta 30s"
+std::string ProgressLine(const ProgressInputs& in);
+
+}  // namespace star::local
