@@ -9,10 +9,6 @@
 namespace star::agent {
 namespace {
 
-bool Transient(const Status& s) {
-  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted ||
-         s.code() == StatusCode::kDeadlineExceeded;
-}
 const Status& StatusOf(const Status& s) { return s; }
 template <typename T>
 Status StatusOf(const StatusOr<T>& s) { return s.status(); }
@@ -82,7 +78,7 @@ auto Reconciler::Retry(F&& f) -> decltype(f()) {
   auto backoff = options_.initial_backoff;
   for (int attempt = 1;; ++attempt) {
     auto r = f();
-    if (StatusOf(r).ok() || !Transient(StatusOf(r)) || attempt >= options_.max_attempts) return r;
+    if (StatusOf(r).ok() || !IsTransient(StatusOf(r)) || attempt >= options_.max_attempts) return r;
     options_.sleep(backoff);
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
