@@ -31,16 +31,16 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <optional>
 
 #include "star/agent/agent_metrics.h"
 #include "star/agent/allocation_source.h"
 #include "star/agent/journal.h"
 #include "star/agent/k8s_source.h"
-#include "star/kube/probe_server.h"
 #include "star/agent/pod_cgroup.h"
 #include "star/agent/real_node_os.h"
 #include "star/agent/reconciler.h"
+#include "star/kube/client.h"
+#include "star/kube/probe_server.h"
 
 namespace {
 

@@ -1,21 +1,13 @@
+// K8sSource: this node's NodeAllocation through a kube::Informer, read by the agent's loop.
 #include "star/agent/k8s_source.h"
 
-#include <time.h>
-
-#include <algorithm>
+#include <functional>
 #include <utility>
+
+#include "star/kube/time.h"
 
 namespace star::agent {
 namespace {
-
-std::string NowRfc3339() {
-  const time_t t = ::time(nullptr);
-  struct tm tm {};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  const size_t n = ::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return std::string(buf, n);
-}
 
 const api::Condition* FindCondition(const api::NodeAllocationStatus& s, const std::string& type) {
   for (const api::Condition& c : s.conditions) {
@@ -64,6 +56,17 @@ std::string StringAt(const nlohmann::json& object, const char* field) {
   if (meta == object.end() || !meta->is_object()) return "";
   const auto v = meta->find(field);
   return v != meta->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+kube::InformerOptions InformerOptionsFor(const std::string& node, const K8sSourceOptions& o,
+                                         std::function<void(const Status&)> on_list) {
+  kube::InformerOptions informer;
+  informer.field_selector = "metadata.name=" + node;
+  informer.watch_timeout = o.watch_timeout;
+  informer.relist_backoff = o.initial_backoff;
+  informer.max_relist_backoff = o.max_backoff;
+  informer.on_list = std::move(on_list);
+  return informer;
 }
 
 }  // namespace
@@ -122,26 +125,20 @@ api::NodeAllocationStatus BuildStatus(const StatusInputs& in,
 }
 
 K8sSource::K8sSource(kube::Client& client, std::string node, K8sSourceOptions options)
-    : client_(client), node_(std::move(node)), options_(options) {}
+    : client_(client),
+      node_(std::move(node)),
+      informer_(&client, kube::NodeAllocations(),
+                InformerOptionsFor(node_, options, [this](const Status& s) { OnList(s); }),
+                [this](const std::string&, const nlohmann::json&) { OnEvent(); }) {}
 
 K8sSource::~K8sSource() { Stop(); }
 
-void K8sSource::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] { Run(); });
-}
+void K8sSource::Start() { informer_.Start(); }
 
-void K8sSource::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void K8sSource::Stop() { informer_.Stop(); }
 
 bool K8sSource::WaitForSync(std::chrono::milliseconds timeout) {
+  // Not the informer's: Poll must find the list's outcome once this returns.
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return synced_; });
 }
@@ -151,106 +148,28 @@ bool K8sSource::WaitForUpdate(std::chrono::milliseconds timeout) {
   return cv_.wait_for(lock, timeout, [this] { return version_ != seen_version_; });
 }
 
-bool K8sSource::Sleep(std::chrono::milliseconds d) {
-  std::unique_lock lock(mu_);
-  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
-}
-
-void K8sSource::SetObserved(Presence presence, nlohmann::json object) {
+void K8sSource::OnEvent() {
   {
     std::lock_guard lock(mu_);
-    presence_ = presence;
-    object_ = std::move(object);
-    list_error_ = Status();
-    synced_ = true;
     ++version_;
   }
   cv_.notify_all();
 }
 
-void K8sSource::SetListError(Status error) {
+void K8sSource::OnList(const Status& outcome) {
+  const Status error = outcome.WithPrefix("listing nodeallocation " + node_);  // OK stays OK
   {
     std::lock_guard lock(mu_);
-    if (list_error_ == error) return;
-    list_error_ = std::move(error);
+    // A repeated error is no news; a successful list always is (it may say "absent").
+    if (!error.ok() && list_error_ == error) return;
+    list_error_ = error;
+    synced_ = synced_ || error.ok();
     ++version_;
   }
   cv_.notify_all();
-}
-
-void K8sSource::Run() {
-  const kube::ResourceRef resource = kube::NodeAllocations();
-  const std::string selector = "metadata.name=" + node_;
-  std::chrono::milliseconds backoff = options_.initial_backoff;
-  const auto grow = [&] { backoff = std::min(backoff * 2, options_.max_backoff); };
-  while (!stop_) {
-    kube::ListOptions list_options;
-    list_options.field_selector = selector;
-    auto list = client_.List(resource, "", list_options);
-    if (!list.ok()) {
-      SetListError(list.status().WithPrefix("listing nodeallocation " + node_));
-      if (!Sleep(backoff)) return;
-      grow();
-      continue;
-    }
-    nlohmann::json found;
-    const auto items = list->find("items");
-    if (items != list->end() && items->is_array()) {
-      for (const nlohmann::json& item : *items) {
-        if (StringAt(item, "name") == node_) found = item;
-      }
-    }
-    const Presence presence = found.is_null() ? Presence::kAbsent : Presence::kPresent;
-    SetObserved(presence, std::move(found));
-    std::string rv = StringAt(*list, "resourceVersion");
-    backoff = options_.initial_backoff;
-
-    // Watch from rv until an error forces a re-list.
-    while (!stop_) {
-      kube::WatchOptions watch_options;
-      watch_options.field_selector = selector;
-      watch_options.resource_version = rv;
-      watch_options.timeout = options_.watch_timeout;
-      int events = 0;
-      const Status s = client_.Watch(
-          resource, "", watch_options,
-          [&](const kube::WatchEvent& e) {
-            ++events;
-            const std::string event_rv = StringAt(e.object, "resourceVersion");
-            if (!event_rv.empty()) rv = event_rv;
-            if (e.type == "BOOKMARK" || StringAt(e.object, "name") != node_) return !stop_;
-            if (e.type == "DELETED") {
-              SetObserved(Presence::kAbsent, nlohmann::json());
-            } else if (e.type == "ADDED" || e.type == "MODIFIED") {
-              SetObserved(Presence::kPresent, e.object);
-            }
-            return !stop_.load();
-          },
-          &stop_);
-      if (stop_) return;
-      if (!s.ok()) {
-        // 410 Gone: the history moved on; re-list at once. Anything else: back off first.
-        if (s.code() != StatusCode::kOutOfRange) {
-          SetListError(s.WithPrefix("watching nodeallocation " + node_));
-          if (!Sleep(backoff)) return;
-          grow();
-        }
-        break;
-      }
-      if (events == 0) {
-        // The stream ended without a word (dropped, or a short server timeout): do not spin.
-        if (!Sleep(backoff)) return;
-        grow();
-      } else {
-        backoff = options_.initial_backoff;
-      }
-    }
-  }
 }
 
 StatusOr<bool> K8sSource::Poll() {
-  Presence presence;
-  nlohmann::json object;
   Status list_error;
   {
     std::lock_guard lock(mu_);
@@ -259,47 +178,51 @@ StatusOr<bool> K8sSource::Poll() {
       return false;
     }
     seen_version_ = version_;
-    presence = presence_;
-    object = object_;
     list_error = list_error_;
   }
-  auto result = [&]() -> StatusOr<bool> {
-    if (presence == Presence::kUnknown) {
-      if (!list_error.ok()) return list_error;
-      return false;
-    }
-    if (presence == Presence::kAbsent) {
-      current_.reset();
-      object_uid_.clear();
-      written_.reset();
-      decode_error_ = Status();
-      const bool changed = !released_ || desired_.has_value();
-      desired_.reset();
-      released_ = true;
-      if (!list_error.ok()) return list_error;
-      return changed;
-    }
-    const std::string uid = StringAt(object, "uid");
-    if (uid != object_uid_) written_.reset();  // another object of the same name
-    object_uid_ = uid;
-    current_ = object;
-    auto d = DesiredStateFromJson(object, node_);
-    decode_error_ = d.status();
-    bool changed = false;
-    if (d.ok()) {
-      // Status writes (ours included) and other metadata do not make a new desired state.
-      changed = !desired_ || released_ || desired_->allocation.spec != d->allocation.spec ||
-                desired_->allocation.generation != d->allocation.generation ||
-                desired_->interfaces != d->interfaces;
-      desired_ = std::move(d).value();
-      released_ = false;
-    }
-    if (!decode_error_.ok()) return decode_error_.WithPrefix("nodeallocation " + node_);
-    if (!list_error.ok()) return list_error;
-    return changed;
-  }();
+  StatusOr<bool> result = Take(list_error);
   seen_status_ = result.status();
   return result;
+}
+
+StatusOr<bool> K8sSource::Take(const Status& list_error) {
+  if (!informer_.synced()) {  // nothing known yet
+    if (!list_error.ok()) return list_error;
+    return false;
+  }
+  std::optional<nlohmann::json> object = informer_.Get(node_);
+  StatusOr<bool> changed = object ? TakePresent(std::move(*object)) : TakeAbsent();
+  if (!changed.ok()) return changed;
+  if (!list_error.ok()) return list_error;
+  return changed;
+}
+
+bool K8sSource::TakeAbsent() {
+  current_.reset();
+  object_uid_.clear();
+  written_.reset();
+  decode_error_ = Status();
+  const bool changed = !released_ || desired_.has_value();
+  desired_.reset();
+  released_ = true;
+  return changed;
+}
+
+StatusOr<bool> K8sSource::TakePresent(nlohmann::json object) {
+  const std::string uid = StringAt(object, "uid");
+  if (uid != object_uid_) written_.reset();  // another object of the same name
+  object_uid_ = uid;
+  auto d = DesiredStateFromJson(object, node_);
+  current_ = std::move(object);
+  decode_error_ = d.status();
+  if (!d.ok()) return decode_error_.WithPrefix("nodeallocation " + node_);
+  // Status writes (ours included) and other metadata do not make a new desired state.
+  const bool changed = !desired_ || released_ || desired_->allocation.spec != d->allocation.spec ||
+                       desired_->allocation.generation != d->allocation.generation ||
+                       desired_->interfaces != d->interfaces;
+  desired_ = std::move(d).value();
+  released_ = false;
+  return changed;
 }
 
 Status K8sSource::ReportStatus(const StatusOr<ReconcileResult>* result) {
@@ -320,7 +243,7 @@ Status K8sSource::ReportStatus(const StatusOr<ReconcileResult>* result) {
   in.have_desired = desired_.has_value();
   in.desired_generation = desired_ ? desired_->allocation.generation : 0;
   in.result = result;
-  in.now = NowRfc3339();
+  in.now = kube::NowRfc3339();
   api::NodeAllocationStatus status = BuildStatus(in, previous);
   if (written_ && *written_ == status) return Status();
 

@@ -239,6 +239,28 @@ TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {
   EXPECT_GE(counters.dropped_watches, 1u);
 }
 
+TEST_F(K8sSourceTest, PollReportsTheListErrorUntilAListSaysTheObjectIsAbsent) {
+  apiserver::FaultRule forbidden;
+  forbidden.verb = "list";
+  forbidden.resource = "nodeallocations";
+  forbidden.status = 403;
+  ASSERT_NO_FATAL_FAILURE(Start({forbidden}, /*max_retries=*/0));
+  ASSERT_TRUE(source_->WaitForUpdate(20s));
+  const auto polled = source_->Poll();
+  ASSERT_FALSE(polled.ok());
+  EXPECT_EQ(polled.status().code(), StatusCode::kFailedPrecondition) << polled.status();
+  EXPECT_NE(polled.status().message().find("listing nodeallocation node-1"), std::string::npos)
+      << polled.status();
+  EXPECT_FALSE(source_->desired().has_value()) << "nothing known yet";
+  EXPECT_FALSE(source_->released()) << "nothing known yet";
+
+  // Lists work again; the one that succeeds says there is no object.
+  server_->api().faults().Clear();
+  ASSERT_TRUE(RunUntil([&] { return source_->released(); }));
+  EXPECT_TRUE(source_->Poll().ok()) << "a successful list clears the error";
+  EXPECT_EQ(QuotaUs(), kOriginal.quota_us);
+}
+
 TEST(BuildStatusTest, DecodeErrorKeepsTheAppliedGenerationAndNamesTheField) {
   api::NodeAllocationStatus previous;
   previous.observed_generation = 3;

@@ -1,6 +1,7 @@
 // K8sSource: the node agent's desired state from the Kubernetes API. It watches the
-// cluster-scoped NodeAllocation named after the node (list + watch with the field selector
-// metadata.name=<node>, re-listing after 410 Gone or any error) and hands the agent's loop
+// cluster-scoped NodeAllocation named after the node (a kube::Informer with the field
+// selector metadata.name=<node>: list + watch, re-listing after 410 Gone or any error) and
+// hands the agent's loop
 // the same DesiredState a FileSource does; the loop reports each reconcile back with
 // ReportStatus, which writes the object's status through the /status subresource.
 //
@@ -26,14 +27,12 @@
 //   usage               not written (no usage sampling yet).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -42,15 +41,18 @@
 #include "star/core/api/node_allocation.h"
 #include "star/core/status.h"
 #include "star/kube/client.h"
+#include "star/kube/informer.h"
 
 namespace star::agent {
 
+// The informer's options (kube::InformerOptions: watch_timeout, relist_backoff and
+// max_relist_backoff).
 struct K8sSourceOptions {
   // Server-side timeout of one watch request; the source re-watches from the last
   // resourceVersion it saw. Default 300 s.
   std::chrono::seconds watch_timeout{300};
-  // Wait before re-listing after an error (or before re-watching after a watch that ended
-  // without any event), doubling up to max_backoff. Defaults 200 ms and 10 s.
+  // Wait before re-listing after an error (or after a watch that ended early without any
+  // event), doubling up to max_backoff. Defaults 200 ms and 10 s.
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{10000};
 };
@@ -69,7 +71,7 @@ struct StatusInputs {
                                                     const api::NodeAllocationStatus& previous);
 
 // Poll, desired, released and ReportStatus belong to one thread (the agent's loop); the
-// watch runs on the source's own thread. Borrows `client`, which must outlive it.
+// watch runs on the informer's thread. Borrows `client`, which must outlive it.
 class K8sSource {
  public:
   K8sSource(kube::Client& client, std::string node, K8sSourceOptions options = {});
@@ -78,7 +80,8 @@ class K8sSource {
   K8sSource& operator=(const K8sSource&) = delete;
 
   // Starts / stops the list+watch thread. Stop is idempotent and returns once the thread
-  // has ended (an open watch ends when the client notices its stop flag).
+  // has ended (an open watch ends when the client notices its stop flag). Start after
+  // Stop does nothing.
   void Start();
   void Stop();
   // Blocks until the first list succeeded (true) or `timeout` passed (false).
@@ -111,27 +114,23 @@ class K8sSource {
   int64_t status_writes() const { return status_writes_; }
 
  private:
-  enum class Presence { kUnknown, kPresent, kAbsent };
-  void Run();
-  void SetObserved(Presence presence, nlohmann::json object);
-  void SetListError(Status error);
-  // Waits `d` or until Stop(); false when stopping.
-  bool Sleep(std::chrono::milliseconds d);
+  // The informer's reports: something changed (an event, or a list's outcome).
+  void OnEvent();
+  void OnList(const Status& outcome);
+  // Poll's reading of the informer's cache, given the last list error.
+  StatusOr<bool> Take(const Status& list_error);
+  bool TakeAbsent();                                  // true when that changed desired
+  StatusOr<bool> TakePresent(nlohmann::json object);  // likewise, or the decode error
 
   kube::Client& client_;
   const std::string node_;
-  const K8sSourceOptions options_;
 
-  // Written by the watch thread, read by Poll.
+  // Written by the informer's thread, read by Poll.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  Presence presence_ = Presence::kUnknown;
-  nlohmann::json object_;
-  Status list_error_;
-  uint64_t version_ = 0;  // bumped on every change of the three above
-  bool synced_ = false;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  Status list_error_;     // the last list's error; OK after a successful list
+  uint64_t version_ = 0;  // bumped on every event and list outcome that may change Poll
+  bool synced_ = false;   // a list succeeded (and version_ counts it)
 
   // The loop's view (Poll / ReportStatus).
   uint64_t seen_version_ = 0;
@@ -143,6 +142,8 @@ class K8sSource {
   std::string object_uid_;                 // metadata.uid of current_
   std::optional<api::NodeAllocationStatus> written_;  // last status written for object_uid_
   int64_t status_writes_ = 0;
+
+  kube::Informer informer_;  // last: it stops (and stops calling back) before the rest goes
 };
 
 }  // namespace star::agent
