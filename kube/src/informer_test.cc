@@ -7,7 +7,7 @@
 #include <future>
 #include <set>
 
-#include "kube/test_env.h"
+#include "test_env.h"
 
 namespace star::kube {
 namespace {
