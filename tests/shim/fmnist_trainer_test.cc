@@ -21,6 +21,8 @@ namespace {
 
 using harness::ProcessGroup;
 using harness::TempDir;
+using report::ReportServer;
+using report::ReportServerOptions;
 
 // The last line of a worker's log that parses as a JSON object.
 nlohmann::json LastJsonLine(const std::string& log) {

@@ -60,6 +60,12 @@ int64_t ParameterCount(const torch::nn::Module& module) {
   return total;
 }
 
+std::vector<size_t> TensorSizes(const torch::nn::Module& module) {
+  std::vector<size_t> sizes;
+  for (const auto& p : module.parameters()) sizes.push_back(static_cast<size_t>(p.numel()));
+  return sizes;
+}
+
 Status ParametersToFlat(const torch::nn::Module& module, std::span<float> out) {
   STAR_RETURN_IF_ERROR(CheckLayout(module, out.size(), "parameters to flat"));
   size_t off = 0;

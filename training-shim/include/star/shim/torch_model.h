@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/conv.h>
@@ -35,6 +36,8 @@ TORCH_MODULE(FashionCnn);
 
 // Number of float elements of all parameters.
 int64_t ParameterCount(const torch::nn::Module& module);
+// Element counts of the parameters in order (a parameter-server job shards by them).
+std::vector<size_t> TensorSizes(const torch::nn::Module& module);
 
 // Copies the parameters into `out` (size ParameterCount). InvalidArgument on a size
 // mismatch or a parameter that is not float32 on CPU.
