@@ -201,31 +201,21 @@ std::string StoreServer::url() const {
 StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port) {
   auto impl = std::make_unique<Impl>();
   impl->host = host;
-  std::string last_error;
-  // With port 0, a port picked free can be taken by someone else before we bind it: retry.
-  for (int attempt = 0; attempt < (port == 0 ? 8 : 1); ++attempt) {
-    const int p = port == 0 ? report::PickFreePort(host) : port;
-    if (p == 0) {
-      return Status::Unavailable("store server: cannot bind " + host + ":0");
-    }
+  Impl* raw = impl.get();
+  StatusOr<int> bound = report::ListenOnPort(host, port, [raw, &host](int p) {
     try {
       auto listener = std::make_unique<http::experimental::listener::http_listener>(
           web::uri("http://" + host + ":" + std::to_string(p)));
-      Impl* raw = impl.get();
       listener->support([raw](http::http_request req) { raw->Handle(std::move(req)); });
       listener->open().wait();
-      impl->listener = std::move(listener);
-      impl->port = p;
-      break;
+      raw->listener = std::move(listener);
+      return Status::Ok();
     } catch (const std::exception& e) {
-      last_error = e.what();
+      return Status::Unavailable(e.what());
     }
-  }
-  if (!impl->listener) {
-    return Status::Unavailable("store server: cannot listen on " + host + ":" +
-                               std::to_string(port) + ": " + last_error);
-  }
-  Impl* raw = impl.get();
+  });
+  if (!bound.ok()) return Status::Unavailable("store server: " + bound.status().message());
+  impl->port = *bound;
   impl->timer = std::thread([raw] { raw->TimerLoop(); });
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(impl)));
 }
