@@ -65,35 +65,24 @@ NetLimits DesiredNet(const api::NetworkAllocation& net) {
   return l;
 }
 
-Reconciler::Reconciler(NodeOs& os, Journal& journal, ReconcilerOptions options)
-    : os_(os), journal_(journal), options_(std::move(options)) {
-  options_.max_attempts = std::max(1, options_.max_attempts);
-  if (!options_.sleep) {
-    options_.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
-  }
-}
+namespace {
 
 template <typename F>
-auto Reconciler::Retry(F&& f) -> decltype(f()) {
-  auto backoff = options_.initial_backoff;
+auto RetryWith(const ReconcilerOptions& options, F&& f) -> decltype(f()) {
+  auto backoff = options.initial_backoff;
   for (int attempt = 1;; ++attempt) {
     auto r = f();
-    if (StatusOf(r).ok() || !IsTransient(StatusOf(r)) || attempt >= options_.max_attempts) return r;
-    options_.sleep(backoff);
-    backoff = std::min(backoff * 2, options_.max_backoff);
+    if (StatusOf(r).ok() || !IsTransient(StatusOf(r)) || attempt >= options.max_attempts) return r;
+    options.sleep(backoff);
+    backoff = std::min(backoff * 2, options.max_backoff);
   }
 }
 
-StatusOr<ReconcileResult> Reconciler::ReleaseAll() {
-  api::NodeAllocation none;
-  none.name = "release";
-  return Reconcile(none);
-}
-
-StatusOr<ReconcileResult> Reconciler::Reconcile(const api::NodeAllocation& desired,
-                                                const InterfaceMap& interfaces) {
-  // 1. Validate everything before touching anything.
-  STAR_RETURN_IF_ERROR(CheckCgroupRoot(options_.cgroup_root, "cgroup_root"));
+// Step 1: validates everything before touching anything. Returns the allocation's uids.
+StatusOr<std::set<std::string>> ValidateAllocation(const std::string& cgroup_root,
+                                                   const api::NodeAllocation& desired,
+                                                   const InterfaceMap& interfaces) {
+  STAR_RETURN_IF_ERROR(CheckCgroupRoot(cgroup_root, "cgroup_root"));
   STAR_RETURN_IF_ERROR(api::Validate(desired.spec));
   std::set<std::string> desired_uids;
   std::map<std::string, std::string> pod_of_interface;
@@ -111,84 +100,153 @@ StatusOr<ReconcileResult> Reconciler::Reconcile(const api::NodeAllocation& desir
                                      prev->second + " and " + p.uid);
     }
   }
+  return desired_uids;
+}
 
-  ReconcileResult result;
-  std::vector<PodPlan> plans;
+// Step 3 for one pod: the guarantee it would lose, if any. `original` is the pod's
+// journalled original, else its observed limits.
+std::optional<std::string> GuaranteeViolation(const api::PodAllocation& p,
+                                              const CpuLimits& original) {
+  if (!p.guaranteed || original.quota_us <= 0 || p.cpu.quota_millicores <= 0 ||
+      p.cpu.quota_millicores * original.period_us >= original.quota_us * 1000) {
+    return std::nullopt;
+  }
+  return "guaranteed pod " + PodLabel(p) + " would get " +
+         std::to_string(p.cpu.quota_millicores) + " millicores, below its request of " +
+         std::to_string(original.quota_us * 1000 / original.period_us) + " millicores";
+}
+
+PodResult DesiredPodResult(const api::PodAllocation& p) {
+  PodResult r;
+  r.uid = p.uid;
+  r.namespace_ = p.namespace_;
+  r.name = p.name;
+  r.cpu = p.cpu;
+  r.network = p.network;
+  return r;
+}
+
+// Steps 2-4 of one Reconcile, after validation, accumulating its result. Borrows
+// everything it is given for its own lifetime.
+class ReconcilePass {
+ public:
+  ReconcilePass(NodeOs& os, Journal& journal, const ReconcilerOptions& options)
+      : os_(os), journal_(journal), options_(options) {}
+
+  // Steps 2-3: plans every pod (reads only). InvalidArgument when a guarantee would be
+  // broken.
+  Status Plan(const api::NodeAllocation& desired, const InterfaceMap& interfaces);
+  // Step 4a: journals the originals of everything about to change, in one atomic write.
+  Status JournalOriginals();
+  // Step 4b: restores journalled pods that left the allocation.
+  void RestoreDeparted(const std::set<std::string>& desired_uids);
+  // Step 4c: restores stale interfaces and writes what differs.
+  void WriteChanges();
+  // Step 4d: forgets what was restored, only now that it is. If the journal cannot be
+  // written the entries stay, and the next pass finds the originals in place and forgets
+  // them then.
+  void ForgetRestored();
+
+  ReconcileResult TakeResult() { return std::move(result_); }
+
+ private:
+  template <typename F>
+  auto Retry(F&& f) -> decltype(f()) {
+    return RetryWith(options_, std::forward<F>(f));
+  }
+  void Fail(size_t idx, Status s);
+  std::optional<PodPlan> PlanPod(const api::PodAllocation& p, const InterfaceMap& interfaces,
+                                 std::vector<std::string>& violations);
+  // Reads the pod's interface (if it has one) into `plan`; false when the read failed.
+  bool PlanNet(const api::PodAllocation& p, const InterfaceMap& interfaces, PodPlan& plan);
+  Status RestoreCpu(const CpuOriginal& o);
+  Status RestoreNet(const NetOriginal& o);
+  // Restores the stale interface of `plan` and journals its new one; false on failure.
+  bool ReplaceStaleNet(const PodPlan& plan);
+  void WritePlan(const PodPlan& plan);
+
+  NodeOs& os_;
+  Journal& journal_;
+  const ReconcilerOptions& options_;
+  ReconcileResult result_;
+  std::vector<PodPlan> plans_;
+  std::map<std::string, std::optional<JournalEntry>> forget_;
+};
+
+void ReconcilePass::Fail(size_t idx, Status s) {
+  result_.pods[idx].action = PodAction::kFailed;
+  if (result_.pods[idx].status.ok()) result_.pods[idx].status = std::move(s);
+}
+
+Status ReconcilePass::Plan(const api::NodeAllocation& desired, const InterfaceMap& interfaces) {
   std::vector<std::string> violations;
-  auto fail = [&](size_t idx, Status s) {
-    result.pods[idx].action = PodAction::kFailed;
-    if (result.pods[idx].status.ok()) result.pods[idx].status = std::move(s);
-  };
-
-  // 2-3. Plan (reads only) and check guarantees.
   for (const auto& p : desired.spec.pods) {
-    PodResult r;
-    r.uid = p.uid;
-    r.namespace_ = p.namespace_;
-    r.name = p.name;
-    r.cpu = p.cpu;
-    r.network = p.network;
-    result.pods.push_back(std::move(r));
-    const size_t idx = result.pods.size() - 1;
-    const JournalEntry* journalled = journal_.Find(p.uid);
-
-    auto resolved = Retry(
-        [&] { return ResolvePodCgroup(os_, options_.driver, p.uid, options_.cgroup_root); });
-    if (!resolved.ok()) {
-      fail(idx, resolved.status());
-      continue;
-    }
-    PodPlan plan;
-    plan.result_index = idx;
-    plan.cgroup = resolved->cgroup;
-    result.pods[idx].cgroup = plan.cgroup;
-    auto cpu = Retry([&] { return os_.ReadCpu(plan.cgroup); });
-    if (!cpu.ok()) {
-      fail(idx, cpu.status());
-      continue;
-    }
-    plan.observed_cpu = *cpu;
-    const CpuLimits want = DesiredCpu(p.cpu, cpu->period_us);
-    if (!(want == *cpu)) plan.write_cpu = want;
-
-    const CpuLimits original =
-        journalled && journalled->cpu ? journalled->cpu->limits : *cpu;
-    if (p.guaranteed && original.quota_us > 0 && p.cpu.quota_millicores > 0 &&
-        p.cpu.quota_millicores * original.period_us < original.quota_us * 1000) {
-      violations.push_back("guaranteed pod " + PodLabel(p) + " would get " +
-                           std::to_string(p.cpu.quota_millicores) +
-                           " millicores, below its request of " +
-                           std::to_string(original.quota_us * 1000 / original.period_us) +
-                           " millicores");
-    }
-
-    if (auto it = interfaces.find(p.uid); it != interfaces.end()) {
-      plan.interface = it->second;
-      result.pods[idx].interface = plan.interface;
-      auto net = Retry([&] { return os_.ReadNet(plan.interface); });
-      if (!net.ok()) {
-        fail(idx, net.status().WithPrefix("interface " + plan.interface));
-        continue;
-      }
-      plan.observed_net = *net;
-      const NetLimits want_net = DesiredNet(p.network);
-      if (!(want_net == *net)) plan.write_net = want_net;
-    }
-    if (journalled && journalled->net && journalled->net->interface != plan.interface) {
-      plan.stale_net = journalled->net;
-    }
-    plans.push_back(std::move(plan));
+    if (auto plan = PlanPod(p, interfaces, violations)) plans_.push_back(std::move(*plan));
   }
-  if (!violations.empty()) {
-    std::string msg = "allocation refused: ";
-    for (size_t i = 0; i < violations.size(); ++i) msg += (i ? "; " : "") + violations[i];
-    return Status::InvalidArgument(msg);
-  }
+  if (violations.empty()) return Status::Ok();
+  std::string msg = "allocation refused: ";
+  for (size_t i = 0; i < violations.size(); ++i) msg += (i ? "; " : "") + violations[i];
+  return Status::InvalidArgument(msg);
+}
 
-  // 4a. Journal the originals of everything about to change, in one atomic write.
+std::optional<PodPlan> ReconcilePass::PlanPod(const api::PodAllocation& p,
+                                              const InterfaceMap& interfaces,
+                                              std::vector<std::string>& violations) {
+  result_.pods.push_back(DesiredPodResult(p));
+  const size_t idx = result_.pods.size() - 1;
+  const JournalEntry* journalled = journal_.Find(p.uid);
+
+  auto resolved = Retry(
+      [&] { return ResolvePodCgroup(os_, options_.driver, p.uid, options_.cgroup_root); });
+  if (!resolved.ok()) {
+    Fail(idx, resolved.status());
+    return std::nullopt;
+  }
+  PodPlan plan;
+  plan.result_index = idx;
+  plan.cgroup = resolved->cgroup;
+  result_.pods[idx].cgroup = plan.cgroup;
+  auto cpu = Retry([&] { return os_.ReadCpu(plan.cgroup); });
+  if (!cpu.ok()) {
+    Fail(idx, cpu.status());
+    return std::nullopt;
+  }
+  plan.observed_cpu = *cpu;
+  const CpuLimits want = DesiredCpu(p.cpu, cpu->period_us);
+  if (!(want == *cpu)) plan.write_cpu = want;
+
+  const CpuLimits original =
+      journalled && journalled->cpu ? journalled->cpu->limits : *cpu;
+  if (auto v = GuaranteeViolation(p, original)) violations.push_back(std::move(*v));
+
+  if (!PlanNet(p, interfaces, plan)) return std::nullopt;
+  if (journalled && journalled->net && journalled->net->interface != plan.interface) {
+    plan.stale_net = journalled->net;
+  }
+  return plan;
+}
+
+bool ReconcilePass::PlanNet(const api::PodAllocation& p, const InterfaceMap& interfaces,
+                            PodPlan& plan) {
+  auto it = interfaces.find(p.uid);
+  if (it == interfaces.end()) return true;
+  plan.interface = it->second;
+  result_.pods[plan.result_index].interface = plan.interface;
+  auto net = Retry([&] { return os_.ReadNet(plan.interface); });
+  if (!net.ok()) {
+    Fail(plan.result_index, net.status().WithPrefix("interface " + plan.interface));
+    return false;
+  }
+  plan.observed_net = *net;
+  const NetLimits want_net = DesiredNet(p.network);
+  if (!(want_net == *net)) plan.write_net = want_net;
+  return true;
+}
+
+Status ReconcilePass::JournalOriginals() {
   std::map<std::string, std::optional<JournalEntry>> record;
-  for (const auto& plan : plans) {
-    const std::string& uid = result.pods[plan.result_index].uid;
+  for (const auto& plan : plans_) {
+    const std::string& uid = result_.pods[plan.result_index].uid;
     const JournalEntry* old = journal_.Find(uid);
     JournalEntry e = old ? *old : JournalEntry{};
     if (plan.write_cpu && !e.cpu) e.cpu = CpuOriginal{plan.cgroup, *plan.observed_cpu};
@@ -197,32 +255,34 @@ StatusOr<ReconcileResult> Reconciler::Reconcile(const api::NodeAllocation& desir
     }
     if (old ? !(e == *old) : (e.cpu || e.net)) record[uid] = e;
   }
-  STAR_RETURN_IF_ERROR(journal_.Commit(record));
+  return journal_.Commit(record);
+}
 
-  // 4b. Restore journalled pods that left the allocation (and stale interfaces).
-  std::map<std::string, std::optional<JournalEntry>> forget;
-  auto restore_net = [&](const NetOriginal& o) -> Status {
-    auto exists = Retry([&] { return os_.InterfaceExists(o.interface); });
-    if (!exists.ok()) return exists.status();
-    if (!*exists) return Status::Ok();  // gone with its pod: nothing to restore
-    auto net = Retry([&] { return os_.ReadNet(o.interface); });
-    if (!net.ok()) return net.status();
-    if (*net == o.limits) return Status::Ok();
-    STAR_RETURN_IF_ERROR(Retry([&] { return os_.WriteNet(o.interface, o.limits); }));
-    ++result.writes;
-    return Status::Ok();
-  };
-  auto restore_cpu = [&](const CpuOriginal& o) -> Status {
-    auto exists = Retry([&] { return os_.CgroupExists(o.cgroup); });
-    if (!exists.ok()) return exists.status();
-    if (!*exists) return Status::Ok();
-    auto cpu = Retry([&] { return os_.ReadCpu(o.cgroup); });
-    if (!cpu.ok()) return cpu.status();
-    if (*cpu == o.limits) return Status::Ok();
-    STAR_RETURN_IF_ERROR(Retry([&] { return os_.WriteCpu(o.cgroup, o.limits); }));
-    ++result.writes;
-    return Status::Ok();
-  };
+Status ReconcilePass::RestoreNet(const NetOriginal& o) {
+  auto exists = Retry([&] { return os_.InterfaceExists(o.interface); });
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return Status::Ok();  // gone with its pod: nothing to restore
+  auto net = Retry([&] { return os_.ReadNet(o.interface); });
+  if (!net.ok()) return net.status();
+  if (*net == o.limits) return Status::Ok();
+  STAR_RETURN_IF_ERROR(Retry([&] { return os_.WriteNet(o.interface, o.limits); }));
+  ++result_.writes;
+  return Status::Ok();
+}
+
+Status ReconcilePass::RestoreCpu(const CpuOriginal& o) {
+  auto exists = Retry([&] { return os_.CgroupExists(o.cgroup); });
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return Status::Ok();
+  auto cpu = Retry([&] { return os_.ReadCpu(o.cgroup); });
+  if (!cpu.ok()) return cpu.status();
+  if (*cpu == o.limits) return Status::Ok();
+  STAR_RETURN_IF_ERROR(Retry([&] { return os_.WriteCpu(o.cgroup, o.limits); }));
+  ++result_.writes;
+  return Status::Ok();
+}
+
+void ReconcilePass::RestoreDeparted(const std::set<std::string>& desired_uids) {
   for (const auto& [uid, entry] : journal_.entries()) {
     if (desired_uids.count(uid)) continue;
     PodResult r;
@@ -231,72 +291,112 @@ StatusOr<ReconcileResult> Reconciler::Reconcile(const api::NodeAllocation& desir
     r.action = PodAction::kRestored;
     if (entry.cpu) r.cgroup = entry.cpu->cgroup;
     if (entry.net) r.interface = entry.net->interface;
-    Status s = entry.cpu ? restore_cpu(*entry.cpu) : Status::Ok();
-    if (s.ok() && entry.net) s = restore_net(*entry.net);
+    Status s = entry.cpu ? RestoreCpu(*entry.cpu) : Status::Ok();
+    if (s.ok() && entry.net) s = RestoreNet(*entry.net);
     if (s.ok()) {
-      forget[uid] = std::nullopt;
+      forget_[uid] = std::nullopt;
     } else {
       r.action = PodAction::kFailed;
       r.status = s;
     }
-    result.pods.push_back(std::move(r));
+    result_.pods.push_back(std::move(r));
   }
+}
 
-  // 4c. Write what differs.
-  for (const auto& plan : plans) {
-    PodResult& r = result.pods[plan.result_index];
-    if (plan.stale_net) {
-      Status s = restore_net(*plan.stale_net);
-      if (!s.ok()) {
-        fail(plan.result_index, s.WithPrefix("restoring interface " + plan.stale_net->interface));
-        continue;
-      }
-      JournalEntry e = *journal_.Find(r.uid);
-      e.net = plan.write_net ? std::optional<NetOriginal>(NetOriginal{plan.interface,
-                                                                      *plan.observed_net})
-                             : std::nullopt;
-      if (!e.cpu && !e.net) {
-        forget[r.uid] = std::nullopt;
-      } else {
-        // The new interface's original must be durable before it is changed.
-        Status js = journal_.Commit({{r.uid, e}});
-        if (!js.ok()) {
-          fail(plan.result_index, js);
-          continue;
-        }
-      }
-    }
-    if (plan.write_cpu) {
-      Status s = Retry([&] { return os_.WriteCpu(plan.cgroup, *plan.write_cpu); });
-      if (!s.ok()) {
-        fail(plan.result_index, s.WithPrefix("cgroup " + plan.cgroup));
-        continue;
-      }
-      ++result.writes;
-      r.action = PodAction::kApplied;
-    }
-    if (plan.write_net) {
-      Status s = Retry([&] { return os_.WriteNet(plan.interface, *plan.write_net); });
-      if (!s.ok()) {
-        fail(plan.result_index, s.WithPrefix("interface " + plan.interface));
-        continue;
-      }
-      ++result.writes;
-      r.action = PodAction::kApplied;
-    }
+bool ReconcilePass::ReplaceStaleNet(const PodPlan& plan) {
+  const std::string& uid = result_.pods[plan.result_index].uid;
+  Status s = RestoreNet(*plan.stale_net);
+  if (!s.ok()) {
+    Fail(plan.result_index, s.WithPrefix("restoring interface " + plan.stale_net->interface));
+    return false;
   }
+  JournalEntry e = *journal_.Find(uid);
+  e.net = plan.write_net
+              ? std::optional<NetOriginal>(NetOriginal{plan.interface, *plan.observed_net})
+              : std::nullopt;
+  if (!e.cpu && !e.net) {
+    forget_[uid] = std::nullopt;
+    return true;
+  }
+  // The new interface's original must be durable before it is changed.
+  Status js = journal_.Commit({{uid, e}});
+  if (!js.ok()) {
+    Fail(plan.result_index, js);
+    return false;
+  }
+  return true;
+}
 
-  // 4d. Forget what was restored, only now that it is. If the journal cannot be written
-  // the entries stay, and the next pass finds the originals in place and forgets them then.
-  if (Status js = journal_.Commit(forget); !js.ok()) {
-    for (PodResult& r : result.pods) {
+void ReconcilePass::WritePlan(const PodPlan& plan) {
+  PodResult& r = result_.pods[plan.result_index];
+  if (plan.stale_net && !ReplaceStaleNet(plan)) return;
+  if (plan.write_cpu) {
+    Status s = Retry([&] { return os_.WriteCpu(plan.cgroup, *plan.write_cpu); });
+    if (!s.ok()) {
+      Fail(plan.result_index, s.WithPrefix("cgroup " + plan.cgroup));
+      return;
+    }
+    ++result_.writes;
+    r.action = PodAction::kApplied;
+  }
+  if (plan.write_net) {
+    Status s = Retry([&] { return os_.WriteNet(plan.interface, *plan.write_net); });
+    if (!s.ok()) {
+      Fail(plan.result_index, s.WithPrefix("interface " + plan.interface));
+      return;
+    }
+    ++result_.writes;
+    r.action = PodAction::kApplied;
+  }
+}
+
+void ReconcilePass::WriteChanges() {
+  for (const auto& plan : plans_) WritePlan(plan);
+}
+
+void ReconcilePass::ForgetRestored() {
+  if (Status js = journal_.Commit(forget_); !js.ok()) {
+    for (PodResult& r : result_.pods) {
       if (!r.in_allocation && r.action == PodAction::kRestored) {
         r.action = PodAction::kFailed;
         r.status = js;
       }
     }
   }
-  return result;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(NodeOs& os, Journal& journal, ReconcilerOptions options)
+    : os_(os), journal_(journal), options_(std::move(options)) {
+  options_.max_attempts = std::max(1, options_.max_attempts);
+  if (!options_.sleep) {
+    options_.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  }
+}
+
+template <typename F>
+auto Reconciler::Retry(F&& f) -> decltype(f()) {
+  return RetryWith(options_, std::forward<F>(f));
+}
+
+StatusOr<ReconcileResult> Reconciler::ReleaseAll() {
+  api::NodeAllocation none;
+  none.name = "release";
+  return Reconcile(none);
+}
+
+StatusOr<ReconcileResult> Reconciler::Reconcile(const api::NodeAllocation& desired,
+                                                const InterfaceMap& interfaces) {
+  STAR_ASSIGN_OR_RETURN(const std::set<std::string> desired_uids,
+                        ValidateAllocation(options_.cgroup_root, desired, interfaces));
+  ReconcilePass pass(os_, journal_, options_);
+  STAR_RETURN_IF_ERROR(pass.Plan(desired, interfaces));
+  STAR_RETURN_IF_ERROR(pass.JournalOriginals());
+  pass.RestoreDeparted(desired_uids);
+  pass.WriteChanges();
+  pass.ForgetRestored();
+  return pass.TakeResult();
 }
 
 }  // namespace star::agent
