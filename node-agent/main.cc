@@ -71,148 +71,173 @@ std::string Summary(const StatusOr<ReconcileResult>& r) {
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"star-agent: makes this node match its NodeAllocation"};
+struct Flags {
   std::string node, file, kubeconfig, cgroup_root, driver_name = "cgroupfs";
   std::string journal_path = "/var/lib/star-agent/journal.json";
   std::string metrics_address = "127.0.0.1:9401";
   int poll_ms = 500;
   bool once = false, release = false, in_cluster = false;
-  app.add_option("--node", node, "This node's name (the NodeAllocation's name)")->required();
+};
+
+// Parses the command line into `f`. Returns the exit status when the process stops here
+// (0 after --help, 2 on bad flags), else nullopt.
+std::optional<int> ParseFlags(int argc, char** argv, Flags& f) {
+  CLI::App app{"star-agent: makes this node match its NodeAllocation"};
+  app.add_option("--node", f.node, "This node's name (the NodeAllocation's name)")->required();
   CLI::Option_group* sources = app.add_option_group("source", "Where the allocation comes from");
-  sources->add_option("--allocation-file", file, "NodeAllocation JSON file to apply");
-  sources->add_option("--kubeconfig", kubeconfig,
+  sources->add_option("--allocation-file", f.file, "NodeAllocation JSON file to apply");
+  sources->add_option("--kubeconfig", f.kubeconfig,
                       "Watch the NodeAllocation through this kubeconfig's API server");
-  sources->add_flag("--in-cluster", in_cluster,
+  sources->add_flag("--in-cluster", f.in_cluster,
                     "Watch the NodeAllocation with the pod's service account");
   sources->require_option(1);
-  app.add_option("--cgroup-root", cgroup_root,
+  app.add_option("--cgroup-root", f.cgroup_root,
                  "The kubelet's --cgroup-root, relative to the cpu hierarchy (default: none)");
-  app.add_option("--journal", journal_path, "Where original limits are kept")
+  app.add_option("--journal", f.journal_path, "Where original limits are kept")
       ->capture_default_str();
-  app.add_option("--driver", driver_name, "Kubelet cgroup driver: cgroupfs|systemd")
+  app.add_option("--driver", f.driver_name, "Kubelet cgroup driver: cgroupfs|systemd")
       ->capture_default_str();
-  app.add_option("--metrics-address", metrics_address,
+  app.add_option("--metrics-address", f.metrics_address,
                  "HOST:PORT for /metrics, /healthz, /readyz (\"\" = off)")
       ->capture_default_str();
-  app.add_option("--poll-ms", poll_ms, "Poll/resync interval, ms")
+  app.add_option("--poll-ms", f.poll_ms, "Poll/resync interval, ms")
       ->capture_default_str()->check(CLI::Range(10, 3'600'000));
-  app.add_flag("--once", once, "Reconcile once and exit");
-  app.add_flag("--release", release, "Restore every journalled original and exit");
+  app.add_flag("--once", f.once, "Reconcile once and exit");
+  app.add_flag("--release", f.release, "Restore every journalled original and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);  // prints help, or the error
     return rc == 0 ? 0 : 2;      // the documented exit status for bad flags
   }
+  return std::nullopt;
+}
 
-  auto driver = ParseCgroupDriver(driver_name);
-  if (!driver.ok()) return Log(driver.status().ToString()), 2;
-  if (Status s = CheckCgroupRoot(cgroup_root, "--cgroup-root"); !s.ok()) {
-    return Log(s.ToString()), 2;
-  }
-
-  // Signals are taken synchronously by the loop (sigtimedwait); block them before any
-  // thread starts so that every thread inherits the mask.
+// Signals are taken synchronously by the loop (sigtimedwait); this blocks them, and must
+// run before any thread starts so that every thread inherits the mask.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
+// The real OS, allowed to touch only the kubelet's pod cgroups.
+StatusOr<std::unique_ptr<NodeOs>> OpenNodeOs(CgroupDriver driver, const std::string& cgroup_root) {
   RealNodeOsOptions os_options;
-  const std::string pods_dir =
-      *driver == CgroupDriver::kSystemd ? "kubepods.slice" : "kubepods";
+  const std::string pods_dir = driver == CgroupDriver::kSystemd ? "kubepods.slice" : "kubepods";
   os_options.allowed_prefix = cgroup_root.empty() ? pods_dir : cgroup_root + "/" + pods_dir;
-  auto os = NewRealNodeOs(os_options);
-  if (!os.ok()) return Log(os.status().ToString()), 2;
+  return NewRealNodeOs(os_options);
+}
 
+// Opens the journal, creating its directory first if need be.
+StatusOr<Journal> OpenJournal(const std::string& journal_path) {
   std::error_code ec;
   const auto journal_dir = std::filesystem::path(journal_path).parent_path();
   if (!journal_dir.empty()) std::filesystem::create_directories(journal_dir, ec);
-  auto journal = Journal::Open(journal_path);
-  if (!journal.ok()) return Log(journal.status().ToString()), 2;
+  return Journal::Open(journal_path);
+}
 
-  ReconcilerOptions options;
-  options.driver = *driver;
-  options.cgroup_root = cgroup_root;
-  Reconciler reconciler(**os, *journal, options);
+// --release: restores every journalled original. Returns the exit status.
+int Release(Reconciler& reconciler) {
+  auto r = reconciler.ReleaseAll();
+  const std::string s = Summary(r);
+  if (!s.empty()) Log(s);
+  return r.ok() && r->all_ok() ? 0 : 1;
+}
 
-  if (release) {
-    auto r = reconciler.ReleaseAll();
-    const std::string s = Summary(r);
-    if (!s.empty()) Log(s);
-    return r.ok() && r->all_ok() ? 0 : 1;
-  }
+// /metrics, /healthz and /readyz on `address`; borrows `metrics` and `health`.
+StatusOr<std::unique_ptr<kube::ProbeServer>> StartProbeServer(const std::string& address,
+                                                              AgentMetrics& metrics,
+                                                              Health& health) {
+  return kube::ProbeServer::Start(
+      address,
+      {[&metrics] { return metrics.Serialize(); },
+       [&health]() -> std::optional<std::string> {
+         std::lock_guard lock(health.mu);
+         if (health.ready) return std::nullopt;
+         return health.why;
+       },
+       [](const std::string& m) { Log(m); }},
+      "--metrics-address");
+}
 
-  AgentMetrics metrics;
-  Health health;
-  std::unique_ptr<kube::ProbeServer> server;
-  if (!metrics_address.empty() && !once) {
-    auto started = kube::ProbeServer::Start(
-        metrics_address,
-        {[&metrics] { return metrics.Serialize(); },
-         [&health]() -> std::optional<std::string> {
-           std::lock_guard lock(health.mu);
-           if (health.ready) return std::nullopt;
-           return health.why;
-         },
-         [](const std::string& m) { Log(m); }},
-        "--metrics-address");
-    if (!started.ok()) return Log(started.status().ToString()), 2;
-    server = std::move(started).value();
-  }
-
-  // Exactly one source: the file, or the API server.
-  std::unique_ptr<FileSource> file_source;
+// Exactly one source: the file, or the API server.
+struct Source {
+  std::unique_ptr<FileSource> file;
   std::unique_ptr<kube::Client> client;
-  std::unique_ptr<K8sSource> k8s_source;
-  std::string what = "allocation " + file;
-  if (!file.empty()) {
-    file_source = std::make_unique<FileSource>(file, node);
-  } else {
-    auto options = in_cluster ? kube::InClusterOptions() : kube::OptionsFromKubeconfig(kubeconfig);
-    if (!options.ok()) return Log(options.status().ToString()), 2;
-    options->user_agent = "star-agent";
-    auto created = kube::Client::Create(*options);
-    if (!created.ok()) return Log(created.status().ToString()), 2;
-    client = std::move(created).value();
-    k8s_source = std::make_unique<K8sSource>(*client, node);
-    k8s_source->Start();
-    // --once: one pass over what the first list says (a failed list is reported below).
-    if (once) k8s_source->WaitForSync(client->options().request_timeout * 2);
-    what = "nodeallocation " + node;
-  }
+  std::unique_ptr<K8sSource> k8s;
+  std::string what;  // how the allocation is named in the log
 
+  StatusOr<bool> Poll() { return file ? file->Poll() : k8s->Poll(); }
+  const std::optional<DesiredState>& desired() const {
+    return file ? file->desired() : k8s->desired();
+  }
+  bool released() const { return k8s && k8s->released(); }
+};
+
+// Opens the source the flags name; the API server's is started (and, with --once, synced).
+StatusOr<Source> OpenSource(const Flags& flags) {
+  Source source;
+  source.what = "allocation " + flags.file;
+  if (!flags.file.empty()) {
+    source.file = std::make_unique<FileSource>(flags.file, flags.node);
+    return source;
+  }
+  auto options = flags.in_cluster ? kube::InClusterOptions()
+                                  : kube::OptionsFromKubeconfig(flags.kubeconfig);
+  if (!options.ok()) return options.status();
+  options->user_agent = "star-agent";
+  auto created = kube::Client::Create(*options);
+  if (!created.ok()) return created.status();
+  source.client = std::move(created).value();
+  source.k8s = std::make_unique<K8sSource>(*source.client, flags.node);
+  source.k8s->Start();
+  // --once: one pass over what the first list says (a failed list is reported below).
+  if (flags.once) source.k8s->WaitForSync(source.client->options().request_timeout * 2);
+  source.what = "nodeallocation " + flags.node;
+  return source;
+}
+
+// One pass: polls the source, reconciles what it says and reports the outcome. Returns
+// what went wrong, "" when the whole allocation is applied.
+std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metrics) {
+  auto polled = source.Poll();
+  const std::optional<DesiredState>& desired = source.desired();
+  const bool released = source.released();
+  std::string problem = polled.ok() ? "" : polled.status().ToString();
+  if (polled.ok() && *polled) {
+    Log(released ? source.what + " is absent: releasing every pod" : source.what + " loaded");
+  }
+  std::optional<StatusOr<ReconcileResult>> r;
+  if (desired || released) {
+    const auto start = std::chrono::steady_clock::now();
+    r = desired ? reconciler.Reconcile(desired->allocation, desired->interfaces)
+                : reconciler.ReleaseAll();
+    metrics.Observe(*r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                            .count());
+    const std::string s = Summary(*r);
+    if (!s.empty()) problem += (problem.empty() ? "" : "; ") + s;
+  }
+  if (source.k8s) {
+    if (Status w = source.k8s->ReportStatus(r ? &*r : nullptr); !w.ok()) {
+      problem += (problem.empty() ? "" : "; ") + w.ToString();
+    }
+  }
+  if (problem.empty() && !desired && !released) problem = "waiting for " + source.what;
+  return problem;
+}
+
+// Runs a pass every `poll_ms` until SIGINT or SIGTERM (one pass with `once`), keeping
+// `health` and the log up to date. Returns whether the last pass applied everything.
+bool RunLoop(Source& source, Reconciler& reconciler, AgentMetrics& metrics, Health& health,
+             const sigset_t& stop_signals, int poll_ms, bool once) {
   std::optional<std::string> last_log;  // nothing logged yet
   bool ok = false;
   for (;;) {
-    auto polled = file_source ? file_source->Poll() : k8s_source->Poll();
-    const std::optional<DesiredState>& desired =
-        file_source ? file_source->desired() : k8s_source->desired();
-    const bool released = k8s_source && k8s_source->released();
-    std::string problem = polled.ok() ? "" : polled.status().ToString();
-    if (polled.ok() && *polled) {
-      Log(released ? what + " is absent: releasing every pod" : what + " loaded");
-    }
-    std::optional<StatusOr<ReconcileResult>> r;
-    if (desired || released) {
-      const auto start = std::chrono::steady_clock::now();
-      r = desired ? reconciler.Reconcile(desired->allocation, desired->interfaces)
-                  : reconciler.ReleaseAll();
-      metrics.Observe(*r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                              .count());
-      const std::string s = Summary(*r);
-      if (!s.empty()) problem += (problem.empty() ? "" : "; ") + s;
-    }
-    if (k8s_source) {
-      if (Status w = k8s_source->ReportStatus(r ? &*r : nullptr); !w.ok()) {
-        problem += (problem.empty() ? "" : "; ") + w.ToString();
-      }
-    }
-    if (problem.empty() && !desired && !released) problem = "waiting for " + what;
+    const std::string problem = RunPass(source, reconciler, metrics);
     ok = problem.empty();
     health.Set(ok, ok ? "" : (problem.empty() ? "no allocation yet" : problem));
     if (problem != last_log) {
@@ -227,5 +252,46 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  return once && !ok ? 1 : 0;
+  return ok;
+}
+
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (std::optional<int> rc = ParseFlags(argc, argv, flags)) return *rc;
+
+  auto driver = ParseCgroupDriver(flags.driver_name);
+  if (!driver.ok()) return Log(driver.status().ToString()), 2;
+  if (Status s = CheckCgroupRoot(flags.cgroup_root, "--cgroup-root"); !s.ok()) {
+    return Log(s.ToString()), 2;
+  }
+  const sigset_t stop_signals = BlockStopSignals();
+
+  auto os = OpenNodeOs(*driver, flags.cgroup_root);
+  if (!os.ok()) return Log(os.status().ToString()), 2;
+  auto journal = OpenJournal(flags.journal_path);
+  if (!journal.ok()) return Log(journal.status().ToString()), 2;
+
+  ReconcilerOptions options;
+  options.driver = *driver;
+  options.cgroup_root = flags.cgroup_root;
+  Reconciler reconciler(**os, *journal, options);
+  if (flags.release) return Release(reconciler);
+
+  AgentMetrics metrics;
+  Health health;
+  std::unique_ptr<kube::ProbeServer> server;
+  if (!flags.metrics_address.empty() && !flags.once) {
+    auto started = StartProbeServer(flags.metrics_address, metrics, health);
+    if (!started.ok()) return Log(started.status().ToString()), 2;
+    server = std::move(started).value();
+  }
+
+  auto source = OpenSource(flags);
+  if (!source.ok()) return Log(source.status().ToString()), 2;
+  const bool ok = RunLoop(*source, reconciler, metrics, health, stop_signals, flags.poll_ms,
+                          flags.once);
+  return flags.once && !ok ? 1 : 0;
 }
