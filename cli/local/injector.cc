@@ -2,18 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "local/format.h"
 
 namespace star::local {
-namespace {
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
-
-}  // namespace
 
 Injector::Injector(InjectorOptions options, const std::vector<Injection>& injections)
     : o_(std::move(options)) {

@@ -2,18 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "local/format.h"
 #include "star/core/resources/planner.h"
 
 namespace star::local {
 namespace {
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
 
 // Bandwidth is not planned here: a nominal link the pods split evenly.
 constexpr int64_t kLink = 1'000'000'000;

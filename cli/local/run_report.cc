@@ -1,18 +1,13 @@
 #include "local/run_report.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "local/format.h"
 
 namespace star::local {
 namespace {
 
 using nlohmann::json;
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
 
 std::string ListOf(const std::vector<int>& v) {
   std::string s = "[";

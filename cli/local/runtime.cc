@@ -14,18 +14,20 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <thread>
 
+#include "local/format.h"
 #include "local/injector.h"
 #include "local/reallocation.h"
 #include "local/run_report.h"
 #include "local/sandbox.h"
 #include "local/supervisor.h"
 #include "star/core/api/types.h"
+#include "star/core/batch/baseline.h"
 #include "star/operator/control_loop.h"
 #include "star/report/server.h"
+#include "star/report/token.h"
 #include "star/shim/store_server.h"
 #include "star/shim/timing.h"
 
@@ -35,20 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
-
-std::string RandomToken() {
-  std::random_device rd;
-  std::string t;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < 32; ++i) t += kHex[rd() % 16];
-  return t;
-}
 
 class Runner {
  public:
@@ -202,7 +190,7 @@ Status Runner::SetupEndpoints() {
   auto store = shim::StoreServer::Start(sandbox_->host_address(), 0);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  token_ = RandomToken();
+  token_ = report::RandomToken();
   report::ReportServerOptions ro;
   ro.host = sandbox_->host_address();
   ro.port = 0;
@@ -266,9 +254,9 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
 }
 
 Status Runner::SpawnAll() {
-  // Per-rank batches: the global batch split evenly, the remainder to the lowest ranks
-  // (the control loop's baseline).
-  const int64_t g = spec_.training.global_batch_size;
+  // Per-rank batches: the control loop's baseline (the global batch split evenly).
+  const std::vector<int64_t> batches =
+      batch::EqualBatches(spec_.training.global_batch_size, workers_);
   for (int rank = 0; rank < servers_ + workers_; ++rank) {
     const bool server = rank < servers_;
     const int w = rank - servers_;
@@ -283,7 +271,7 @@ Status Runner::SpawnAll() {
     sp.cgroup = sandbox_->main_cgroup(rank);
     sp.netns_slot = sandbox_->has_network() ? rank : -1;
     if (bundled_) {
-      const int64_t batch = server ? 1 : g / workers_ + (w < g % workers_ ? 1 : 0);
+      const int64_t batch = server ? 1 : batches[static_cast<size_t>(w)];
       sp.argv = {o_.trainer_binary, "--batch", std::to_string(batch), "--threads",
                  std::to_string(o_.trainer_threads), "--amp", "off", "--no-eval",
                  "--log-every", "0"};
