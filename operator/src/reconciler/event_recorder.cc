@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "reconciler/helpers.h"
+#include "star/kube/time.h"
 
 namespace star::op {
 
@@ -12,7 +13,7 @@ using nlohmann::json;
 void EventRecorder::Emit(const json& job, const EventSpec& e) {
   const std::string ns = job["metadata"].value("namespace", "default");
   const std::string name = job["metadata"].value("name", "");
-  const std::string now = NowRfc3339();
+  const std::string now = kube::NowRfc3339();
   char suffix[32];
   snprintf(suffix, sizeof suffix, "%llx.%llx",
            static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()),

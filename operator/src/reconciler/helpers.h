@@ -1,6 +1,5 @@
-// Small helpers of the operator's reconcilers: wall-clock time, report tokens, which
-// errors a retry may cure, and the log line. (Shared versions are coming in star::kube
-// and core; these fold into them then.)
+// Small helpers of the operator's reconcilers: which API errors a retry may cure, and
+// the log line. (Wall-clock time is kube::NowRfc3339, report tokens report::RandomToken.)
 #pragma once
 
 #include <string>
@@ -9,13 +8,15 @@
 
 namespace star::op {
 
-// Now in UTC as RFC 3339 with whole seconds ("2024-05-01T12:00:00Z").
-std::string NowRfc3339();
-// 32 random hex digits (a job's report token).
-std::string RandomToken();
-// Whether a reconcile that failed with `s` should be retried with backoff: Unavailable,
-// DeadlineExceeded, Aborted, AlreadyExists (races), Internal, OutOfRange.
-bool Transient(const Status& s);
+// Whether a reconcile that failed with `s` should be retried with backoff rather than
+// taken as final: core's IsTransient (Unavailable, DeadlineExceeded, Aborted) and three
+// codes that the Kubernetes API returns for passing states: AlreadyExists (a create that
+// raced another writer or ran on a stale cache: the next pass re-reads and finds the
+// object), Internal (an answer that was not the JSON asked for, as an API server or proxy
+// gives while restarting) and OutOfRange (HTTP 410, a resource version compacted away:
+// re-reading from a list cures it). A pod create refused with any other code fails the
+// job for good.
+bool RetryableApiError(const Status& s);
 // Writes "star-operator: <line>" to stderr.
 void Log(const std::string& line);
 

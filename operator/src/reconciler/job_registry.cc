@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reconciler/helpers.h"
+#include "star/kube/time.h"
 #include "reconciler/loop_events.h"
 
 namespace star::op {
@@ -37,7 +38,7 @@ api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail) 
 JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options)
     : now_(std::move(now)), options_(std::move(options)) {}
 
-JobRegistry::JobRegistry(LoopOptions options) : JobRegistry(NowRfc3339, std::move(options)) {}
+JobRegistry::JobRegistry(LoopOptions options) : JobRegistry(kube::NowRfc3339, std::move(options)) {}
 
 std::optional<api::Decision> DecisionFromStatus(const json& status) {
   if (!status.is_object()) return std::nullopt;

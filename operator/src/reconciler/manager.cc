@@ -106,7 +106,7 @@ void Manager::Finish(const std::string& key, const StatusOr<std::chrono::millise
     queue_.Forget(key);
     if (r->count() > 0) queue_.AddAfter(key, *r);
     metrics_->Reconciled(r->count() > 0 ? "requeue" : "success", seconds);
-  } else if (Transient(r.status()) || r.status().code() == StatusCode::kNotFound) {
+  } else if (RetryableApiError(r.status()) || r.status().code() == StatusCode::kNotFound) {
     queue_.AddRateLimited(key);
     metrics_->Reconciled("requeue", seconds);
   } else {

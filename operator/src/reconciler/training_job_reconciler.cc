@@ -3,6 +3,8 @@
 #include "reconciler/helpers.h"
 #include "reconciler/reallocator.h"
 #include "star/kube/informer.h"
+#include "star/kube/time.h"
+#include "star/report/token.h"
 
 namespace star::op {
 
@@ -247,7 +249,7 @@ StatusOr<bool> TrainingJobReconciler::CreatePods(const json& job, const PhaseInp
       continue;
     }
     if (r.status().code() == StatusCode::kAlreadyExists) continue;
-    if (Transient(r.status())) return r.status();
+    if (RetryableApiError(r.status())) return r.status();
     // Refused for good: none of the gang stays.
     for (const std::string& c : created) (void)client_->Delete(kube::Pods(), ns, c);
     STAR_RETURN_IF_ERROR(Fail(job, "PodCreateFailed", "pod " + pod_name + ": " + r.status().message()));
@@ -321,7 +323,7 @@ StatusOr<std::string> TrainingJobReconciler::EnsureToken(const json& job) {
   if (auto t = deps_.registry->Token(ns + "/" + name)) return *t;
   auto secret = client_->Get(Secrets(), ns, TokenSecretName(name));
   if (!secret.ok() && secret.status().code() == StatusCode::kNotFound) {
-    secret = client_->Create(Secrets(), ns, DesiredSecret(job, RandomToken()));
+    secret = client_->Create(Secrets(), ns, DesiredSecret(job, report::RandomToken()));
     if (!secret.ok() && secret.status().code() == StatusCode::kAlreadyExists) {
       secret = client_->Get(Secrets(), ns, TokenSecretName(name));
     }
@@ -358,7 +360,7 @@ Status TrainingJobReconciler::WritePhase(const json& job, const PhaseDecision& d
     if (parsed.ok()) conditions.push_back(*parsed);
   }
   const int64_t generation = job["metadata"].value("generation", int64_t{0});
-  SetPhaseConditions(&conditions, d, NowRfc3339(), generation);
+  SetPhaseConditions(&conditions, d, kube::NowRfc3339(), generation);
   json cj = json::array();
   for (const auto& c : conditions) cj.push_back(api::ToJson(c));
   if (old_status.value("phase", "") == phase && old_status.value("conditions", json::array()) == cj &&

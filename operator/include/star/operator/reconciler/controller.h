@@ -15,7 +15,7 @@ class Reconciler {
   virtual ~Reconciler() = default;
   // Level-based: re-reads the object named by `key` from the caches, computes what should
   // exist and applies it idempotently. Returns how long to wait before `key` must be
-  // looked at again (0 = not needed). A Transient error (helpers) or NotFound is
+  // looked at again (0 = not needed). A retryable API error (RetryableApiError) or NotFound is
   // requeued with backoff; other errors are logged and requeued with backoff as well.
   // Called from several threads, never twice at once for the same key.
   virtual StatusOr<std::chrono::milliseconds> Reconcile(const std::string& key) = 0;
