@@ -179,7 +179,11 @@ std::string PodTemplateHash(const api::TrainingJobSpec& spec) {
   for (const char* k : {"architecture", "workers", "parameterServers"}) {
     if (full.contains(k)) parts[k] = full[k];
   }
-  // FNV-1a, 64 bits, over the canonical dump (object keys sorted).
+  // FNV-1a, 64 bits, over the canonical dump (object keys sorted), from the offset basis
+  // 1469598103934665603: not the standard 14695981039346656037 (one digit short) that
+  // star::Fnv1a64 uses. Kept: running pods carry this value in their annotation, and a
+  // different one would mark every pod of every running job outdated (a gang restart)
+  // when the operator is upgraded.
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : parts.dump()) {
     h ^= c;

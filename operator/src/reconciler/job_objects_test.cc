@@ -226,6 +226,11 @@ TEST(PodTemplateHash, FollowsTheTemplateAndReplicasOnly) {
   for (const json& pod : Pods(Job(2))) EXPECT_EQ(pod["metadata"]["annotations"][kPodTemplateHashAnnotation], base);
 }
 
+// Running pods carry the hash: a changed value would restart every job on an upgrade.
+TEST(PodTemplateHash, KeepsTheValueRunningPodsCarry) {
+  EXPECT_EQ(PodTemplateHash(api::TrainingJobFromJson(Job(2))->spec), "edc14a467bb70eab");
+}
+
 TEST(DecidePhase, AllWorkersSucceededIsTerminal) {
   auto d = DecidePhase(Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Succeeded")}, {"j-worker-1", Pod("Succeeded")}}));
   EXPECT_EQ(d.phase, api::JobPhase::kSucceeded);
