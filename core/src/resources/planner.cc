@@ -241,169 +241,240 @@ Status Validate(const ClusterState& s, const ReallocationRequest& r) {
   return CheckNumber(r.horizon_seconds, "horizon_seconds", 0, true);
 }
 
-StatusOr<Plan> PlanReallocation(const ClusterState& s, const ReallocationRequest& r,
-                                const PlannerOptions& o) {
-  STAR_RETURN_IF_ERROR(Validate(o));
-  STAR_RETURN_IF_ERROR(Validate(s, r));
+namespace {
 
-  std::unordered_map<std::string, size_t> node_index, job_index, pod_index;
-  for (size_t i = 0; i < s.nodes.size(); ++i) node_index.emplace(s.nodes[i].name, i);
-  for (size_t i = 0; i < s.jobs.size(); ++i) job_index.emplace(s.jobs[i].name, i);
-  for (size_t i = 0; i < s.pods.size(); ++i) pod_index.emplace(s.pods[i].uid, i);
+// One PlanReallocation over a state and request already validated: the indexes, each
+// node's pods and use, and the plan being built. Borrows its arguments.
+class Planner {
+ public:
+  Planner(const ClusterState& s, const ReallocationRequest& r, const PlannerOptions& o);
 
-  Plan plan;
-  plan.pods.resize(s.pods.size());
-  std::vector<std::vector<size_t>> on_node(s.nodes.size());
-  std::vector<Resources> used(s.nodes.size());
-  for (size_t i = 0; i < s.pods.size(); ++i) {
-    const Pod& p = s.pods[i];
-    PodChange& c = plan.pods[i];
+  Plan Run();
+
+ private:
+  // What a pod keeps of resource k whatever happens.
+  int64_t FloorOf(const Pod& p, int k) const {
+    return std::max(At(o_.min_allocation, k), p.guaranteed ? At(p.request, k) : 0);
+  }
+  // A pod STAR may throttle: managed, not the requester's.
+  bool Donor(const Pod& p) const { return !p.job.empty() && p.job != r_.job; }
+
+  void StartPlan();
+  // Covers the demand for resource k on node n (steps 0-2), then hands it out.
+  void PlanResource(size_t n, int k);
+  // Step 1: idle share of workers of co-located SSGD jobs, at no cost.
+  std::vector<int64_t> FreeIdle(const std::vector<size_t>& pods, int k, int64_t need) const;
+  // Step 2: take from co-located jobs by weight (1/S_j) / (1 + penalty * progress_j),
+  // split inside a job by what each of its pods can still give.
+  std::vector<int64_t> TakeFromJobs(const std::vector<size_t>& pods, int k,
+                                    const std::vector<int64_t>& freed, int64_t need) const;
+  // Hand out to the requester's pods (in proportion to their demand when short).
+  std::vector<int64_t> Grant(const std::vector<size_t>& pods, int k, int64_t available) const;
+  void SettleTotals();
+  void AddImposedSlowdown();
+  void Decide();
+
+  const ClusterState& s_;
+  const ReallocationRequest& r_;
+  const PlannerOptions& o_;
+  std::unordered_map<std::string, size_t> node_index_, job_index_, pod_index_;
+  std::vector<std::vector<size_t>> on_node_;
+  std::vector<Resources> used_;
+  std::vector<Resources> extra_;
+  Plan plan_;
+};
+
+Planner::Planner(const ClusterState& s, const ReallocationRequest& r, const PlannerOptions& o)
+    : s_(s), r_(r), o_(o), on_node_(s.nodes.size()), used_(s.nodes.size()),
+      extra_(s.pods.size()) {
+  for (size_t i = 0; i < s.nodes.size(); ++i) node_index_.emplace(s.nodes[i].name, i);
+  for (size_t i = 0; i < s.jobs.size(); ++i) job_index_.emplace(s.jobs[i].name, i);
+  for (size_t i = 0; i < s.pods.size(); ++i) pod_index_.emplace(s.pods[i].uid, i);
+}
+
+Plan Planner::Run() {
+  StartPlan();
+  for (size_t n = 0; n < s_.nodes.size(); ++n) {
+    for (int k = 0; k < kResources; ++k) PlanResource(n, k);
+  }
+  SettleTotals();
+  AddImposedSlowdown();
+  Decide();
+  std::vector<std::string> names;
+  for (const Node& n : s_.nodes) names.push_back(n.name);
+  plan_.allocations = BuildAllocations(names, plan_.pods);
+  return std::move(plan_);
+}
+
+void Planner::StartPlan() {
+  plan_.pods.resize(s_.pods.size());
+  for (size_t i = 0; i < s_.pods.size(); ++i) {
+    const Pod& p = s_.pods[i];
+    PodChange& c = plan_.pods[i];
     c.namespace_ = p.namespace_, c.name = p.name, c.uid = p.uid, c.node = p.node, c.job = p.job;
     c.guaranteed = p.guaranteed, c.request = p.request, c.before = p.allocation;
-    size_t n = node_index.at(p.node);
-    on_node[n].push_back(i);
-    used[n] = Sum(used[n], p.allocation);
+    size_t n = node_index_.at(p.node);
+    on_node_[n].push_back(i);
+    used_[n] = Sum(used_[n], p.allocation);
   }
-  std::vector<Resources> extra(s.pods.size());
-  for (const Demand& d : r.demands) {
-    extra[pod_index.at(d.uid)] = d.extra;
-    plan.wanted = Sum(plan.wanted, d.extra);
+  for (const Demand& d : r_.demands) {
+    extra_[pod_index_.at(d.uid)] = d.extra;
+    plan_.wanted = Sum(plan_.wanted, d.extra);
   }
-  auto floor_of = [&](const Pod& p, int k) {
-    return std::max(At(o.min_allocation, k), p.guaranteed ? At(p.request, k) : 0);
-  };
-  // A pod STAR may throttle: managed, not the requester's.
-  auto donor = [&](const Pod& p) { return !p.job.empty() && p.job != r.job; };
+}
 
-  for (size_t n = 0; n < s.nodes.size(); ++n) {
-    const std::vector<size_t>& pods = on_node[n];
-    for (int k = 0; k < kResources; ++k) {
-      int64_t want = 0;
-      for (size_t i : pods) want += At(extra[i], k);
-      if (want == 0) continue;
-      // Step 0: unallocated capacity.
-      int64_t from_free = std::min(want, At(s.nodes[n].capacity, k) - At(used[n], k));
-      int64_t need = want - from_free;
-      // Step 1: idle share of workers of co-located SSGD jobs, at no cost.
-      std::vector<double> weights(pods.size(), 0);
-      std::vector<int64_t> caps(pods.size(), 0);
-      for (size_t x = 0; x < pods.size(); ++x) {
-        const Pod& p = s.pods[pods[x]];
-        if (!donor(p)) continue;
-        const Job& j = s.jobs[job_index.at(p.job)];
-        if (!j.synchronous || p.iteration_seconds <= 0 || p.iteration_seconds >= j.iteration_seconds) {
-          continue;
-        }
-        double idle = (j.iteration_seconds - p.iteration_seconds) / j.iteration_seconds;
-        auto amount = static_cast<int64_t>(std::floor(static_cast<double>(At(p.allocation, k)) * idle));
-        caps[x] = std::clamp<int64_t>(amount, 0, std::max<int64_t>(0, At(p.allocation, k) - floor_of(p, k)));
-        weights[x] = static_cast<double>(caps[x]);
-      }
-      std::vector<int64_t> freed = Proportional(need, weights, caps);
-      int64_t freed_sum = std::accumulate(freed.begin(), freed.end(), int64_t{0});
-      need -= freed_sum;
-      // Step 2: take from co-located jobs by weight (1/S_j) / (1 + penalty * progress_j),
-      // split inside a job by what each of its pods can still give.
-      std::vector<int64_t> taken(pods.size(), 0);
-      if (need > 0) {
-        std::map<size_t, std::vector<size_t>> by_job;  // job index -> positions in `pods`
-        for (size_t x = 0; x < pods.size(); ++x) {
-          const Pod& p = s.pods[pods[x]];
-          if (!donor(p)) continue;
-          caps[x] = std::max<int64_t>(0, At(p.allocation, k) - freed[x] - floor_of(p, k));
-          if (caps[x] > 0) by_job[job_index.at(p.job)].push_back(x);
-        }
-        std::vector<double> job_weight;
-        std::vector<int64_t> job_cap;
-        for (const auto& [j, xs] : by_job) {
-          const Job& job = s.jobs[j];
-          double sensitivity = k == 0 ? job.cpu_sensitivity : job.bandwidth_sensitivity;
-          job_weight.push_back(1 / sensitivity / (1 + o.progress_penalty * job.progress));
-          int64_t cap = 0;
-          for (size_t x : xs) cap += caps[x];
-          job_cap.push_back(cap);
-        }
-        std::vector<int64_t> share = Proportional(need, job_weight, job_cap);
-        size_t jx = 0;
-        for (const auto& [j, xs] : by_job) {
-          std::vector<double> w;
-          std::vector<int64_t> c;
-          for (size_t x : xs) w.push_back(static_cast<double>(caps[x])), c.push_back(caps[x]);
-          std::vector<int64_t> got = Proportional(share[jx++], w, c);
-          for (size_t y = 0; y < xs.size(); ++y) taken[xs[y]] = got[y];
-        }
-      }
-      int64_t taken_sum = std::accumulate(taken.begin(), taken.end(), int64_t{0});
-      int64_t available = from_free + freed_sum + taken_sum;
-      // Hand out to the requester's pods (in proportion to their demand when short).
-      std::vector<double> demand_w(pods.size());
-      std::vector<int64_t> demand_c(pods.size());
-      for (size_t x = 0; x < pods.size(); ++x) {
-        demand_c[x] = At(extra[pods[x]], k);
-        demand_w[x] = static_cast<double>(demand_c[x]);
-      }
-      std::vector<int64_t> granted = Proportional(available, demand_w, demand_c);
-      for (size_t x = 0; x < pods.size(); ++x) {
-        PodChange& c = plan.pods[pods[x]];
-        At(c.freed_idle, k) = freed[x];
-        At(c.taken, k) = taken[x];
-        At(c.granted, k) = granted[x];
-      }
-      At(plan.from_free, k) += from_free;
-      At(plan.freed_idle, k) += freed_sum;
-      At(plan.taken, k) += taken_sum;
-      At(plan.granted, k) += available;
-    }
+void Planner::PlanResource(size_t n, int k) {
+  const std::vector<size_t>& pods = on_node_[n];
+  int64_t want = 0;
+  for (size_t i : pods) want += At(extra_[i], k);
+  if (want == 0) return;
+  // Step 0: unallocated capacity.
+  int64_t from_free = std::min(want, At(s_.nodes[n].capacity, k) - At(used_[n], k));
+  int64_t need = want - from_free;
+  std::vector<int64_t> freed = FreeIdle(pods, k, need);
+  int64_t freed_sum = std::accumulate(freed.begin(), freed.end(), int64_t{0});
+  need -= freed_sum;
+  std::vector<int64_t> taken =
+      need > 0 ? TakeFromJobs(pods, k, freed, need) : std::vector<int64_t>(pods.size(), 0);
+  int64_t taken_sum = std::accumulate(taken.begin(), taken.end(), int64_t{0});
+  int64_t available = from_free + freed_sum + taken_sum;
+  std::vector<int64_t> granted = Grant(pods, k, available);
+  for (size_t x = 0; x < pods.size(); ++x) {
+    PodChange& c = plan_.pods[pods[x]];
+    At(c.freed_idle, k) = freed[x];
+    At(c.taken, k) = taken[x];
+    At(c.granted, k) = granted[x];
   }
-  for (PodChange& c : plan.pods) {
+  At(plan_.from_free, k) += from_free;
+  At(plan_.freed_idle, k) += freed_sum;
+  At(plan_.taken, k) += taken_sum;
+  At(plan_.granted, k) += available;
+}
+
+std::vector<int64_t> Planner::FreeIdle(const std::vector<size_t>& pods, int k,
+                                       int64_t need) const {
+  std::vector<double> weights(pods.size(), 0);
+  std::vector<int64_t> caps(pods.size(), 0);
+  for (size_t x = 0; x < pods.size(); ++x) {
+    const Pod& p = s_.pods[pods[x]];
+    if (!Donor(p)) continue;
+    const Job& j = s_.jobs[job_index_.at(p.job)];
+    if (!j.synchronous || p.iteration_seconds <= 0 || p.iteration_seconds >= j.iteration_seconds) {
+      continue;
+    }
+    double idle = (j.iteration_seconds - p.iteration_seconds) / j.iteration_seconds;
+    auto amount = static_cast<int64_t>(std::floor(static_cast<double>(At(p.allocation, k)) * idle));
+    caps[x] = std::clamp<int64_t>(amount, 0, std::max<int64_t>(0, At(p.allocation, k) - FloorOf(p, k)));
+    weights[x] = static_cast<double>(caps[x]);
+  }
+  return Proportional(need, weights, caps);
+}
+
+std::vector<int64_t> Planner::TakeFromJobs(const std::vector<size_t>& pods, int k,
+                                           const std::vector<int64_t>& freed,
+                                           int64_t need) const {
+  std::vector<int64_t> caps(pods.size(), 0);
+  std::map<size_t, std::vector<size_t>> by_job;  // job index -> positions in `pods`
+  for (size_t x = 0; x < pods.size(); ++x) {
+    const Pod& p = s_.pods[pods[x]];
+    if (!Donor(p)) continue;
+    caps[x] = std::max<int64_t>(0, At(p.allocation, k) - freed[x] - FloorOf(p, k));
+    if (caps[x] > 0) by_job[job_index_.at(p.job)].push_back(x);
+  }
+  std::vector<double> job_weight;
+  std::vector<int64_t> job_cap;
+  for (const auto& [j, xs] : by_job) {
+    const Job& job = s_.jobs[j];
+    double sensitivity = k == 0 ? job.cpu_sensitivity : job.bandwidth_sensitivity;
+    job_weight.push_back(1 / sensitivity / (1 + o_.progress_penalty * job.progress));
+    int64_t cap = 0;
+    for (size_t x : xs) cap += caps[x];
+    job_cap.push_back(cap);
+  }
+  std::vector<int64_t> share = Proportional(need, job_weight, job_cap);
+  std::vector<int64_t> taken(pods.size(), 0);
+  size_t jx = 0;
+  for (const auto& [j, xs] : by_job) {
+    std::vector<double> w;
+    std::vector<int64_t> c;
+    for (size_t x : xs) w.push_back(static_cast<double>(caps[x])), c.push_back(caps[x]);
+    std::vector<int64_t> got = Proportional(share[jx++], w, c);
+    for (size_t y = 0; y < xs.size(); ++y) taken[xs[y]] = got[y];
+  }
+  return taken;
+}
+
+std::vector<int64_t> Planner::Grant(const std::vector<size_t>& pods, int k,
+                                    int64_t available) const {
+  std::vector<double> demand_w(pods.size());
+  std::vector<int64_t> demand_c(pods.size());
+  for (size_t x = 0; x < pods.size(); ++x) {
+    demand_c[x] = At(extra_[pods[x]], k);
+    demand_w[x] = static_cast<double>(demand_c[x]);
+  }
+  return Proportional(available, demand_w, demand_c);
+}
+
+void Planner::SettleTotals() {
+  for (PodChange& c : plan_.pods) {
     for (int k = 0; k < kResources; ++k) {
       At(c.after, k) = At(c.before, k) - At(c.freed_idle, k) - At(c.taken, k) + At(c.granted, k);
     }
   }
   for (int k = 0; k < kResources; ++k) {
-    At(plan.shortfall, k) = At(plan.wanted, k) - At(plan.granted, k);
+    At(plan_.shortfall, k) = At(plan_.wanted, k) - At(plan_.granted, k);
   }
-  plan.satisfied = plan.shortfall == Resources{};
+  plan_.satisfied = plan_.shortfall == Resources{};
+}
 
-  // Imposed slowdown: per job, the largest (SSGD) or mean (otherwise) fraction taken.
-  std::vector<double> frac_max(s.jobs.size() * kResources, 0), frac_sum(frac_max.size(), 0);
-  std::vector<int> pod_count(s.jobs.size(), 0);
-  for (size_t i = 0; i < s.pods.size(); ++i) {
-    const Pod& p = s.pods[i];
+// Imposed slowdown: per job, the largest (SSGD) or mean (otherwise) fraction taken.
+void Planner::AddImposedSlowdown() {
+  std::vector<double> frac_max(s_.jobs.size() * kResources, 0), frac_sum(frac_max.size(), 0);
+  std::vector<int> pod_count(s_.jobs.size(), 0);
+  for (size_t i = 0; i < s_.pods.size(); ++i) {
+    const Pod& p = s_.pods[i];
     if (p.job.empty()) continue;
-    size_t j = job_index.at(p.job);
+    size_t j = job_index_.at(p.job);
     ++pod_count[j];
     for (int k = 0; k < kResources; ++k) {
-      double f = static_cast<double>(At(plan.pods[i].taken, k)) / static_cast<double>(At(p.allocation, k));
+      double f = static_cast<double>(At(plan_.pods[i].taken, k)) / static_cast<double>(At(p.allocation, k));
       frac_max[j * kResources + k] = std::max(frac_max[j * kResources + k], f);
       frac_sum[j * kResources + k] += f;
     }
   }
-  for (size_t j = 0; j < s.jobs.size(); ++j) {
-    const Job& job = s.jobs[j];
+  for (size_t j = 0; j < s_.jobs.size(); ++j) {
+    const Job& job = s_.jobs[j];
     for (int k = 0; k < kResources; ++k) {
       double f = job.synchronous ? frac_max[j * kResources + k]
                                  : frac_sum[j * kResources + k] / std::max(1, pod_count[j]);
       double sensitivity = k == 0 ? job.cpu_sensitivity : job.bandwidth_sensitivity;
-      plan.imposed_slowdown_seconds += r.horizon_seconds * sensitivity * f;
+      plan_.imposed_slowdown_seconds += r_.horizon_seconds * sensitivity * f;
     }
   }
-  if (!plan.satisfied) {
-    plan.reason = "demand not met: short by " + std::to_string(plan.shortfall.cpu_millicores) +
-                  " millicores and " + std::to_string(plan.shortfall.bandwidth_bps) + " bps";
-  } else if (r.sync_loss_seconds > plan.imposed_slowdown_seconds) {
-    plan.switch_recommended = true;
-    plan.reason = "switch: staying synchronous loses " + Num(r.sync_loss_seconds) +
-                  " s, more than the " + Num(plan.imposed_slowdown_seconds) + " s imposed on others";
+}
+
+void Planner::Decide() {
+  if (!plan_.satisfied) {
+    plan_.reason = "demand not met: short by " + std::to_string(plan_.shortfall.cpu_millicores) +
+                   " millicores and " + std::to_string(plan_.shortfall.bandwidth_bps) + " bps";
+  } else if (r_.sync_loss_seconds > plan_.imposed_slowdown_seconds) {
+    plan_.switch_recommended = true;
+    plan_.reason = "switch: staying synchronous loses " + Num(r_.sync_loss_seconds) +
+                   " s, more than the " + Num(plan_.imposed_slowdown_seconds) + " s imposed on others";
   } else {
-    plan.reason = "stay: staying synchronous loses " + Num(r.sync_loss_seconds) +
-                  " s, not more than the " + Num(plan.imposed_slowdown_seconds) +
-                  " s imposed on others";
+    plan_.reason = "stay: staying synchronous loses " + Num(r_.sync_loss_seconds) +
+                   " s, not more than the " + Num(plan_.imposed_slowdown_seconds) +
+                   " s imposed on others";
   }
-  std::vector<std::string> names;
-  for (const Node& n : s.nodes) names.push_back(n.name);
-  plan.allocations = BuildAllocations(names, plan.pods);
-  return plan;
+}
+
+}  // namespace
+
+StatusOr<Plan> PlanReallocation(const ClusterState& s, const ReallocationRequest& r,
+                                const PlannerOptions& o) {
+  STAR_RETURN_IF_ERROR(Validate(o));
+  STAR_RETURN_IF_ERROR(Validate(s, r));
+  return Planner(s, r, o).Run();
 }
 
 Plan Undo(const Plan& plan, const std::string& drop_job) {
