@@ -8,6 +8,7 @@
 #include "reconciler/helpers.h"
 #include "star/kube/time.h"
 #include "reconciler/loop_events.h"
+#include "star/core/batch/baseline.h"
 
 namespace star::op {
 
@@ -220,10 +221,7 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
     // The baseline the pods start with: SSGD, equal batches, AMP off.
     st.sync_mode = api::SyncMode::kSsgd;
     st.k = n;
-    const int64_t g = job.spec.training.global_batch_size;
-    for (int i = 0; i < n; ++i) {
-      st.workers.push_back({g / n + (i < g % n ? 1 : 0), false});
-    }
+    for (int64_t b : batch::EqualBatches(job.spec.training.global_batch_size, n)) st.workers.push_back({b, false});
   }
   for (int w : job.loop->stragglers()) {
     auto it = job.straggling.find(w);

@@ -79,6 +79,24 @@ TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
   EXPECT_TRUE(reg.Drain().empty()) << "drained once";
 }
 
+TEST(JobRegistry, BeforeAnyDecisionTheStatusHasTheBaselineBatchesRemainderToTheLowestRanks) {
+  JobRegistry reg([] { return std::string(); });
+  api::TrainingJobSpec spec = Spec(4);
+  spec.training.global_batch_size = 10;
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, spec, "tok").ok());
+  for (int w = 0; w < 4; ++w) ASSERT_TRUE(reg.Observe(Report("ns/a", w, 1, 0.1)).ok());
+  auto updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  const nlohmann::json& status = updates[0].status;
+  EXPECT_EQ(status["syncMode"], "ssgd");
+  ASSERT_EQ(status["workers"].size(), 4u) << status.dump();
+  const int64_t want[] = {3, 3, 2, 2};
+  for (size_t w = 0; w < 4; ++w) {
+    EXPECT_EQ(status["workers"][w]["batch"], want[w]) << w;
+    EXPECT_EQ(status["workers"][w]["amp"], false) << w;
+  }
+}
+
 TEST(JobRegistry, AnUnrecordedDecisionStaysOutOfTheDrainedStatus) {
   JobRegistry reg([] { return std::string(); });
   ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());
