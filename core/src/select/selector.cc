@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "select/sorted_internal.h"
@@ -81,94 +82,99 @@ Status Validate(const SelectOptions& o) {
   return Status::Ok();
 }
 
-StatusOr<Selection> Select(const SelectionInput& in, const SelectOptions& options) {
-  STAR_RETURN_IF_ERROR(Validate(in));
-  STAR_RETURN_IF_ERROR(Validate(options));
-  const std::vector<double>& t = in.iteration_seconds;
-  const int n = static_cast<int>(t.size());
-  const double b = in.batch_per_worker;
-  const double phi = in.noise_scale;
+namespace {
 
-  const internal::SortedTimes sorted = internal::SortTimes(t);
+std::vector<int> Everyone(int n) {
   std::vector<int> everyone(n);
   std::iota(everyone.begin(), everyone.end(), 0);
+  return everyone;
+}
 
-  std::vector<Candidate> candidates;
-  {
-    Candidate ssgd;
-    ssgd.mode = SyncMode::kSsgd;
-    ssgd.k = n;
-    ssgd.groups = {everyone};
-    ssgd.update_interval_seconds = sorted.seconds.back();
-    ssgd.effective_batch = n * b;
-    ssgd.estimated_seconds_per_progress = SsgdSecondsPerProgress(t, b, phi);
-    candidates.push_back(std::move(ssgd));
-  }
-  const double ssgd_estimate = candidates.front().estimated_seconds_per_progress;
-  double kstar_estimate = ssgd_estimate;
+Candidate SsgdCandidate(const std::vector<double>& t, const internal::SortedTimes& sorted,
+                        double b, double phi) {
+  const int n = static_cast<int>(t.size());
+  Candidate ssgd;
+  ssgd.mode = SyncMode::kSsgd;
+  ssgd.k = n;
+  ssgd.groups = {Everyone(n)};
+  ssgd.update_interval_seconds = sorted.seconds.back();
+  ssgd.effective_batch = n * b;
+  ssgd.estimated_seconds_per_progress = SsgdSecondsPerProgress(t, b, phi);
+  return ssgd;
+}
 
+// Waiting for the k* fastest of n workers; nullopt when k* is everyone.
+std::optional<Candidate> FixedKCandidate(const std::vector<double>& t,
+                                         const internal::SortedTimes& sorted, double b,
+                                         double phi, const SelectOptions& options) {
+  const int n = static_cast<int>(t.size());
   const int k = std::max(internal::StarKStarSorted(sorted.seconds, b, phi), options.min_k);
-  if (k < n) {
-    const int64_t rounds = kSteadyStateRounds * ((static_cast<int64_t>(n) + k - 1) / k);
-    const int updates = static_cast<int>(
-        std::min<int64_t>(std::max<int64_t>(options.simulated_updates, rounds),
-                          std::numeric_limits<int>::max()));
-    const FixedKSimulation sim =
-        n <= options.simulate_up_to_workers
-            ? SimulateFixedK(t, k, updates, options.max_simulated_gradients)
-            : FixedKMeanField(t, k);
-    Candidate fixed;
-    fixed.mode = SyncMode::kFixedK;
-    fixed.k = k;
-    fixed.groups = {everyone};
-    fixed.update_interval_seconds = sim.interval_seconds;
-    fixed.effective_batch = sim.mean_contributions * b;
-    fixed.estimated_seconds_per_progress = FixedKSecondsPerProgress(sim, b, phi);
-    kstar_estimate = fixed.estimated_seconds_per_progress;
-    candidates.push_back(std::move(fixed));
-  }
+  if (k >= n) return std::nullopt;
+  const int64_t rounds = kSteadyStateRounds * ((static_cast<int64_t>(n) + k - 1) / k);
+  const int updates = static_cast<int>(
+      std::min<int64_t>(std::max<int64_t>(options.simulated_updates, rounds),
+                        std::numeric_limits<int>::max()));
+  const FixedKSimulation sim =
+      n <= options.simulate_up_to_workers
+          ? SimulateFixedK(t, k, updates, options.max_simulated_gradients)
+          : FixedKMeanField(t, k);
+  Candidate fixed;
+  fixed.mode = SyncMode::kFixedK;
+  fixed.k = k;
+  fixed.groups = {Everyone(n)};
+  fixed.update_interval_seconds = sim.interval_seconds;
+  fixed.effective_batch = sim.mean_contributions * b;
+  fixed.estimated_seconds_per_progress = FixedKSecondsPerProgress(sim, b, phi);
+  return fixed;
+}
 
-  if (options.consider_groups && n > 1) {
-    auto groups = internal::ClusterSorted(sorted, options.group_threshold_seconds,
-                                          options.group_threshold_relative);
-    const bool big_enough = std::all_of(groups.begin(), groups.end(), [&](const auto& g) {
-      return static_cast<int>(g.size()) >= options.min_k;
-    });
-    if (groups.size() > 1 && big_enough) {
-      Candidate g;
-      g.mode = SyncMode::kGroups;
-      g.k = n;
-      double update_rate = 0, samples_rate = 0;
-      for (const auto& group : groups) {
-        double t_max = 0;
-        for (int id : group) t_max = std::max(t_max, t[id]);
-        update_rate += 1.0 / t_max;
-        samples_rate += static_cast<double>(group.size()) * b / t_max;
-      }
-      g.update_interval_seconds = 1.0 / update_rate;
-      g.effective_batch = samples_rate / update_rate;
-      g.estimated_seconds_per_progress = GroupsSecondsPerProgress(t, groups, b, phi);
-      g.groups = std::move(groups);
-      candidates.push_back(std::move(g));
-    }
+// Synchronous groups of similar speed; nullopt when the workers do not split into
+// several groups of at least min_k.
+std::optional<Candidate> GroupsCandidate(const std::vector<double>& t,
+                                         const internal::SortedTimes& sorted, double b,
+                                         double phi, const SelectOptions& options) {
+  auto groups = internal::ClusterSorted(sorted, options.group_threshold_seconds,
+                                        options.group_threshold_relative);
+  const bool big_enough = std::all_of(groups.begin(), groups.end(), [&](const auto& g) {
+    return static_cast<int>(g.size()) >= options.min_k;
+  });
+  if (groups.size() <= 1 || !big_enough) return std::nullopt;
+  Candidate g;
+  g.mode = SyncMode::kGroups;
+  g.k = static_cast<int>(t.size());
+  double update_rate = 0, samples_rate = 0;
+  for (const auto& group : groups) {
+    double t_max = 0;
+    for (int id : group) t_max = std::max(t_max, t[id]);
+    update_rate += 1.0 / t_max;
+    samples_rate += static_cast<double>(group.size()) * b / t_max;
   }
+  g.update_interval_seconds = 1.0 / update_rate;
+  g.effective_batch = samples_rate / update_rate;
+  g.estimated_seconds_per_progress = GroupsSecondsPerProgress(t, groups, b, phi);
+  g.groups = std::move(groups);
+  return g;
+}
 
-  const bool asgd_allowed = in.architecture == api::Architecture::kParameterServer ||
-                            options.allow_asgd_with_allreduce;
-  if (asgd_allowed && n > 1 && options.min_k <= 1) {
-    Candidate a;
-    a.mode = SyncMode::kAsgd;
-    a.k = 1;
-    a.groups = {everyone};
-    double rate = 0;
-    for (double ti : t) rate += 1.0 / ti;
-    a.update_interval_seconds = 1.0 / rate;
-    a.effective_batch = b;
-    a.estimated_seconds_per_progress =
-        AsgdSecondsPerProgress(t, b, phi, options.asgd_resource_penalty);
-    candidates.push_back(std::move(a));
-  }
+Candidate AsgdCandidate(const std::vector<double>& t, double b, double phi,
+                        const SelectOptions& options) {
+  Candidate a;
+  a.mode = SyncMode::kAsgd;
+  a.k = 1;
+  a.groups = {Everyone(static_cast<int>(t.size()))};
+  double rate = 0;
+  for (double ti : t) rate += 1.0 / ti;
+  a.update_interval_seconds = 1.0 / rate;
+  a.effective_batch = b;
+  a.estimated_seconds_per_progress =
+      AsgdSecondsPerProgress(t, b, phi, options.asgd_resource_penalty);
+  return a;
+}
 
+// The fastest candidate, unless SSGD (candidates.front()) is no slower than k* and within
+// the preference margin of the fastest.
+size_t ChooseCandidate(const std::vector<Candidate>& candidates, double kstar_estimate,
+                       const SelectOptions& options) {
   size_t best = 0;
   for (size_t i = 1; i < candidates.size(); ++i) {
     if (candidates[i].estimated_seconds_per_progress <
@@ -176,11 +182,43 @@ StatusOr<Selection> Select(const SelectionInput& in, const SelectOptions& option
       best = i;
     }
   }
+  const double ssgd_estimate = candidates.front().estimated_seconds_per_progress;
   const double best_estimate = candidates[best].estimated_seconds_per_progress;
   const bool keep_ssgd = ssgd_estimate <= kstar_estimate &&
                          ssgd_estimate <= (1 + options.ssgd_preference_margin) * best_estimate;
-  const Candidate& chosen = keep_ssgd ? candidates.front() : candidates[best];
+  return keep_ssgd ? 0 : best;
+}
 
+}  // namespace
+
+StatusOr<Selection> Select(const SelectionInput& in, const SelectOptions& options) {
+  STAR_RETURN_IF_ERROR(Validate(in));
+  STAR_RETURN_IF_ERROR(Validate(options));
+  const std::vector<double>& t = in.iteration_seconds;
+  const int n = static_cast<int>(t.size());
+  const double b = in.batch_per_worker;
+  const double phi = in.noise_scale;
+  const internal::SortedTimes sorted = internal::SortTimes(t);
+
+  std::vector<Candidate> candidates;
+  candidates.push_back(SsgdCandidate(t, sorted, b, phi));
+  double kstar_estimate = candidates.front().estimated_seconds_per_progress;
+  if (auto fixed = FixedKCandidate(t, sorted, b, phi, options)) {
+    kstar_estimate = fixed->estimated_seconds_per_progress;
+    candidates.push_back(std::move(*fixed));
+  }
+  if (options.consider_groups && n > 1) {
+    if (auto groups = GroupsCandidate(t, sorted, b, phi, options)) {
+      candidates.push_back(std::move(*groups));
+    }
+  }
+  const bool asgd_allowed = in.architecture == api::Architecture::kParameterServer ||
+                            options.allow_asgd_with_allreduce;
+  if (asgd_allowed && n > 1 && options.min_k <= 1) {
+    candidates.push_back(AsgdCandidate(t, b, phi, options));
+  }
+
+  const Candidate& chosen = candidates[ChooseCandidate(candidates, kstar_estimate, options)];
   Selection s;
   s.mode = chosen.mode;
   s.k = chosen.k;
