@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -68,6 +69,104 @@ double MedianInPlace(double* data, size_t n) {
 }
 
 double Round4(double v) { return std::round(v * 1e4) / 1e4; }
+
+// Statistics of one round's cohort (the workers with a full window).
+struct Cohort {
+  double fastest = 0, typical = 0, typical_compute = 0, typical_comm = 0;
+  std::optional<double> sigma;         // rule mad only
+  std::optional<double> typical_mean;  // rule change_point only
+};
+
+// The cohort of workers[id] for the ids in `ready` (not empty), through the scratch
+// buffers (each at least ready.size() long). Templated over the detector's private
+// worker record.
+template <typename Worker>
+Cohort CohortOf(const std::vector<Worker>& workers, const std::vector<int>& ready,
+                api::DetectionRule rule, std::vector<double>& scratch_a,
+                std::vector<double>& scratch_b, std::vector<double>& scratch_c,
+                std::vector<double>& scratch_d) {
+  const size_t n = ready.size();
+  Cohort c;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    const Worker& w = workers[static_cast<size_t>(ready[i])];
+    scratch_a[i] = w.med_total;
+    scratch_b[i] = w.med_compute;
+    scratch_c[i] = w.med_comm;
+    fastest = std::min(fastest, w.med_total);
+  }
+  c.fastest = fastest;
+  c.typical = MedianInPlace(scratch_a.data(), n);
+  c.typical_compute = MedianInPlace(scratch_b.data(), n);
+  c.typical_comm = MedianInPlace(scratch_c.data(), n);
+  if (rule == api::DetectionRule::kMad) {
+    for (size_t i = 0; i < n; ++i) {
+      scratch_d[i] = std::abs(workers[static_cast<size_t>(ready[i])].med_total - c.typical);
+    }
+    c.sigma = kMadToSigma * MedianInPlace(scratch_d.data(), n);
+  } else if (rule == api::DetectionRule::kChangePoint) {
+    for (size_t i = 0; i < n; ++i) {
+      scratch_d[i] = workers[static_cast<size_t>(ready[i])].mean_total;
+    }
+    c.typical_mean = MedianInPlace(scratch_d.data(), n);
+  }
+  return c;
+}
+
+// One more round over the onset threshold; a new streak notes where it started.
+template <typename Worker>
+void ExtendOnsetStreak(Worker& w, int64_t evaluation) {
+  if (w.onset_streak++ == 0) {
+    w.streak_start_iteration = w.last_iteration;
+    w.streak_start_evaluation = evaluation;
+  }
+}
+
+// Onset confirmed: `w` becomes a straggler of `cause`, static when its streak started
+// within the first `onset_evaluations` evaluations.
+template <typename Worker>
+void MarkStraggler(Worker& w, api::StragglerCause cause, int onset_evaluations) {
+  w.straggler = true;
+  w.since = w.last_iteration;
+  w.cause = cause;
+  w.kind = w.streak_start_evaluation < onset_evaluations ? api::StragglerKind::kStatic
+                                                         : api::StragglerKind::kDynamic;
+  w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+}
+
+template <typename Worker>
+void MarkRecovered(Worker& w) {
+  w.straggler = false;
+  w.since = -1;
+  w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+}
+
+// For a straggler still clearly slow, given its excess `compute` and `comm` seconds: the
+// cause switches once the other one has dominated (by cause_switch_ratio) for
+// onset_evaluations rounds, and a dynamic straggler turns static after
+// static_after_iterations. Returns whether the cause or the kind changed.
+template <typename Worker>
+bool Reclassify(Worker& w, double compute, double comm, const DetectorOptions& o) {
+  bool changed = false;
+  const bool comm_now = w.cause == api::StragglerCause::kCommunication;
+  const double current = comm_now ? comm : compute;
+  const double other = comm_now ? compute : comm;
+  if (other > o.cause_switch_ratio * std::max(current, 0.0)) {
+    if (++w.cause_streak >= o.onset_evaluations) {
+      w.cause = comm_now ? api::StragglerCause::kCompute : api::StragglerCause::kCommunication;
+      w.cause_streak = 0;
+      changed = true;
+    }
+  } else {
+    w.cause_streak = 0;
+  }
+  if (w.kind == api::StragglerKind::kDynamic &&
+      w.last_iteration - w.since >= o.static_after_iterations) {
+    w.kind = api::StragglerKind::kStatic;
+    changed = true;
+  }
+  return changed;
+}
 
 }  // namespace
 
@@ -348,33 +447,16 @@ void Detector::Evaluate(std::vector<Event>* events) {
     if (w.dirty) UpdateWorkerStats(static_cast<int>(id));
     ready_.push_back(static_cast<int>(id));
   }
-  const size_t n = ready_.size();
-  if (n < 2) return;
+  if (ready_.size() < 2) return;
 
-  // Cohort statistics.
-  double fastest = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < n; ++i) {
-    const Worker& w = workers_[static_cast<size_t>(ready_[i])];
-    scratch_a_[i] = w.med_total;
-    scratch_b_[i] = w.med_compute;
-    scratch_c_[i] = w.med_comm;
-    fastest = std::min(fastest, w.med_total);
-  }
-  fastest_ = fastest;
-  typical_ = MedianInPlace(scratch_a_.data(), n);
-  typical_compute_ = MedianInPlace(scratch_b_.data(), n);
-  typical_comm_ = MedianInPlace(scratch_c_.data(), n);
-  if (options_.rule == api::DetectionRule::kMad) {
-    for (size_t i = 0; i < n; ++i) {
-      scratch_d_[i] = std::abs(workers_[static_cast<size_t>(ready_[i])].med_total - typical_);
-    }
-    sigma_ = kMadToSigma * MedianInPlace(scratch_d_.data(), n);
-  } else if (options_.rule == api::DetectionRule::kChangePoint) {
-    for (size_t i = 0; i < n; ++i) {
-      scratch_d_[i] = workers_[static_cast<size_t>(ready_[i])].mean_total;
-    }
-    typical_mean_ = MedianInPlace(scratch_d_.data(), n);
-  }
+  const Cohort cohort =
+      CohortOf(workers_, ready_, options_.rule, scratch_a_, scratch_b_, scratch_c_, scratch_d_);
+  fastest_ = cohort.fastest;
+  typical_ = cohort.typical;
+  typical_compute_ = cohort.typical_compute;
+  typical_comm_ = cohort.typical_comm;
+  if (cohort.sigma) sigma_ = *cohort.sigma;
+  if (cohort.typical_mean) typical_mean_ = *cohort.typical_mean;
 
   for (int id : ready_) {
     Worker& w = workers_[static_cast<size_t>(id)];
@@ -385,18 +467,9 @@ void Detector::Evaluate(std::vector<Event>* events) {
         w.onset_streak = 0;
         continue;
       }
-      if (w.onset_streak++ == 0) {
-        w.streak_start_iteration = w.last_iteration;
-        w.streak_start_evaluation = evaluation;
-      }
+      ExtendOnsetStreak(w, evaluation);
       if (!PersistedLongEnough(w, w.onset_streak, options_.onset_evaluations)) continue;
-      w.straggler = true;
-      w.since = w.last_iteration;
-      w.cause = DominantCause(w);
-      w.kind = w.streak_start_evaluation < options_.onset_evaluations
-                   ? api::StragglerKind::kStatic
-                   : api::StragglerKind::kDynamic;
-      w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+      MarkStraggler(w, DominantCause(w), options_.onset_evaluations);
       events->push_back(StragglerEvent(id, w));
       continue;
     }
@@ -404,9 +477,7 @@ void Detector::Evaluate(std::vector<Event>* events) {
     if (RecoveryCondition(w)) {
       if (w.recovery_streak++ == 0) w.streak_start_iteration = w.last_iteration;
       if (PersistedLongEnough(w, w.recovery_streak, options_.recovery_evaluations)) {
-        w.straggler = false;
-        w.since = -1;
-        w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+        MarkRecovered(w);
         events->push_back(Event{w.last_iteration, id, State::kRecovered, w.cause, w.kind,
                                 w.slowdown});
       }
@@ -419,27 +490,9 @@ void Detector::Evaluate(std::vector<Event>* events) {
       w.cause_streak = 0;
       continue;
     }
-    bool changed = false;
     double compute = 0, comm = 0;
     Excess(w, &compute, &comm);
-    const bool comm_now = w.cause == api::StragglerCause::kCommunication;
-    const double current = comm_now ? comm : compute;
-    const double other = comm_now ? compute : comm;
-    if (other > options_.cause_switch_ratio * std::max(current, 0.0)) {
-      if (++w.cause_streak >= options_.onset_evaluations) {
-        w.cause = comm_now ? api::StragglerCause::kCompute : api::StragglerCause::kCommunication;
-        w.cause_streak = 0;
-        changed = true;
-      }
-    } else {
-      w.cause_streak = 0;
-    }
-    if (w.kind == api::StragglerKind::kDynamic &&
-        w.last_iteration - w.since >= options_.static_after_iterations) {
-      w.kind = api::StragglerKind::kStatic;
-      changed = true;
-    }
-    if (changed) events->push_back(StragglerEvent(id, w));
+    if (Reclassify(w, compute, comm, options_)) events->push_back(StragglerEvent(id, w));
   }
 }
 
