@@ -360,6 +360,86 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
   return Status::Ok();
 }
 
+namespace {
+
+// Each reads its optional (or required) section of `parent` into `out`, merging the
+// section's errors into `parent`.
+void ReadTraining(ObjectReader& parent, TrainingSpec* out) {
+  const json* f = Section(parent, "training", Need::kRequired);
+  if (f == nullptr) return;
+  ObjectReader tr(*f, parent.FieldPath("training"));
+  tr.Int("globalBatchSize", &out->global_batch_size)
+      .Number("targetAccuracy", &out->target_accuracy);
+  if (tr.ok() && tr.Has("maxIterations")) {
+    int64_t v = 0;
+    tr.Int("maxIterations", &v);
+    out->max_iterations = v;
+  }
+  tr.RejectUnknown({"globalBatchSize", "targetAccuracy", "maxIterations"});
+  parent.Merge(tr.status());
+}
+
+void ReadSynchronization(ObjectReader& parent, SynchronizationSpec* out) {
+  const json* f = Section(parent, "synchronization", Need::kOptional);
+  if (f == nullptr) return;
+  ObjectReader sr(*f, parent.FieldPath("synchronization"));
+  ReadEnum(sr, "policy", kPolicy, &out->policy);
+  ReadEnum(sr, "selector", kSelector, &out->selector);
+  if (sr.ok() && sr.Has("minK")) {
+    int v = 0;
+    sr.Int("minK", &v);
+    out->min_k = v;
+  }
+  sr.RejectUnknown({"policy", "selector", "minK"});
+  parent.Merge(sr.status());
+}
+
+void ReadDetection(ObjectReader& parent, DetectionSpec* out) {
+  const json* d = Section(parent, "detection", Need::kOptional);
+  if (d == nullptr) return;
+  ObjectReader dr(*d, parent.FieldPath("detection"));
+  ReadEnum(dr, "rule", kRule, &out->rule);
+  dr.Int("window", &out->window, Need::kOptional);
+  if (dr.ok() && dr.Has("threshold")) {
+    double v = 0;
+    dr.Number("threshold", &v);
+    out->threshold = v;
+  }
+  dr.RejectUnknown({"rule", "window", "threshold"});
+  parent.Merge(dr.status());
+}
+
+void ReadMitigation(ObjectReader& parent, MitigationSpec* m) {
+  const json* f = Section(parent, "mitigation", Need::kOptional);
+  if (f == nullptr) return;
+  ObjectReader mr(*f, parent.FieldPath("mitigation"));
+  ReadDetection(mr, &m->detection);
+  if (const json* a = Section(mr, "amp", Need::kOptional)) {
+    ObjectReader ar(*a, mr.FieldPath("amp"));
+    ar.Bool("enabled", &m->amp.enabled, Need::kOptional);
+    ReadEnum(ar, "dtype", kDtype, &m->amp.dtype);
+    ar.RejectUnknown({"enabled", "dtype"});
+    mr.Merge(ar.status());
+  }
+  if (const json* b = Section(mr, "batchAdaptation", Need::kOptional)) {
+    ObjectReader br(*b, mr.FieldPath("batchAdaptation"));
+    br.Bool("enabled", &m->batch_adaptation.enabled, Need::kOptional)
+        .Int("minLocalBatch", &m->batch_adaptation.min_local_batch, Need::kOptional)
+        .RejectUnknown({"enabled", "minLocalBatch"});
+    mr.Merge(br.status());
+  }
+  if (const json* r = Section(mr, "resourceReallocation", Need::kOptional)) {
+    ObjectReader rr(*r, mr.FieldPath("resourceReallocation"));
+    rr.Bool("enabled", &m->resource_reallocation.enabled, Need::kOptional)
+        .RejectUnknown({"enabled"});
+    mr.Merge(rr.status());
+  }
+  mr.RejectUnknown({"detection", "amp", "batchAdaptation", "resourceReallocation"});
+  parent.Merge(mr.status());
+}
+
+}  // namespace
+
 StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const json& j, const std::string& path) {
   TrainingJobSpec s;
   ObjectReader rd(j, path);
@@ -370,72 +450,9 @@ StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const json& j, const std::stri
     ReadReplicas(rd, "parameterServers", &ps);
     s.parameter_servers = std::move(ps);
   }
-
-  if (const json* f = Section(rd, "training", Need::kRequired)) {
-    ObjectReader tr(*f, rd.FieldPath("training"));
-    tr.Int("globalBatchSize", &s.training.global_batch_size)
-        .Number("targetAccuracy", &s.training.target_accuracy);
-    if (tr.ok() && tr.Has("maxIterations")) {
-      int64_t v = 0;
-      tr.Int("maxIterations", &v);
-      s.training.max_iterations = v;
-    }
-    tr.RejectUnknown({"globalBatchSize", "targetAccuracy", "maxIterations"});
-    rd.Merge(tr.status());
-  }
-
-  if (const json* f = Section(rd, "synchronization", Need::kOptional)) {
-    ObjectReader sr(*f, rd.FieldPath("synchronization"));
-    ReadEnum(sr, "policy", kPolicy, &s.synchronization.policy);
-    ReadEnum(sr, "selector", kSelector, &s.synchronization.selector);
-    if (sr.ok() && sr.Has("minK")) {
-      int v = 0;
-      sr.Int("minK", &v);
-      s.synchronization.min_k = v;
-    }
-    sr.RejectUnknown({"policy", "selector", "minK"});
-    rd.Merge(sr.status());
-  }
-
-  if (const json* f = Section(rd, "mitigation", Need::kOptional)) {
-    MitigationSpec& m = s.mitigation;
-    ObjectReader mr(*f, rd.FieldPath("mitigation"));
-    if (const json* d = Section(mr, "detection", Need::kOptional)) {
-      ObjectReader dr(*d, mr.FieldPath("detection"));
-      ReadEnum(dr, "rule", kRule, &m.detection.rule);
-      dr.Int("window", &m.detection.window, Need::kOptional);
-      if (dr.ok() && dr.Has("threshold")) {
-        double v = 0;
-        dr.Number("threshold", &v);
-        m.detection.threshold = v;
-      }
-      dr.RejectUnknown({"rule", "window", "threshold"});
-      mr.Merge(dr.status());
-    }
-    if (const json* a = Section(mr, "amp", Need::kOptional)) {
-      ObjectReader ar(*a, mr.FieldPath("amp"));
-      ar.Bool("enabled", &m.amp.enabled, Need::kOptional);
-      ReadEnum(ar, "dtype", kDtype, &m.amp.dtype);
-      ar.RejectUnknown({"enabled", "dtype"});
-      mr.Merge(ar.status());
-    }
-    if (const json* b = Section(mr, "batchAdaptation", Need::kOptional)) {
-      ObjectReader br(*b, mr.FieldPath("batchAdaptation"));
-      br.Bool("enabled", &m.batch_adaptation.enabled, Need::kOptional)
-          .Int("minLocalBatch", &m.batch_adaptation.min_local_batch, Need::kOptional)
-          .RejectUnknown({"enabled", "minLocalBatch"});
-      mr.Merge(br.status());
-    }
-    if (const json* r = Section(mr, "resourceReallocation", Need::kOptional)) {
-      ObjectReader rr(*r, mr.FieldPath("resourceReallocation"));
-      rr.Bool("enabled", &m.resource_reallocation.enabled, Need::kOptional)
-          .RejectUnknown({"enabled"});
-      mr.Merge(rr.status());
-    }
-    mr.RejectUnknown({"detection", "amp", "batchAdaptation", "resourceReallocation"});
-    rd.Merge(mr.status());
-  }
-
+  ReadTraining(rd, &s.training);
+  ReadSynchronization(rd, &s.synchronization);
+  ReadMitigation(rd, &s.mitigation);
   rd.RejectUnknown(
       {"architecture", "workers", "parameterServers", "training", "synchronization", "mitigation"});
   if (rd.ok()) rd.Merge(Validate(s, path));
