@@ -35,12 +35,12 @@ Status Injector::Tick(double t) {
         }
         return s.WithPrefix("--inject \"" + a.spec.text + "\"");
       }
-      o_.event(t, "inject", a.spec.worker, a.spec.text);
+      o_.event({t, "inject", a.spec.worker, a.spec.text});
       Notice("injected " + a.spec.text + " at " + Fixed(t, 1) + " s");
     }
     if (a.applied && !a.lifted && a.spec.end_seconds && t >= *a.spec.end_seconds) {
       if (Status s = Lift(a); !s.ok()) return s.WithPrefix("--inject \"" + a.spec.text + "\"");
-      o_.event(t, "lift", a.spec.worker, a.spec.text);
+      o_.event({t, "lift", a.spec.worker, a.spec.text});
       Notice("lifted " + a.spec.text + " at " + Fixed(t, 1) + " s");
     }
   }

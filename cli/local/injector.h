@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "local/inject_spec.h"
+#include "local/run_event.h"
 #include "local/sandbox.h"
 #include "star/core/status.h"
 
@@ -39,8 +40,8 @@ struct InjectorOptions {
   std::function<StatusOr<int>(const Injection& in)> start_neighbor;
   // Stops (and reaps) the neighbor with handle `proc`.
   std::function<void(int proc)> stop_neighbor;
-  // A timeline event: (t, "inject" | "lift", worker, the injection's text).
-  std::function<void(double, const std::string&, int, const std::string&)> event;
+  // Records "inject" and "lift" (worker: the injection's; detail: its text). Required.
+  RunEventSink event;
   // A note for the user (optional).
   std::function<void(const std::string&)> notice;
 };

@@ -123,9 +123,7 @@ struct InjectorRig {
     o.worker_millicores = 1000;
     o.start_neighbor = [this](const Injection&) -> StatusOr<int> { return started++; };
     o.stop_neighbor = [this](int) { ++stopped; };
-    o.event = [this](double, const std::string& e, int w, const std::string&) {
-      events.push_back(e + " " + std::to_string(w));
-    };
+    o.event = [this](RunEvent e) { events.push_back(e.event + " " + std::to_string(e.worker)); };
     o.notice = [this](const std::string& s) { notices.push_back(s); };
     return std::make_unique<Injector>(o, injections);
   }
@@ -198,9 +196,7 @@ TEST(Reallocation, AComputeStragglersNeighborIsCappedBelowItsShare) {
   ctx.servers = 1;
   ctx.worker_millicores = 1000;
   ctx.sandbox = rig.sandbox.get();
-  ctx.event = [&](double, const std::string& e, int w, const std::string&) {
-    rig.events.push_back(e + " " + std::to_string(w));
-  };
+  ctx.event = [&](RunEvent e) { rig.events.push_back(e.event + " " + std::to_string(e.worker)); };
   Reallocate(ctx, {{1, 4.0}}, 10, inj->injections());
   const auto cap = rig.host.cpu(rig.sandbox->neighbor_cgroup(2));
   ASSERT_TRUE(cap.has_value());
@@ -224,7 +220,7 @@ TEST(Reallocation, AWorkerWithoutAnInjectedNeighborChangesNothing) {
   ctx.servers = 1;
   ctx.worker_millicores = 1000;
   ctx.sandbox = rig.sandbox.get();
-  ctx.event = [](double, const std::string&, int, const std::string&) {};
+  ctx.event = [](RunEvent) {};
   Reallocate(ctx, {{0, 4.0}}, 10, inj->injections());
   EXPECT_EQ(rig.host.calls("WriteCpu").size(), writes);
 }

@@ -70,10 +70,10 @@ void ReallocateOne(const ReallocationContext& ctx, int w, double slowdown, doubl
   if (!plan.ok()) return notice(plan.status().message());
   const int64_t granted = plan->granted.cpu_millicores;
   if (granted <= 0 || req.sync_loss_seconds <= plan->imposed_slowdown_seconds) {
-    ctx.event(t, "reallocate_skipped", w,
-              "granted=" + std::to_string(granted) + "m sync_loss=" +
-                  Fixed(req.sync_loss_seconds, 1) + "s imposed=" +
-                  Fixed(plan->imposed_slowdown_seconds, 1) + "s");
+    ctx.event({t, "reallocate_skipped", w,
+               "granted=" + std::to_string(granted) + "m sync_loss=" +
+                   Fixed(req.sync_loss_seconds, 1) + "s imposed=" +
+                   Fixed(plan->imposed_slowdown_seconds, 1) + "s"});
     return;
   }
   const int64_t neighbor_after = plan->pods[1].after.cpu_millicores;
@@ -82,11 +82,11 @@ void ReallocateOne(const ReallocationContext& ctx, int w, double slowdown, doubl
                                 {QuotaUs(neighbor_after), kCfsPeriodUs,
                                  100 * a.spec.neighbor_threads});
   if (!s.ok()) return notice(s.message());
-  ctx.event(t, "reallocate", w,
-            "neighbor cpu " + std::to_string(neighbor.allocation.cpu_millicores) + "m -> " +
-                std::to_string(neighbor_after) + "m (guarantee " +
-                std::to_string(neighbor.request.cpu_millicores) + "m), worker +" +
-                std::to_string(granted) + "m");
+  ctx.event({t, "reallocate", w,
+             "neighbor cpu " + std::to_string(neighbor.allocation.cpu_millicores) + "m -> " +
+                 std::to_string(neighbor_after) + "m (guarantee " +
+                 std::to_string(neighbor.request.cpu_millicores) + "m), worker +" +
+                 std::to_string(granted) + "m"});
 }
 
 }  // namespace

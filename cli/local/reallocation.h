@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "local/injector.h"
+#include "local/run_event.h"
 #include "local/sandbox.h"
 
 namespace star::local {
@@ -21,8 +22,8 @@ struct ReallocationContext {
   int servers = 0;               // parameter servers (the first slots)
   int64_t worker_millicores = 0; // a worker slot's CPU capacity
   Sandbox* sandbox = nullptr;    // required: the neighbor caps go through its Host
-  // A timeline event: (t, "reallocate" | "reallocate_skipped", worker, detail).
-  std::function<void(double, const std::string&, int, const std::string&)> event;
+  // Records "reallocate" and "reallocate_skipped" (worker: the straggler). Required.
+  RunEventSink event;
   std::function<void(const std::string&)> notice;  // optional
 };
 

@@ -15,11 +15,18 @@ std::string ListOf(const std::vector<int>& v) {
   return s + "]";
 }
 
-json Timeline(std::vector<op::TimelineEvent> events) {
-  std::stable_sort(events.begin(), events.end(),
-                   [](const auto& a, const auto& b) { return a.t < b.t; });
+// timeline[] of {t, event, worker, detail}: the loop's events rendered as their report
+// strings (op::EventName, op::EventDetail), merged with the runtime's by time.
+json Timeline(const std::vector<RunEvent>& run_events,
+              const std::vector<op::TimelineEvent>& loop_events) {
+  std::vector<RunEvent> rows = run_events;
+  for (const op::TimelineEvent& e : loop_events) {
+    rows.push_back({e.t, std::string(op::EventName(e.kind)), e.worker, op::EventDetail(e)});
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const RunEvent& a, const RunEvent& b) { return a.t < b.t; });
   json timeline = json::array();
-  for (const auto& e : events) {
+  for (const RunEvent& e : rows) {
     timeline.push_back({{"t", e.t}, {"event", e.event}, {"worker", e.worker}, {"detail", e.detail}});
   }
   return timeline;
@@ -52,7 +59,7 @@ json BuildReport(const ReportInputs& in) {
           {"stragglers", in.stragglers},
           {"injections", injections},
           {"unavailable_injections", unavailable},
-          {"timeline", Timeline(in.events)},
+          {"timeline", Timeline(in.run_events, in.loop_events)},
           {"accuracy_curve", *in.accuracy_curve},
           {"samples", *in.samples}};
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "local/injector.h"
+#include "local/run_event.h"
 #include "star/core/api/decision.h"
 #include "star/core/api/training_job.h"
 #include "star/operator/control_loop.h"
@@ -32,8 +33,10 @@ struct ReportInputs {
   int decisions = 0;
   const api::Decision* current = nullptr;   // the loop's current decision, if any
   std::vector<int> stragglers;              // workers ever flagged
-  // The runtime's events and the control loop's, in any order (sorted by t here).
-  std::vector<op::TimelineEvent> events;
+  // The runtime's events and the control loop's, each in the order they happened. The
+  // timeline has both, by t; at equal t the runtime's come first.
+  std::vector<RunEvent> run_events;
+  std::vector<op::TimelineEvent> loop_events;
   const std::vector<ActiveInjection>* injections = nullptr;  // required
   const nlohmann::json* accuracy_curve = nullptr;            // required
   const nlohmann::json* samples = nullptr;                   // required

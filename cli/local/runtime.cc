@@ -48,9 +48,7 @@ class Runner {
     if (o_.notice) o_.notice(s);
   }
   double Now() const { return shim::MonotonicSeconds() - origin_; }
-  void AddEvent(double t, const std::string& event, int worker, const std::string& detail) {
-    runtime_events_.push_back({t, event, worker, detail});
-  }
+  void AddEvent(RunEvent e) { run_events_.push_back(std::move(e)); }
 
   Status Setup();
   Status SetupJob();
@@ -101,7 +99,7 @@ class Runner {
   int64_t last_epoch_ = 0;
   int decisions_ = 0;
   std::vector<int> ever_flagged_;
-  std::vector<op::TimelineEvent> runtime_events_;  // main thread only (merged at the end)
+  std::vector<RunEvent> run_events_;  // main thread only (merged at the end)
   double last_progress_ = -1;
 };
 
@@ -170,9 +168,7 @@ Status Runner::SetupSandbox() {
   io.worker_millicores = worker_mc_;
   io.start_neighbor = [this](const Injection& in) { return SpawnNeighbor(in); };
   io.stop_neighbor = [this](int proc) { procs_->Kill(proc); };
-  io.event = [this](double t, const std::string& e, int w, const std::string& d) {
-    AddEvent(t, e, w, d);
-  };
+  io.event = [this](RunEvent e) { AddEvent(std::move(e)); };
   io.notice = o_.notice;
   injector_ = std::make_unique<Injector>(io, o_.injections);
 
@@ -407,9 +403,7 @@ void Runner::MaybeReallocate() {
   ctx.servers = servers_;
   ctx.worker_millicores = worker_mc_;
   ctx.sandbox = sandbox_.get();
-  ctx.event = [this](double t, const std::string& e, int w, const std::string& d) {
-    AddEvent(t, e, w, d);
-  };
+  ctx.event = [this](RunEvent e) { AddEvent(std::move(e)); };
   ctx.notice = o_.notice;
   Reallocate(ctx, compute_stragglers, Now(), injector_->injections());
 }
@@ -450,8 +444,8 @@ json Runner::BuildReport(const std::string& outcome, double wall) const {
   in.decisions = decisions_;
   in.current = loop_ ? loop_->current() : nullptr;
   in.stragglers = ever_flagged_;
-  in.events = runtime_events_;
-  if (loop_) in.events.insert(in.events.end(), loop_->timeline().begin(), loop_->timeline().end());
+  in.run_events = run_events_;
+  if (loop_) in.loop_events = loop_->timeline();
   const std::vector<ActiveInjection> none;
   in.injections = injector_ ? &injector_->injections() : &none;
   in.accuracy_curve = &accuracy_curve_;
@@ -503,10 +497,10 @@ RunResult Runner::Run() {
     return result;  // the Sandbox destructor removes whatever Setup created
   }
   origin_ = shim::MonotonicSeconds();
-  AddEvent(0, "start", -1,
-           "policy " + std::string(ToString(policy_)) + ", " + std::to_string(workers_) +
-               " workers" + (servers_ ? ", " + std::to_string(servers_) + " servers" : "") +
-               ", " + std::to_string(worker_mc_) + "m CPU each");
+  AddEvent({0, "start", -1,
+            "policy " + std::string(ToString(policy_)) + ", " + std::to_string(workers_) +
+                " workers" + (servers_ ? ", " + std::to_string(servers_) + " servers" : "") +
+                ", " + std::to_string(worker_mc_) + "m CPU each"});
   Status status = SpawnAll();
   const std::string outcome = status.ok() ? Loop(&status) : "failed";
   Finish(outcome, status, &result);
@@ -518,9 +512,12 @@ void Runner::Finish(const std::string& outcome, Status status, RunResult* result
   const double wall = Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (tta_) AddEvent(*tta_, "target_reached", -1, "accuracy >= " + Fixed(spec_.training.target_accuracy, 3));
+    if (tta_) {
+      AddEvent({*tta_, "target_reached", -1,
+                "accuracy >= " + Fixed(spec_.training.target_accuracy, 3)});
+    }
   }
-  AddEvent(wall, "stop", -1, outcome);
+  AddEvent({wall, "stop", -1, outcome});
   procs_->StopAll();
   if (eval_reader_.joinable()) eval_reader_.join();
   reports_.reset();
