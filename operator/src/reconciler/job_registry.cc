@@ -2,39 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <sstream>
 
-#include "reconciler/helpers.h"
-#include "star/kube/time.h"
 #include "reconciler/loop_events.h"
 #include "star/core/batch/baseline.h"
+#include "star/kube/time.h"
 
 namespace star::op {
 
 using nlohmann::json;
-
-api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail) {
-  api::StragglerStatus s;
-  s.worker = worker;
-  std::istringstream in(detail);
-  std::string field;
-  while (in >> field) {
-    const auto eq = field.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-    if (key == "cause") {
-      if (auto c = api::ParseStragglerCause(value)) s.cause = *c;
-    } else if (key == "kind") {
-      if (auto k = api::ParseStragglerKind(value)) s.kind = *k;
-    } else if (key == "slowdown") {
-      char* end = nullptr;
-      const double v = std::strtod(value.c_str(), &end);
-      if (end != value.c_str() && v >= 0) s.slowdown = v;
-    }
-  }
-  return s;
-}
 
 JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options)
     : now_(std::move(now)), options_(std::move(options)) {}
@@ -225,8 +200,10 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   }
   for (int w : job.loop->stragglers()) {
     auto it = job.straggling.find(w);
-    api::StragglerStatus s = StragglerFromDetail(w, it == job.straggling.end() ? "" : it->second.first);
-    if (it != job.straggling.end()) s.since = it->second.second;
+    // Every flagged worker had a straggler event; the detector's view is the fallback.
+    const detect::WorkerView v = job.loop->straggler_view(w);
+    api::StragglerStatus s = StragglerStatusOf(
+        w, it != job.straggling.end() ? it->second : TrackedStraggler{{v.cause, v.kind, v.slowdown}, ""});
     if (w < static_cast<int>(job.nodes.size())) s.node = job.nodes[w];
     st.stragglers.push_back(std::move(s));
   }

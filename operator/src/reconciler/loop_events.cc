@@ -1,29 +1,51 @@
 #include "reconciler/loop_events.h"
 
+#include <cmath>
+
 namespace star::op {
 
 EventSpec EventOfLoopEvent(const TimelineEvent& e) {
   const std::string w = "worker " + std::to_string(e.worker);
-  if (e.event == "straggler") return {"Warning", "StragglerDetected", w + ": " + e.detail};
-  if (e.event == "recovered") return {"Normal", "StragglerRecovered", w + " recovered"};
-  if (e.event == "mode") return {"Normal", "SyncModeChanged", "mode " + e.detail};
-  if (e.event == "amp_on") return {"Normal", "AmpEnabled", w + ": mixed precision on"};
-  if (e.event == "amp_off") return {"Normal", "AmpDisabled", w + ": mixed precision off"};
-  if (e.event == "batches") return {"Normal", "BatchesRebalanced", "local batches " + e.detail};
-  return {"Normal", e.event, e.detail};
+  switch (e.kind) {
+    case EventKind::kStraggler: return {"Warning", "StragglerDetected", w + ": " + EventDetail(e)};
+    case EventKind::kRecovered: return {"Normal", "StragglerRecovered", w + " recovered"};
+    case EventKind::kMode: return {"Normal", "SyncModeChanged", "mode " + EventDetail(e)};
+    case EventKind::kAmpOn: return {"Normal", "AmpEnabled", w + ": mixed precision on"};
+    case EventKind::kAmpOff: return {"Normal", "AmpDisabled", w + ": mixed precision off"};
+    case EventKind::kBatches: return {"Normal", "BatchesRebalanced", "local batches " + EventDetail(e)};
+  }
+  return {"Normal", std::string(EventName(e.kind)), EventDetail(e)};
 }
 
-bool CallsForReallocation(const TimelineEvent& e) { return e.event == "mode" || e.event == "straggler"; }
+bool CallsForReallocation(const TimelineEvent& e) {
+  return e.kind == EventKind::kMode || e.kind == EventKind::kStraggler;
+}
 
-void TrackStragglers(const TimelineEvent& e, std::map<int, std::pair<std::string, std::string>>* straggling,
+void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* straggling,
                      const std::function<std::string()>& now) {
-  if (e.event == "straggler") {
-    auto& entry = (*straggling)[e.worker];
-    if (entry.second.empty()) entry.second = now();
-    entry.first = e.detail;
-  } else if (e.event == "recovered") {
-    straggling->erase(e.worker);
+  switch (e.kind) {
+    case EventKind::kStraggler: {
+      TrackedStraggler& entry = (*straggling)[e.worker];
+      if (entry.since.empty()) entry.since = now();
+      entry.fields = e.straggler;
+      return;
+    }
+    case EventKind::kRecovered: straggling->erase(e.worker); return;
+    case EventKind::kMode:
+    case EventKind::kAmpOn:
+    case EventKind::kAmpOff:
+    case EventKind::kBatches: return;
   }
+}
+
+api::StragglerStatus StragglerStatusOf(int worker, const TrackedStraggler& tracked) {
+  api::StragglerStatus s;
+  s.worker = worker;
+  s.cause = tracked.fields.cause;
+  s.kind = tracked.fields.kind;
+  s.slowdown = std::round(tracked.fields.slowdown * 100) / 100;
+  s.since = tracked.since;
+  return s;
 }
 
 ReallocationStep NextReallocationStep(bool enabled, api::JobPhase phase, const std::optional<JobSnapshot>& snapshot,

@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <utility>
 
 #include "star/core/api/types.h"
 #include "star/operator/control_loop.h"
@@ -25,10 +24,15 @@ EventSpec EventOfLoopEvent(const TimelineEvent& e);
 // straggler): the job is reconciled again.
 bool CallsForReallocation(const TimelineEvent& e);
 
-// Follows stragglers through the loop's events for status: worker -> (the latest
-// straggler detail, when it started by `now`); a recovery removes the worker.
-void TrackStragglers(const TimelineEvent& e, std::map<int, std::pair<std::string, std::string>>* straggling,
+// Follows stragglers through the loop's events for status: a straggler event records the
+// worker's classification (when it started straggling: `now` at its first event); a
+// recovery removes the worker.
+void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* straggling,
                      const std::function<std::string()>& now);
+
+// The status entry of a straggling worker: its event's cause, kind and slowdown (rounded
+// to 2 decimals, as the event's detail has it) and since; node is left to the caller.
+api::StragglerStatus StragglerStatusOf(int worker, const TrackedStraggler& tracked);
 
 enum class ReallocationStep { kNone, kUndo, kPlan };
 

@@ -37,6 +37,13 @@ struct JobUpdate {
   int64_t decision_epoch = 0;
 };
 
+// A worker its job's loop flags, as status records it: its latest straggler event's
+// classification and when it started straggling (RFC 3339).
+struct TrackedStraggler {
+  StragglerFields fields;
+  std::string since;
+};
+
 // A job as its loop sees it now (for resource reallocation).
 struct JobSnapshot {
   int workers = 0;
@@ -100,8 +107,7 @@ class JobRegistry {
     int64_t recorded_epoch = 0;  // the newest decision epoch written to status
     int64_t iteration = 0;
     bool dirty = false;
-    // Per worker: the latest straggler event's detail and when it started.
-    std::map<int, std::pair<std::string, std::string>> straggling;
+    std::map<int, TrackedStraggler> straggling;  // by worker, from the timeline
   };
   JobUpdate Build(const std::string& key, Job& job);
 
@@ -120,8 +126,5 @@ inline constexpr const char* kDecisionStatusKeys[] = {"syncMode", "k", "groups",
 // The status fields that record `d` (syncMode, k, groups, workers, decisionEpoch,
 // decisionApplyAtIteration), for a merge patch.
 nlohmann::json DecisionStatus(const api::Decision& d);
-
-// Parses a straggler timeline detail ("cause=compute kind=static slowdown=2.01").
-api::StragglerStatus StragglerFromDetail(int worker, const std::string& detail);
 
 }  // namespace star::op
