@@ -27,8 +27,7 @@ struct ActiveInjection {
   bool applied = false;
   bool lifted = false;
   bool available = true;
-  int proc = -1;             // the neighbor's process handle (InjectorOptions::start_neighbor)
-  bool reallocated = false;  // neighbor capped by a reallocation (reallocation.h)
+  int proc = -1;  // the neighbor's process handle (InjectorOptions::start_neighbor)
 };
 
 struct InjectorOptions {

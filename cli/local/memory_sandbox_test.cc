@@ -186,43 +186,96 @@ TEST(Injector, AFailedWriteIsReturnedNamingTheInjection) {
 
 // ---- reallocation ----
 
-TEST(Reallocation, AComputeStragglersNeighborIsCappedBelowItsShare) {
+// A job of 2 workers behind 1 parameter server; worker 1's slot (2) holds the injected
+// neighbor of `text`, applied at t = 0.
+struct ReallocationRig {
+  explicit ReallocationRig(const std::string& text = "worker=1,neighbor=3,end=30s") {
+    injector = rig.Make({Inject(text)});
+    EXPECT_TRUE(injector->Tick(0).ok());
+    ReallocationContext ctx;
+    ctx.job = "inj";
+    ctx.workers = 2;
+    ctx.servers = 1;
+    ctx.worker_millicores = 1000;
+    ctx.sandbox = rig.sandbox.get();
+    ctx.event = [this](RunEvent e) {
+      rig.events.push_back(e.event + " " + std::to_string(e.worker));
+    };
+    reallocator = std::make_unique<Reallocator>(std::move(ctx));
+  }
+  void Update(int64_t revision, std::vector<op::ResourceNeed> workers, double t = 10) {
+    reallocator->Update({std::move(workers), revision}, t, injector->injections());
+  }
+  std::optional<agent::CpuLimits> neighbor_cpu() const {
+    return rig.host.cpu(rig.sandbox->neighbor_cgroup(2));
+  }
+  size_t writes() const { return rig.host.calls("WriteCpu").size(); }
+
   InjectorRig rig;
-  auto inj = rig.Make({Inject("worker=1,neighbor=3")});
-  ASSERT_TRUE(inj->Tick(0).ok());
-  ReallocationContext ctx;
-  ctx.job = "inj";
-  ctx.workers = 2;
-  ctx.servers = 1;
-  ctx.worker_millicores = 1000;
-  ctx.sandbox = rig.sandbox.get();
-  ctx.event = [&](RunEvent e) { rig.events.push_back(e.event + " " + std::to_string(e.worker)); };
-  Reallocate(ctx, {{1, 4.0}}, 10, inj->injections());
-  const auto cap = rig.host.cpu(rig.sandbox->neighbor_cgroup(2));
+  std::unique_ptr<Injector> injector;
+  std::unique_ptr<Reallocator> reallocator;
+};
+
+constexpr op::ResourceNeed kWorker1Compute{1, api::StragglerCause::kCompute, 4.0};
+
+TEST(Reallocation, AComputeNeedCapsTheNeighborBelowItsShareOncePerRevision) {
+  ReallocationRig r;
+  r.Update(1, {kWorker1Compute});
+  const auto cap = r.neighbor_cpu();
   ASSERT_TRUE(cap.has_value());
   EXPECT_GT(cap->quota_us, 0);
   EXPECT_LT(cap->quota_us, QuotaUs(750));  // the neighbor held 750m of the slot's 1000m
-  EXPECT_EQ(rig.events.back(), "reallocate 1");
-  EXPECT_TRUE(inj->injections()[0].reallocated);
-  // Decided once: a second flag writes nothing.
-  const size_t writes = rig.host.calls("WriteCpu").size();
-  Reallocate(ctx, {{1, 4.0}}, 11, inj->injections());
-  EXPECT_EQ(rig.host.calls("WriteCpu").size(), writes);
+  EXPECT_EQ(cap->weight, 300);
+  EXPECT_EQ(r.rig.events.back(), "reallocate 1");
+  const size_t writes = r.writes();
+  r.Update(1, {kWorker1Compute});  // the same revision: nothing to do
+  r.Update(2, {{0, api::StragglerCause::kCompute, 3.0}, kWorker1Compute});  // worker 1 unchanged
+  EXPECT_EQ(r.writes(), writes);
+  EXPECT_EQ(r.rig.events.back(), "reallocate 1");
 }
 
-TEST(Reallocation, AWorkerWithoutAnInjectedNeighborChangesNothing) {
-  InjectorRig rig;
-  auto inj = rig.Make({Inject("worker=1,neighbor=3")});
-  ASSERT_TRUE(inj->Tick(0).ok());
-  const size_t writes = rig.host.calls("WriteCpu").size();
-  ReallocationContext ctx;
-  ctx.workers = 2;
-  ctx.servers = 1;
-  ctx.worker_millicores = 1000;
-  ctx.sandbox = rig.sandbox.get();
-  ctx.event = [](RunEvent) {};
-  Reallocate(ctx, {{0, 4.0}}, 10, inj->injections());
-  EXPECT_EQ(rig.host.calls("WriteCpu").size(), writes);
+TEST(Reallocation, TheNeighborsGuaranteeIsKept) {
+  ReallocationRig r("worker=1,neighbor=3,guarantee=0.6");
+  r.Update(1, {kWorker1Compute});
+  const auto cap = r.neighbor_cpu();
+  ASSERT_TRUE(cap.has_value());
+  ASSERT_EQ(r.rig.events.back(), "reallocate 1");
+  EXPECT_GE(cap->quota_us, QuotaUs(600));
+  EXPECT_LT(cap->quota_us, QuotaUs(750));
+}
+
+TEST(Reallocation, TheNeedGoneGivesTheNeighborItsCpuBack) {
+  ReallocationRig r;
+  r.Update(1, {kWorker1Compute});
+  ASSERT_NE(r.neighbor_cpu()->quota_us, -1);
+  r.Update(2, {});
+  EXPECT_EQ(r.neighbor_cpu(), (agent::CpuLimits{-1, kCfsPeriodUs, 300}));
+  EXPECT_EQ(r.rig.events.back(), "reallocate_undone 1");
+  // Back in the request later: capped again.
+  r.Update(3, {kWorker1Compute});
+  EXPECT_NE(r.neighbor_cpu()->quota_us, -1);
+  EXPECT_EQ(r.rig.events.back(), "reallocate 1");
+}
+
+TEST(Reallocation, NoComputeNeedBesideANeighborWritesNothing) {
+  ReallocationRig r;
+  const size_t writes = r.writes();
+  r.Update(0, {});
+  r.Update(1, {{0, api::StragglerCause::kCompute, 4.0}});  // worker 0 has no neighbor
+  r.Update(2, {{1, api::StragglerCause::kCommunication, 4.0}});  // a neighbor holds no bandwidth
+  r.Update(3, {});
+  EXPECT_EQ(r.writes(), writes);
+  EXPECT_EQ(r.rig.events, (std::vector<std::string>{"inject 1"}));
+}
+
+TEST(Reallocation, ALiftedNeighborIsNotUncappedAgain) {
+  ReallocationRig r;
+  r.Update(1, {kWorker1Compute});
+  ASSERT_TRUE(r.injector->Tick(30).ok());  // the lift writes the neighbor's cgroup itself
+  const size_t writes = r.writes();
+  r.Update(2, {});
+  EXPECT_EQ(r.writes(), writes);
+  EXPECT_EQ(r.rig.events.back(), "lift 1");
 }
 
 // ---- cgroup version ----

@@ -1,18 +1,21 @@
 // Resource reallocation in `star local` (policy auto with
-// spec.mitigation.resourceReallocation.enabled): takes CPU from an injected neighbor for
-// a worker the control loop flags as a compute straggler, as resources::PlanReallocation
-// (core) plans it; see runtime.h for the rule.
+// spec.mitigation.resourceReallocation.enabled): acts on the control loop's request
+// (op::ResourceNeeds, resource_needs.h) by the operator's rule, so that both runtimes
+// make the same reallocation decisions from the same reports. The only co-located load
+// local mode knows is an injected neighbor, so it is the only one that gives CPU.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "local/injector.h"
 #include "local/run_event.h"
 #include "local/sandbox.h"
+#include "star/operator/resource_needs.h"
 
 namespace star::local {
 
@@ -22,18 +25,50 @@ struct ReallocationContext {
   int servers = 0;               // parameter servers (the first slots)
   int64_t worker_millicores = 0; // a worker slot's CPU capacity
   Sandbox* sandbox = nullptr;    // required: the neighbor caps go through its Host
-  // Records "reallocate" and "reallocate_skipped" (worker: the straggler). Required.
+  // Records "reallocate", "reallocate_skipped" and "reallocate_undone" (worker: the one
+  // that needs resources). Required.
   RunEventSink event;
   std::function<void(const std::string&)> notice;  // optional
 };
 
-// For each (worker, slowdown) in `compute_stragglers`, decides once per applied, not yet
-// lifted neighbor injection of that worker whether to cap the neighbor's cgroup at the
-// planned allocation (marking it reallocated either way), and writes the cap when the
-// job's sync loss exceeds the neighbor's imposed slowdown. `t` is the run time of the
-// events. Failures of the planner or the write are noticed, not returned.
-void Reallocate(const ReallocationContext& ctx,
-                const std::vector<std::pair<int, double>>& compute_stragglers, double t,
-                std::vector<ActiveInjection>& injections);
+// Acts on a job's resource request each time its revision changes (nothing otherwise),
+// for every applied, not yet lifted neighbor injection:
+// * its worker is listed with a compute need it was not yet decided for: plans with
+//   resources::PlanReallocation (core), taking CPU from the neighbor for the worker,
+//   never below the neighbor's declared guarantee (nor 100 millicores); when the
+//   worker-seconds the job loses waiting on the worker (n workers x horizon x
+//   (1 - 1/slowdown)) exceed the neighbor's imposed slowdown, caps the neighbor's cgroup
+//   at its planned allocation ("reallocate"), else records "reallocate_skipped";
+// * its worker is no longer listed with a compute need and the neighbor is capped: gives
+//   the neighbor its CPU back, the uncapped weighted share it had when injected
+//   ("reallocate_undone").
+// Communication needs are not planned (a neighbor holds CPU, not bandwidth). Lifting an
+// injection removes its cap (Injector). Failed plans or writes are noticed, not
+// returned; a failed undo is tried again at the next revision. Not thread-safe.
+class Reallocator {
+ public:
+  explicit Reallocator(ReallocationContext ctx) : ctx_(std::move(ctx)) {}
+
+  // `injections` is the Injector's list (the same one at every call); `t` the run time
+  // of the events.
+  void Update(const op::ResourceNeeds& needs, double t,
+              const std::vector<ActiveInjection>& injections);
+
+  // The revision last acted on (0 before any).
+  int64_t revision() const { return revision_; }
+
+ private:
+  struct NeighborState {
+    std::optional<op::ResourceNeed> decided;  // the need last planned for
+    int64_t capped_millicores = -1;           // the cap written; -1 when uncapped
+  };
+  void UpdateOne(const std::optional<op::ResourceNeed>& need, double t,
+                 const ActiveInjection& a, NeighborState& state);
+  void Undo(double t, const ActiveInjection& a, NeighborState& state);
+
+  ReallocationContext ctx_;
+  int64_t revision_ = 0;
+  std::map<size_t, NeighborState> neighbors_;  // by index in the injections
+};
 
 }  // namespace star::local

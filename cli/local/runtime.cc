@@ -78,6 +78,7 @@ class Runner {
   std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<Supervisor> procs_;
   std::unique_ptr<Injector> injector_;
+  std::unique_ptr<Reallocator> reallocator_;  // null unless policy auto reallocates
   std::unique_ptr<shim::StoreServer> store_;
   std::unique_ptr<report::ReportServer> reports_;
   std::string token_;
@@ -146,7 +147,7 @@ Status Runner::SetupJob() {
 }
 
 // The sandbox (with network namespaces when it can have them), its slots' CPU quotas,
-// the process supervisor and the injector.
+// the process supervisor, the injector and (policy auto) the reallocator.
 Status Runner::SetupSandbox() {
   SandboxOptions so;
   so.name = o_.job.job.metadata.name;
@@ -171,6 +172,17 @@ Status Runner::SetupSandbox() {
   io.event = [this](RunEvent e) { AddEvent(std::move(e)); };
   io.notice = o_.notice;
   injector_ = std::make_unique<Injector>(io, o_.injections);
+  if (spec_.mitigation.resource_reallocation.enabled && policy_ == Policy::kAuto) {
+    ReallocationContext rc;
+    rc.job = o_.job.job.metadata.name;
+    rc.workers = workers_;
+    rc.servers = servers_;
+    rc.worker_millicores = worker_mc_;
+    rc.sandbox = sandbox_.get();
+    rc.event = [this](RunEvent e) { AddEvent(std::move(e)); };
+    rc.notice = o_.notice;
+    reallocator_ = std::make_unique<Reallocator>(std::move(rc));
+  }
 
   Host& host = sandbox_->host();
   for (int s = 0; s < workers_ + servers_; ++s) {
@@ -384,28 +396,16 @@ void Runner::ReadEvaluator(int fd) {
   std::fclose(f);
 }
 
-// Takes CPU from an injected neighbor for a worker the loop flags as a compute straggler
-// (see the file comment of runtime.h).
+// Acts on the loop's resource request when it changed (reallocation.h has the rule).
 void Runner::MaybeReallocate() {
-  if (!spec_.mitigation.resource_reallocation.enabled || policy_ != Policy::kAuto) return;
-  std::vector<std::pair<int, double>> compute_stragglers;  // worker, slowdown
+  if (!reallocator_) return;
+  op::ResourceNeeds needs;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int w : loop_->stragglers()) {
-      const detect::WorkerView v = loop_->straggler_view(w);
-      if (v.cause == api::StragglerCause::kCompute) compute_stragglers.push_back({w, v.slowdown});
-    }
+    if (loop_->resource_needs().revision == reallocator_->revision()) return;
+    needs = loop_->resource_needs();
   }
-  if (compute_stragglers.empty()) return;
-  ReallocationContext ctx;
-  ctx.job = o_.job.job.metadata.name;
-  ctx.workers = workers_;
-  ctx.servers = servers_;
-  ctx.worker_millicores = worker_mc_;
-  ctx.sandbox = sandbox_.get();
-  ctx.event = [this](RunEvent e) { AddEvent(std::move(e)); };
-  ctx.notice = o_.notice;
-  Reallocate(ctx, compute_stragglers, Now(), injector_->injections());
+  reallocator_->Update(needs, Now(), injector_->injections());
 }
 
 void Runner::Progress() {

@@ -19,12 +19,12 @@
 // slot's egress.
 //
 // Resource reallocation (policy auto, spec.mitigation.resourceReallocation.enabled):
-// when the loop flags a compute straggler whose slot holds an injected neighbor, the
-// runtime asks resources::PlanReallocation (core) to take CPU from the neighbor for the
-// worker, never below the neighbor's declared guarantee (nor 100 millicores), and caps
-// the neighbor's cgroup at the planned allocation. It applies the plan when the
-// worker-seconds the job loses by waiting on the straggler (n workers x horizon x
-// (1 - 1/slowdown)) exceed the neighbor's imposed slowdown the planner estimates.
+// by the operator's rule, each time the loop's resource request (resource_needs.h)
+// changes. A worker listed with a compute need whose slot holds an injected neighbor gets
+// CPU from it as resources::PlanReallocation (core) plans it, never below the neighbor's
+// declared guarantee (nor 100 millicores), when that is worth it; the neighbor's cgroup
+// is capped there, and uncapped again when the worker leaves the request
+// (reallocation.h).
 //
 // The run ends when the evaluator first reports test accuracy >= the target (tta), when
 // the workers finish spec.training.maxIterations (or the default budget), on a worker
