@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -213,26 +215,122 @@ StatusOr<StepStats> SyncEngine::Step(std::span<const float> local_grad_sum, int6
   return result;
 }
 
-StatusOr<StepStats> SyncEngine::StepImpl(std::span<const float> grad, int64_t batch) {
-  StepStats stats;
-  const size_t p = params_.size();
-  if (!is_child()) {
-    if (auto it = pending_.find(iteration_); it != pending_.end()) {
-      const api::Decision d = it->second;
-      pending_.erase(it);
-      STAR_RETURN_IF_ERROR(ApplyDecision(&d, stats));
-    }
-  }
-  // [gradient sum (P), batch, gradients summed]; reused across steps (no page faults).
-  std::vector<float>& buf = step_buf_;
+namespace {
+
+// Removes and returns the decision scheduled at `iteration`, if any.
+std::optional<api::Decision> TakePending(std::map<int64_t, api::Decision>& pending,
+                                         int64_t iteration) {
+  auto it = pending.find(iteration);
+  if (it == pending.end()) return std::nullopt;
+  std::optional<api::Decision> d = it->second;
+  pending.erase(it);
+  return d;
+}
+
+// buf = [grad (P), batch, 1] plus what was carried over a switch (then cleared). Reuses
+// buf's storage.
+void PackStep(std::span<const float> grad, int64_t batch, std::vector<float>& carry,
+              std::vector<float>& buf) {
+  const size_t p = grad.size();
   buf.resize(p + 2);
   std::copy(grad.begin(), grad.end(), buf.begin());
   buf[p] = static_cast<float>(batch);
   buf[p + 1] = 1.0f;
-  if (!carry_.empty()) {
-    for (size_t i = 0; i < p + 2; ++i) buf[i] += carry_[i];
-    carry_.clear();
+  if (!carry.empty()) {
+    for (size_t i = 0; i < p + 2; ++i) buf[i] += carry[i];
+    carry.clear();
   }
+}
+
+// [params (P), iteration high, iteration low, switch flag 0]: the fixed-k parent's reply.
+std::vector<float> ParamsMessage(const std::vector<float>& params, int64_t iteration) {
+  const size_t p = params.size();
+  std::vector<float> msg(p + 3);
+  std::copy(params.begin(), params.end(), msg.begin());
+  msg[p] = static_cast<float>(iteration / kHalf);
+  msg[p + 1] = static_cast<float>(iteration % kHalf);
+  return msg;
+}
+
+// Reads a ParamsMessage into `params` and `iteration`; returns its switch flag.
+bool UnpackParams(const std::vector<float>& msg, std::vector<float>& params, int64_t& iteration) {
+  const size_t p = params.size();
+  std::copy(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(p), params.begin());
+  iteration = static_cast<int64_t>(msg[p]) * kHalf + static_cast<int64_t>(msg[p + 1]);
+  return msg[p + 2] != 0.0f;
+}
+
+// fixed_k parent: adds the children's gradients that arrived to buf and returns their
+// indices (none without an inbox), or the receiver's error.
+template <typename Inbox>
+StatusOr<std::vector<int>> DrainArrivals(Inbox* inbox, std::vector<float>& buf) {
+  std::vector<int> contributors;  // child indices
+  if (inbox == nullptr) return contributors;
+  std::lock_guard<std::mutex> lock(inbox->mu);
+  if (!inbox->error.ok()) return inbox->error;
+  for (auto& [child, msg] : inbox->arrivals) {
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] += msg[i];
+    contributors.push_back(child);
+  }
+  inbox->arrivals.clear();
+  return contributors;
+}
+
+// Sums buf over the step's group (the world in ssgd, else the local group if any). A
+// barrier first, so waiting on slower peers is measured as wait and the all-reduce
+// after it as communication (without it a fast worker's all-reduce time includes the
+// wait, and every worker of a synchronous job looks as slow as its slowest).
+Status SumOverGroup(api::SyncMode mode, Collective& world, Collective* local,
+                    bool measure_wait, std::vector<float>& buf, StepStats& stats) {
+  Collective* sync_group = mode == api::SyncMode::kSsgd ? &world : local;
+  if (measure_wait && sync_group != nullptr && sync_group->size() > 1) {
+    const Clock::time_point tw = Clock::now();
+    STAR_RETURN_IF_ERROR(sync_group->Barrier().WithPrefix(
+        std::string(api::ToString(mode)) + " arrival barrier"));
+    stats.wait_seconds += Since(tw);
+  }
+  const Clock::time_point t0 = Clock::now();
+  if (mode == api::SyncMode::kSsgd) {
+    STAR_RETURN_IF_ERROR(world.AllReduceSum(buf.data(), buf.size()).WithPrefix("ssgd all-reduce"));
+  } else if (local != nullptr) {
+    STAR_RETURN_IF_ERROR(local->AllReduceSum(buf.data(), buf.size())
+                             .WithPrefix(std::string(api::ToString(mode)) + " all-reduce"));
+  }
+  stats.communication_seconds += Since(t0);
+  return Status::Ok();
+}
+
+// fixed_k parent: sends `msg` (a ParamsMessage) to each contributing child, first
+// marking its gradient as answered.
+template <typename Inbox>
+Status ReplyToChildren(Inbox& inbox, Collective& world, const std::vector<int>& contributors,
+                       const std::vector<float>& msg) {
+  for (int c : contributors) {
+    {
+      std::lock_guard<std::mutex> lock(inbox.mu);
+      inbox.received[static_cast<size_t>(c)] = false;
+      inbox.cv.notify_all();
+    }
+    STAR_RETURN_IF_ERROR(world.Send(msg.data(), msg.size(), inbox.children[static_cast<size_t>(c)],
+                                    kParamsTag)
+                             .WithPrefix("fixed_k parent sending parameters"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<StepStats> SyncEngine::StepImpl(std::span<const float> grad, int64_t batch) {
+  StepStats stats;
+  const size_t p = params_.size();
+  if (!is_child()) {
+    if (const std::optional<api::Decision> d = TakePending(pending_, iteration_)) {
+      STAR_RETURN_IF_ERROR(ApplyDecision(&*d, stats));
+    }
+  }
+  // [gradient sum (P), batch, gradients summed]; reused across steps (no page faults).
+  std::vector<float>& buf = step_buf_;
+  PackStep(grad, batch, carry_, buf);
 
   if (is_child()) {
     Clock::time_point t0 = Clock::now();
@@ -244,16 +342,9 @@ StatusOr<StepStats> SyncEngine::StepImpl(std::span<const float> grad, int64_t ba
     STAR_RETURN_IF_ERROR(world_->Recv(msg.data(), msg.size(), parent_, kParamsTag)
                              .WithPrefix("fixed_k child waiting for parameters"));
     stats.wait_seconds += Since(t0);
-    std::copy(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(p), params_.begin());
-    iteration_ = static_cast<int64_t>(msg[p]) * kHalf + static_cast<int64_t>(msg[p + 1]);
-    if (msg[p + 2] != 0.0f) {
+    if (UnpackParams(msg, params_, iteration_)) {
       // The parent switched at iteration_: so must this worker.
-      auto it = pending_.find(iteration_);
-      std::optional<api::Decision> d;
-      if (it != pending_.end()) {
-        d = it->second;
-        pending_.erase(it);
-      }
+      const std::optional<api::Decision> d = TakePending(pending_, iteration_);
       STAR_RETURN_IF_ERROR(ApplyDecision(d ? &*d : nullptr, stats));
     } else if (!pending_.empty() && pending_.begin()->first < iteration_) {
       return Status::FailedPrecondition(
@@ -264,53 +355,16 @@ StatusOr<StepStats> SyncEngine::StepImpl(std::span<const float> grad, int64_t ba
     return stats;
   }
 
-  std::vector<int> contributors;  // child indices
-  if (inbox_ != nullptr) {
-    std::lock_guard<std::mutex> lock(inbox_->mu);
-    if (!inbox_->error.ok()) return inbox_->error;
-    for (auto& [child, msg] : inbox_->arrivals) {
-      for (size_t i = 0; i < p + 2; ++i) buf[i] += msg[i];
-      contributors.push_back(child);
-    }
-    inbox_->arrivals.clear();
-  }
-  // A barrier first, so waiting on slower peers is measured as wait and the all-reduce
-  // after it as communication (without it a fast worker's all-reduce time includes the
-  // wait, and every worker of a synchronous job looks as slow as its slowest).
-  Collective* sync_group = mode_ == api::SyncMode::kSsgd ? world_.get() : local_.get();
-  if (options_.measure_wait && sync_group != nullptr && sync_group->size() > 1) {
-    const Clock::time_point tw = Clock::now();
-    STAR_RETURN_IF_ERROR(sync_group->Barrier().WithPrefix(
-        std::string(api::ToString(mode_)) + " arrival barrier"));
-    stats.wait_seconds += Since(tw);
-  }
-  const Clock::time_point t0 = Clock::now();
-  if (mode_ == api::SyncMode::kSsgd) {
-    STAR_RETURN_IF_ERROR(world_->AllReduceSum(buf.data(), buf.size()).WithPrefix("ssgd all-reduce"));
-  } else if (local_ != nullptr) {
-    STAR_RETURN_IF_ERROR(local_->AllReduceSum(buf.data(), buf.size())
-                             .WithPrefix(std::string(api::ToString(mode_)) + " all-reduce"));
-  }
-  stats.communication_seconds += Since(t0);
+  STAR_ASSIGN_OR_RETURN(const std::vector<int> contributors, DrainArrivals(inbox_.get(), buf));
+  STAR_RETURN_IF_ERROR(
+      SumOverGroup(mode_, *world_, local_.get(), options_.measure_wait, buf, stats));
   Update(buf, stats);
   ++iteration_;
 
   if (!contributors.empty()) {
     const Clock::time_point t1 = Clock::now();
-    std::vector<float> msg(p + 3);
-    std::copy(params_.begin(), params_.end(), msg.begin());
-    msg[p] = static_cast<float>(iteration_ / kHalf);
-    msg[p + 1] = static_cast<float>(iteration_ % kHalf);
-    for (int c : contributors) {
-      {
-        std::lock_guard<std::mutex> lock(inbox_->mu);
-        inbox_->received[static_cast<size_t>(c)] = false;
-        inbox_->cv.notify_all();
-      }
-      STAR_RETURN_IF_ERROR(world_->Send(msg.data(), msg.size(), inbox_->children[static_cast<size_t>(c)],
-                                        kParamsTag)
-                               .WithPrefix("fixed_k parent sending parameters"));
-    }
+    STAR_RETURN_IF_ERROR(
+        ReplyToChildren(*inbox_, *world_, contributors, ParamsMessage(params_, iteration_)));
     stats.communication_seconds += Since(t1);
   }
   stats.iteration = iteration_;
