@@ -6,6 +6,7 @@
 // 130 `star local` interrupted.
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -90,6 +91,97 @@ int RunPlanBatches(const std::string& input) {
   return std::cout ? 0 : kExitFailure;
 }
 
+// What the subcommands' flags are parsed into.
+struct Args {
+  DetectArgs detect;
+  std::string select_input;
+  std::string plan_input;
+  star::local::LocalArgs local;
+  int busy_threads = 1;
+  double busy_seconds = 60;
+};
+
+CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
+  auto* detect = app.add_subcommand(
+      "detect", "Replay an iteration trace through the straggler detector; prints one JSON "
+                "object per state change");
+  detect->add_option("--trace", args.trace,
+                     "CSV: iteration,worker,compute_seconds,communication_seconds")
+      ->required();
+  detect->add_option("--rule", args.rule, "mad (default) | relative | star | change_point");
+  detect->add_option("--window", args.window, "iterations in the sliding window (default: rule's)");
+  detect->add_option("--threshold", args.threshold, "rule threshold (default: rule's)");
+  return detect;
+}
+
+CLI::App* AddSelect(CLI::App& app, std::string& input) {
+  auto* select = app.add_subcommand(
+      "select", "Choose the synchronization mode (ssgd, fixed_k, groups, asgd) for given worker times");
+  select->add_option("--input", input,
+                     "JSON {architecture, batch_per_worker, noise_scale, iteration_seconds}; - for stdin")
+      ->required();
+  return select;
+}
+
+CLI::App* AddPlanBatches(CLI::App& app, std::string& input) {
+  auto* plan = app.add_subcommand(
+      "plan-batches", "Split a global batch across workers to minimise the slowest iteration (BOA)");
+  plan->add_option("--input", input,
+                   "JSON {global_batch, min_batch, workers:[{alpha, beta}]}; - for stdin")
+      ->required();
+  return plan;
+}
+
+CLI::App* AddLocal(CLI::App& app, star::local::LocalArgs& args) {
+  auto* local = app.add_subcommand(
+      "local", "Run a TrainingJob manifest on this machine: real worker processes in their own "
+               "cgroups and network namespaces, injected contention, the STAR control loop");
+  local->add_option("JOB.yaml", args.manifest, "TrainingJob manifest (YAML or JSON)")
+      ->required();
+  local->add_option("--policy", args.policy,
+                    "auto | ssgd | asgd | fixed-k | groups | amp | boa (default: the manifest's)");
+  local->add_option("--inject", args.injects,
+                    "worker=W,cpu=F | neighbor=N[,guarantee=C] | bandwidth=RATE | delay=D "
+                    "[,start=DUR][,end=DUR] (repeatable)");
+  local->add_option("--report", args.report, "write the full JSON report here");
+  local->add_option("--plot", args.plot, "draw iteration times, events and accuracy (PNG)");
+  local->add_option("--timeout", args.timeout, "bound on the whole run (default 30m)");
+  local->add_option("--log-dir", args.log_dir,
+                    "keep the processes' logs here (default: a temporary directory, removed "
+                    "unless the run fails)");
+  local->add_flag("--no-network", args.no_network,
+                  "no network namespaces: workers share loopback (bandwidth and delay "
+                  "injections unavailable)");
+  local->add_flag("--quiet", args.quiet, "no progress output");
+  return local;
+}
+
+CLI::App* AddBusy(CLI::App& app, int& threads, double& seconds) {
+  auto* busy = app.add_subcommand("busy", "Spin N threads for S seconds (a co-located neighbor)");
+  busy->group("");  // internal: started by `star local`
+  busy->add_option("--threads", threads)->check(CLI::Range(1, 256));
+  busy->add_option("--seconds", seconds)->check(CLI::Range(0.0, 86400.0));
+  return busy;
+}
+
+// Parses argv into the app; returns the exit status when the process stops here (help,
+// version, or bad usage: 2), else nullopt.
+std::optional<int> Parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "star: " << e.what() << "\n" << "Run 'star --help' for usage.\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 }  // namespace star::cli
 
@@ -103,77 +195,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
 
-  DetectArgs detect_args;
-  auto* detect = app.add_subcommand(
-      "detect", "Replay an iteration trace through the straggler detector; prints one JSON "
-                "object per state change");
-  detect->add_option("--trace", detect_args.trace,
-                     "CSV: iteration,worker,compute_seconds,communication_seconds")
-      ->required();
-  detect->add_option("--rule", detect_args.rule, "mad (default) | relative | star | change_point");
-  detect->add_option("--window", detect_args.window, "iterations in the sliding window (default: rule's)");
-  detect->add_option("--threshold", detect_args.threshold, "rule threshold (default: rule's)");
+  Args args;
+  const CLI::App* detect = AddDetect(app, args.detect);
+  const CLI::App* select = AddSelect(app, args.select_input);
+  const CLI::App* plan = AddPlanBatches(app, args.plan_input);
+  const CLI::App* local = AddLocal(app, args.local);
+  const CLI::App* busy = AddBusy(app, args.busy_threads, args.busy_seconds);
+  if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
 
-  std::string select_input;
-  auto* select = app.add_subcommand(
-      "select", "Choose the synchronization mode (ssgd, fixed_k, groups, asgd) for given worker times");
-  select->add_option("--input", select_input,
-                     "JSON {architecture, batch_per_worker, noise_scale, iteration_seconds}; - for stdin")
-      ->required();
-
-  std::string plan_input;
-  auto* plan = app.add_subcommand(
-      "plan-batches", "Split a global batch across workers to minimise the slowest iteration (BOA)");
-  plan->add_option("--input", plan_input,
-                   "JSON {global_batch, min_batch, workers:[{alpha, beta}]}; - for stdin")
-      ->required();
-
-  star::local::LocalArgs local_args;
-  auto* local = app.add_subcommand(
-      "local", "Run a TrainingJob manifest on this machine: real worker processes in their own "
-               "cgroups and network namespaces, injected contention, the STAR control loop");
-  local->add_option("JOB.yaml", local_args.manifest, "TrainingJob manifest (YAML or JSON)")
-      ->required();
-  local->add_option("--policy", local_args.policy,
-                    "auto | ssgd | asgd | fixed-k | groups | amp | boa (default: the manifest's)");
-  local->add_option("--inject", local_args.injects,
-                    "worker=W,cpu=F | neighbor=N[,guarantee=C] | bandwidth=RATE | delay=D "
-                    "[,start=DUR][,end=DUR] (repeatable)");
-  local->add_option("--report", local_args.report, "write the full JSON report here");
-  local->add_option("--plot", local_args.plot, "draw iteration times, events and accuracy (PNG)");
-  local->add_option("--timeout", local_args.timeout, "bound on the whole run (default 30m)");
-  local->add_option("--log-dir", local_args.log_dir,
-                    "keep the processes' logs here (default: a temporary directory, removed "
-                    "unless the run fails)");
-  local->add_flag("--no-network", local_args.no_network,
-                  "no network namespaces: workers share loopback (bandwidth and delay "
-                  "injections unavailable)");
-  local->add_flag("--quiet", local_args.quiet, "no progress output");
-
-  int busy_threads = 1;
-  double busy_seconds = 60;
-  auto* busy = app.add_subcommand("busy", "Spin N threads for S seconds (a co-located neighbor)");
-  busy->group("");  // internal: started by `star local`
-  busy->add_option("--threads", busy_threads)->check(CLI::Range(1, 256));
-  busy->add_option("--seconds", busy_seconds)->check(CLI::Range(0.0, 86400.0));
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "star: " << e.what() << "\n" << "Run 'star --help' for usage.\n";
-    return 2;
-  }
-
-  if (*detect) return RunDetect(detect_args);
-  if (*select) return RunSelect(select_input);
-  if (*plan) return RunPlanBatches(plan_input);
-  if (*local) return star::local::RunLocalCommand(local_args);
-  if (*busy) return star::local::RunBusy(busy_threads, busy_seconds);
+  if (*detect) return RunDetect(args.detect);
+  if (*select) return RunSelect(args.select_input);
+  if (*plan) return RunPlanBatches(args.plan_input);
+  if (*local) return star::local::RunLocalCommand(args.local);
+  if (*busy) return star::local::RunBusy(args.busy_threads, args.busy_seconds);
   return 2;
 }
