@@ -43,13 +43,6 @@ std::string ModeDetail(const ModeFields& m) {
   return os.str();
 }
 
-// Fills the derived strings of an event whose typed fields are set.
-TimelineEvent Finish(TimelineEvent e) {
-  e.event = std::string(EventName(e.kind));
-  e.detail = EventDetail(e);
-  return e;
-}
-
 }  // namespace
 
 std::string_view EventName(EventKind kind) {
@@ -79,27 +72,27 @@ std::string EventDetail(const TimelineEvent& e) {
 TimelineEvent MakeStragglerEvent(double t, int worker, StragglerFields fields) {
   TimelineEvent e{.t = t, .worker = worker, .kind = EventKind::kStraggler};
   e.straggler = fields;
-  return Finish(std::move(e));
+  return e;
 }
 
 TimelineEvent MakeRecoveredEvent(double t, int worker) {
-  return Finish({.t = t, .worker = worker, .kind = EventKind::kRecovered});
+  return {.t = t, .worker = worker, .kind = EventKind::kRecovered};
 }
 
 TimelineEvent MakeModeEvent(double t, ModeFields fields) {
   TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kMode};
   e.mode = std::move(fields);
-  return Finish(std::move(e));
+  return e;
 }
 
 TimelineEvent MakeAmpEvent(double t, int worker, bool on) {
-  return Finish({.t = t, .worker = worker, .kind = on ? EventKind::kAmpOn : EventKind::kAmpOff});
+  return {.t = t, .worker = worker, .kind = on ? EventKind::kAmpOn : EventKind::kAmpOff};
 }
 
 TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches) {
   TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kBatches};
   e.batches = std::move(batches);
-  return Finish(std::move(e));
+  return e;
 }
 
 }  // namespace star::op

@@ -11,48 +11,48 @@ TEST(TimelineEvent, StragglerRendersCauseKindAndSlowdownToTwoDecimals) {
   const TimelineEvent e = MakeStragglerEvent(
       12.5, 2, {api::StragglerCause::kCompute, api::StragglerKind::kStatic, 2.0149});
   EXPECT_EQ(e.kind, EventKind::kStraggler);
-  EXPECT_EQ(e.event, "straggler");
+  EXPECT_EQ(EventName(e.kind), "straggler");
   EXPECT_EQ(e.worker, 2);
   EXPECT_EQ(e.t, 12.5);
-  EXPECT_EQ(e.detail, "cause=compute kind=static slowdown=2.01");
+  EXPECT_EQ(EventDetail(e), "cause=compute kind=static slowdown=2.01");
   EXPECT_EQ(e.straggler.slowdown, 2.0149) << "the typed slowdown is not rounded";
   const TimelineEvent c = MakeStragglerEvent(
       1, 0, {api::StragglerCause::kCommunication, api::StragglerKind::kDynamic, 3});
-  EXPECT_EQ(c.detail, "cause=communication kind=dynamic slowdown=3");
+  EXPECT_EQ(EventDetail(c), "cause=communication kind=dynamic slowdown=3");
 }
 
 TEST(TimelineEvent, RecoveredAndAmpEventsHaveNoDetail) {
-  EXPECT_EQ(MakeRecoveredEvent(1, 3).event, "recovered");
-  EXPECT_EQ(MakeAmpEvent(1, 3, true).event, "amp_on");
-  EXPECT_EQ(MakeAmpEvent(1, 3, false).event, "amp_off");
+  EXPECT_EQ(EventName(MakeRecoveredEvent(1, 3).kind), "recovered");
+  EXPECT_EQ(EventName(MakeAmpEvent(1, 3, true).kind), "amp_on");
+  EXPECT_EQ(EventName(MakeAmpEvent(1, 3, false).kind), "amp_off");
   EXPECT_EQ(MakeAmpEvent(1, 3, false).kind, EventKind::kAmpOff);
   for (const TimelineEvent& e : {MakeRecoveredEvent(1, 3), MakeAmpEvent(1, 3, true)}) {
-    EXPECT_EQ(e.detail, "");
+    EXPECT_EQ(EventDetail(e), "");
     EXPECT_EQ(e.worker, 3);
   }
 }
 
 TEST(TimelineEvent, ModeRendersKAndGroupsOnlyForFixedKAndGroups) {
-  EXPECT_EQ(MakeModeEvent(1, {api::SyncMode::kSsgd, 4, {}}).detail, "ssgd k=4");
-  EXPECT_EQ(MakeModeEvent(1, {api::SyncMode::kAsgd, 1, {}}).detail, "asgd k=1");
-  EXPECT_EQ(MakeModeEvent(1, {api::SyncMode::kFixedK, 3, {{0, 1, 3, 2}}}).detail,
+  EXPECT_EQ(EventDetail(MakeModeEvent(1, {api::SyncMode::kSsgd, 4, {}})), "ssgd k=4");
+  EXPECT_EQ(EventDetail(MakeModeEvent(1, {api::SyncMode::kAsgd, 1, {}})), "asgd k=1");
+  EXPECT_EQ(EventDetail(MakeModeEvent(1, {api::SyncMode::kFixedK, 3, {{0, 1, 3, 2}}})),
             "fixed_k k=3 [[0,1,3,2]]");
   const TimelineEvent g = MakeModeEvent(1, {api::SyncMode::kGroups, 4, {{0, 1}, {2}}});
-  EXPECT_EQ(g.detail, "groups k=4 [[0,1],[2]]");
-  EXPECT_EQ(g.event, "mode");
+  EXPECT_EQ(EventDetail(g), "groups k=4 [[0,1],[2]]");
+  EXPECT_EQ(EventName(g.kind), "mode");
   EXPECT_EQ(g.worker, -1);
   EXPECT_EQ(g.mode.groups, (std::vector<std::vector<int>>{{0, 1}, {2}}));
 }
 
 TEST(TimelineEvent, BatchesRenderAsAList) {
   const TimelineEvent e = MakeBatchesEvent(1, {32, 32, 16, 48});
-  EXPECT_EQ(e.event, "batches");
+  EXPECT_EQ(EventName(e.kind), "batches");
   EXPECT_EQ(e.worker, -1);
-  EXPECT_EQ(e.detail, "[32,32,16,48]");
+  EXPECT_EQ(EventDetail(e), "[32,32,16,48]");
   EXPECT_EQ(e.batches, (std::vector<int64_t>{32, 32, 16, 48}));
 }
 
-TEST(TimelineEvent, DerivedStringsFollowTheTypedFields) {
+TEST(TimelineEvent, EveryKindHasANameAndOnlyItsFieldsMakeADetail) {
   for (EventKind k : {EventKind::kStraggler, EventKind::kRecovered, EventKind::kMode,
                       EventKind::kAmpOn, EventKind::kAmpOff, EventKind::kBatches}) {
     TimelineEvent e;

@@ -36,16 +36,11 @@ struct ModeFields {
 };
 
 // One change, at the time_seconds of the report that caused it. worker is -1 for
-// job-wide events (mode, batches). Only the fields of `kind` are meaningful.
-//
-// `event` and `detail` are DERIVED (EventName(kind) and EventDetail(*this)), kept filled
-// while consumers move to the typed fields; they will be removed. Build events with the
-// Make*Event functions below so both stay consistent.
+// job-wide events (mode, batches). Only the fields of `kind` are meaningful; the report
+// strings are EventName(kind) and EventDetail(event).
 struct TimelineEvent {
   double t = 0;
-  std::string event{};  // derived, to be removed: EventName(kind)
   int worker = -1;
-  std::string detail{};  // derived, to be removed: EventDetail(*this)
   EventKind kind = EventKind::kStraggler;
   StragglerFields straggler{};     // kStraggler
   ModeFields mode{};               // kMode
