@@ -17,6 +17,9 @@ set(STAR_LAYER_ALLOWED_shim core report)
 set(STAR_LAYER_ALLOWED_agent core kube)
 set(STAR_LAYER_ALLOWED_operator core kube report)
 set(STAR_LAYER_ALLOWED_cli core kube report shim agent operator)
+# Targets some targets must not reach even where their components may: `star local`
+# runs the operator's control loop, never its Kubernetes half.
+set(STAR_LAYER_DENY_star_local star_operator_reconciler star_kube)
 
 # The component of a target name, or "" for targets outside the house (libraries, tests).
 function(star_layer_of target out)
@@ -64,24 +67,28 @@ function(star_layer_direct_links target out)
   set(${out} "${_result}" PARENT_SCOPE)
 endfunction()
 
-# Fails configuring when a project target of `component`, starting at `target`, reaches
-# a component that `component` may not link. `path` is how it got here.
-function(star_layer_walk component target path)
+# Fails configuring when `root`, a target of `component`, reaches (through `target`) a
+# component that `component` may not link, or a target on root's deny list. `path` is
+# how it got here.
+function(star_layer_walk component root target path)
   star_layer_direct_links(${target} _deps)
   foreach(_dep IN LISTS _deps)
-    get_property(_seen GLOBAL PROPERTY STAR_LAYER_SEEN_${component}_${_dep})
+    get_property(_seen GLOBAL PROPERTY STAR_LAYER_SEEN_${root}_${_dep})
     if(_seen)
       continue()
     endif()
-    set_property(GLOBAL PROPERTY STAR_LAYER_SEEN_${component}_${_dep} TRUE)
+    set_property(GLOBAL PROPERTY STAR_LAYER_SEEN_${root}_${_dep} TRUE)
     star_layer_of(${_dep} _dep_layer)
+    if(_dep IN_LIST STAR_LAYER_DENY_${root})
+      message(FATAL_ERROR "Layering: ${path} -> ${_dep}: ${root} must not link ${_dep}")
+    endif()
     if(_dep_layer AND NOT _dep_layer STREQUAL component AND
        NOT _dep_layer IN_LIST STAR_LAYER_ALLOWED_${component})
       message(FATAL_ERROR "Layering: ${path} -> ${_dep}: ${component} must not link "
                           "${_dep_layer} (ARCHITECTURE.md: core <- kube, report <- shim, "
                           "agent, operator <- cli)")
     endif()
-    star_layer_walk(${component} ${_dep} "${path} -> ${_dep}")
+    star_layer_walk(${component} ${root} ${_dep} "${path} -> ${_dep}")
   endforeach()
 endfunction()
 
@@ -101,7 +108,7 @@ function(star_check_layers)
     star_layer_of(${_target} _layer)
     get_target_property(_type ${_target} TYPE)
     if(_layer AND _type MATCHES "LIBRARY")
-      star_layer_walk(${_layer} ${_target} ${_target})
+      star_layer_walk(${_layer} ${_target} ${_target} ${_target})
       math(EXPR _checked "${_checked} + 1")
     endif()
   endforeach()
