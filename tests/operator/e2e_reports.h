@@ -27,9 +27,10 @@ inline std::string ReallocJob(const std::string& name, int workers, const std::s
          "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
 }
 
-// What the workers of a job report: `iterations` rounds of every worker 0..workers-1,
-// compute 0.1 s times lognormal noise (sigma), `slow_worker` `slowdown` times slower
-// from iteration `slow_from`; communication 0.01 s. Deterministic (seed).
+// What the workers of a job report: `iterations` rounds of every worker 0..workers-1
+// from iteration `first_iteration`, compute 0.1 s times lognormal noise (sigma),
+// `slow_worker` `slowdown` times slower from iteration `slow_from`; communication
+// 0.01 s. Deterministic (seed).
 struct StragglerReports {
   std::string job;  // "<namespace>/<name>"
   int workers = 4;
@@ -39,6 +40,7 @@ struct StragglerReports {
   double slowdown = 4;
   uint64_t seed = 7;
   double sigma = 0.05;
+  int first_iteration = 1;
 };
 
 // Sends `r` to `report_url` with `token`; *last (if not null) gets the newest decision
@@ -55,7 +57,7 @@ inline void SendReports(const std::string& report_url, const std::string& token,
   api::WorkerReport rep;
   rep.job = r.job;
   rep.local_batch = 64;
-  for (int it = 1; it <= r.iterations; ++it) {
+  for (int it = r.first_iteration; it < r.first_iteration + r.iterations; ++it) {
     for (int w = 0; w < r.workers; ++w) {
       rep.worker = w;
       rep.iteration = it;
@@ -73,6 +75,12 @@ inline void SendReports(const std::string& report_url, const std::string& token,
 // iteration 30 (with some noise: identical times leave the detector no spread to judge by).
 inline void SendSlowWorkerZeroReports(const std::string& report_url, const std::string& token) {
   SendReports(report_url, token, {"default/fm", 4, 150, 0, 30, 3.0, 11, 0.03});
+}
+
+// After SendSlowWorkerZeroReports: 100 more iterations in which worker 0 is as fast as
+// the others again.
+inline void SendWorkerZeroRecoveredReports(const std::string& report_url, const std::string& token) {
+  SendReports(report_url, token, {"default/fm", 4, 100, 0, 1000, 1.0, 12, 0.03, 151});
 }
 
 }  // namespace star::op::e2e

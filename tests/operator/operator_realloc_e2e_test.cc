@@ -43,11 +43,14 @@ class ReallocationE2eTest : public e2e::OperatorTest {
     return e.is_object() ? e["cpu"]["quotaMillicores"].get<int64_t>() : -1;
   }
 
-  bool HasEvent(const std::string& job, const std::string& reason) {
+  bool HasEvent(const std::string& job, const std::string& reason, const std::string& message_part = "") {
     json events = GetJson({"get", "events"});
     if (!events.is_object()) return false;
     for (const json& e : events["items"]) {
-      if (e.value("reason", "") == reason && e["involvedObject"]["name"] == job) return true;
+      if (e.value("reason", "") == reason && e["involvedObject"]["name"] == job &&
+          e.value("message", "").find(message_part) != std::string::npos) {
+        return true;
+      }
     }
     return false;
   }
@@ -76,6 +79,7 @@ class ReallocationE2eTest : public e2e::OperatorTest {
     e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
   }
 
+  bool HasPlan() { return GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation); }
 };
 
 TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilItsJobIsDeleted) {
@@ -84,14 +88,12 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   ASSERT_TRUE(Eventually([&] { return Quota("node-0", "fm-worker-0") == 1000 && Quota("node-0", "nb-worker-0") == 2000; }))
       << ReadFile(dir_.path() + "/operator.log");
   SendReports();
-  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("syncMode", "ssgd") != "ssgd"; }))
-      << GetJson({"get", "tj", "fm"})["status"].dump(2);
 
-  // The plan: written on the job first, then into node-0's NodeAllocation. fm's worker 0
+  // fm's loop asks for resources for worker 0 (it needs no mode change for that). The
+  // plan: written on the job first, then into node-0's NodeAllocation. fm's worker 0
   // gets about 1.8 CPUs more: 1 free, the rest from nb (not below its 100m floor).
   ASSERT_TRUE(Eventually([&] {
-    return GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation) &&
-           Quota("node-0", "fm-worker-0") > 1000 && Quota("node-0", "nb-worker-0") < 2000;
+    return HasPlan() && Quota("node-0", "fm-worker-0") > 1000 && Quota("node-0", "nb-worker-0") < 2000;
   })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
   const int64_t fm0 = Quota("node-0", "fm-worker-0"), nb0 = Quota("node-0", "nb-worker-0");
   EXPECT_GE(nb0, 100);
@@ -109,8 +111,8 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   StartOperator();
   SetPodPhase("fm-worker-1", "Failed");
   ASSERT_TRUE(Eventually([&] {
-    return !GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation) &&
-           Quota("node-0", "nb-worker-0") == 2000 && HasEvent("fm", "ReallocationUndone");
+    return !HasPlan() && Quota("node-0", "nb-worker-0") == 2000 &&
+           HasEvent("fm", "ReallocationUndone", "job not running");
   })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
 
   // A deleted job leaves no entry behind.
@@ -118,6 +120,23 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   ASSERT_TRUE(Eventually([&] {
     return Quota("node-0", "nb-worker-0") == 2000 && Entry("node-0", "fm-worker-0").is_null();
   })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
+}
+
+TEST_F(ReallocationE2eTest, APlanIsUndoneWhenNoWorkerNeedsResourcesAnyMoreWhileTheJobRuns) {
+  StartJobs("4", "500m", "2");
+  SendReports();
+  ASSERT_TRUE(Eventually([&] { return HasPlan() && Quota("node-0", "nb-worker-0") < 2000; }))
+      << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
+
+  // Worker 0 is fast again: once the detector clears it and the loop's hysteresis has
+  // passed, fm's request is empty and everything is given back, fm still Running.
+  e2e::SendWorkerZeroRecoveredReports(report_url_, Token("fm"));
+  ASSERT_TRUE(Eventually([&] {
+    return !HasPlan() && Quota("node-0", "nb-worker-0") == 2000 && Quota("node-0", "fm-worker-0") == 1000 &&
+           HasEvent("fm", "ReallocationUndone", "no worker needs resources any more");
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "tj", "fm"}).dump(2);
+  EXPECT_EQ(GetJson({"get", "tj", "fm"})["status"].value("phase", ""), "Running");
+  EXPECT_TRUE(GetJson({"get", "tj", "fm"})["status"].value("stragglers", nlohmann::json::array()).empty());
 }
 
 TEST_F(ReallocationE2eTest, AGuaranteedNeighborOnAFullNodeIsNeverThrottled) {

@@ -70,6 +70,7 @@ Status JobRegistry::Upsert(const std::string& key, int64_t generation,
   job.token = token;
   job.spec = spec;
   job.loop = std::make_unique<JobControlLoop>(std::move(loop));
+  job.loop_id = ++loops_made_;
   if (it != jobs_.end()) job.nodes = std::move(it->second.nodes);
   jobs_[key] = std::move(job);
   return Status::Ok();
@@ -144,15 +145,8 @@ std::optional<JobSnapshot> JobRegistry::Snapshot(const std::string& key) const {
   if (const auto& max = job.spec.training.max_iterations; max && *max > 0) {
     s.load.progress = std::min(1.0, static_cast<double>(job.iteration) / static_cast<double>(*max));
   }
-  for (int w : job.loop->stragglers()) {
-    const detect::WorkerView v = job.loop->straggler_view(w);
-    api::StragglerStatus st;
-    st.worker = w;
-    st.cause = v.cause;
-    st.kind = v.kind;
-    st.slowdown = v.slowdown;
-    s.stragglers.push_back(st);
-  }
+  s.loop = job.loop_id;
+  s.needs = job.loop->resource_needs();
   return s;
 }
 
@@ -187,6 +181,8 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
     TrackStragglers(e, &job.straggling, now_);
   }
   job.events_sent = timeline.size();
+  u.needs_changed = job.loop->resource_needs().revision != job.needs_drained;
+  job.needs_drained = job.loop->resource_needs().revision;
 
   const int n = job.loop->num_workers();
   api::TrainingJobStatus st;

@@ -100,6 +100,41 @@ TEST(JobRegistry, BeforeAnyDecisionTheStatusHasTheBaselineBatchesRemainderToTheL
   }
 }
 
+TEST(JobRegistry, TheSnapshotCarriesTheLoopsResourceNeedsAndADrainSaysWhenTheyChanged) {
+  JobRegistry reg([] { return std::string(); });
+  api::TrainingJobSpec spec = Spec(4);
+  spec.mitigation.resource_reallocation.enabled = true;
+  spec.mitigation.amp.enabled = false;
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, spec, "tok").ok());
+  const int64_t first_loop = reg.Snapshot("ns/a")->loop;
+  EXPECT_EQ(reg.Snapshot("ns/a")->needs, ResourceNeeds{});
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  for (int64_t it = 1; it <= 80; ++it) {
+    for (int w = 0; w < 4; ++w) {
+      ASSERT_TRUE(reg.Observe(Report("ns/a", w, it, (w == 2 && it >= 40 ? 0.4 : 0.1) * noise(rng))).ok());
+    }
+  }
+  const ResourceNeeds needs = reg.Snapshot("ns/a")->needs;
+  ASSERT_EQ(needs.workers.size(), 1u);
+  EXPECT_EQ(needs.workers[0].worker, 2);
+  EXPECT_EQ(needs.workers[0].cause, api::StragglerCause::kCompute);
+  EXPECT_GT(needs.workers[0].slowdown, 2.0);
+  EXPECT_GE(needs.revision, 1);
+  auto updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_TRUE(updates[0].needs_changed);
+  ASSERT_TRUE(reg.Observe(Report("ns/a", 0, 81, 0.1)).ok());
+  updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_FALSE(updates[0].needs_changed) << "a report that leaves the needs as they were";
+
+  spec.training.global_batch_size = 128;
+  ASSERT_TRUE(reg.Upsert("ns/a", 2, spec, "tok").ok());
+  EXPECT_NE(reg.Snapshot("ns/a")->loop, first_loop) << "a new loop, whose revisions start over";
+  EXPECT_EQ(reg.Snapshot("ns/a")->needs, ResourceNeeds{});
+}
+
 TEST(JobRegistry, AnUnrecordedDecisionStaysOutOfTheDrainedStatus) {
   JobRegistry reg([] { return std::string(); });
   ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());

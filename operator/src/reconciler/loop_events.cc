@@ -17,10 +17,6 @@ EventSpec EventOfLoopEvent(const TimelineEvent& e) {
   return {"Normal", std::string(EventName(e.kind)), EventDetail(e)};
 }
 
-bool CallsForReallocation(const TimelineEvent& e) {
-  return e.kind == EventKind::kMode || e.kind == EventKind::kStraggler;
-}
-
 void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* straggling,
                      const std::function<std::string()>& now) {
   switch (e.kind) {
@@ -49,12 +45,15 @@ api::StragglerStatus StragglerStatusOf(int worker, const TrackedStraggler& track
 }
 
 ReallocationStep NextReallocationStep(bool enabled, api::JobPhase phase, const std::optional<JobSnapshot>& snapshot,
-                                      bool has_plan, std::optional<int64_t> planned_epoch) {
-  const bool keep = enabled && phase == api::JobPhase::kRunning && snapshot && snapshot->mode != api::SyncMode::kSsgd;
-  if (has_plan && !keep) return ReallocationStep::kUndo;
-  if (has_plan || !keep || snapshot->stragglers.empty()) return ReallocationStep::kNone;
-  if (planned_epoch == snapshot->epoch) return ReallocationStep::kNone;
-  return ReallocationStep::kPlan;
+                                      bool has_plan, std::optional<NeedsRevision> acted) {
+  if (!enabled || phase != api::JobPhase::kRunning || !snapshot) {
+    return has_plan ? ReallocationStep::kUndo : ReallocationStep::kNone;
+  }
+  const NeedsRevision now{snapshot->loop, snapshot->needs.revision};
+  if (acted == now) return ReallocationStep::kNone;
+  if (!snapshot->needs.workers.empty()) return ReallocationStep::kPlan;
+  if (has_plan && now.revision > 0) return ReallocationStep::kUndo;
+  return ReallocationStep::kNone;
 }
 
 }  // namespace star::op

@@ -17,12 +17,8 @@
 namespace star::op {
 
 // The Kubernetes Event for a loop event (straggler, recovered, mode, amp_on, amp_off,
-// batches; others pass through with their own name as the reason).
+// batches).
 EventSpec EventOfLoopEvent(const TimelineEvent& e);
-
-// Whether a loop event may call for a reallocation plan or its undo (a new mode or a
-// straggler): the job is reconciled again.
-bool CallsForReallocation(const TimelineEvent& e);
 
 // Follows stragglers through the loop's events for status: a straggler event records the
 // worker's classification (when it started straggling: `now` at its first event); a
@@ -34,13 +30,25 @@ void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* st
 // to 2 decimals, as the event's detail has it) and since; node is left to the caller.
 api::StragglerStatus StragglerStatusOf(int worker, const TrackedStraggler& tracked);
 
+// One request of a job's loop: the loop (JobSnapshot::loop) and its needs' revision.
+struct NeedsRevision {
+  int64_t loop = 0;
+  int64_t revision = 0;
+  friend bool operator==(const NeedsRevision&, const NeedsRevision&) = default;
+};
+
 enum class ReallocationStep { kNone, kUndo, kPlan };
 
-// What to do about a job's reallocation plan. A plan is in force while reallocation is
-// `enabled`, the job is Running and its loop left SSGD; an existing plan (`has_plan`)
-// out of force is undone; a new one is made once per decision epoch (`planned_epoch`:
-// the epoch last planned at) when there are stragglers.
+// What to do about a job's reallocation plan, driven by its loop's resource needs
+// (resource_needs.h), as `star local` does:
+// * reallocation disabled, the job not Running, or unknown to the registry (`snapshot`
+//   nullopt): an existing plan (`has_plan`) is undone;
+// * otherwise nothing while the request is the one last acted on (`acted`);
+// * a new request that lists workers: plan (again) for exactly those workers;
+// * a request that became empty (revision > 0): an existing plan is undone. At revision 0
+//   the loop has asked nothing yet (it was just made: a restarted operator, a changed
+//   spec), so a plan made before it stays until its request changes.
 ReallocationStep NextReallocationStep(bool enabled, api::JobPhase phase, const std::optional<JobSnapshot>& snapshot,
-                                      bool has_plan, std::optional<int64_t> planned_epoch);
+                                      bool has_plan, std::optional<NeedsRevision> acted);
 
 }  // namespace star::op

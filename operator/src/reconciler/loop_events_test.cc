@@ -5,36 +5,55 @@
 namespace star::op {
 namespace {
 
-JobSnapshot LeftSsgdWithAStraggler(int64_t epoch) {
+// A job whose loop (number `loop`) asks at `revision` for `needs` (workers 0.. in order).
+JobSnapshot Needing(int64_t loop, int64_t revision, int needs) {
   JobSnapshot s;
   s.workers = 4;
-  s.mode = api::SyncMode::kFixedK;
-  s.epoch = epoch;
-  s.stragglers.push_back({});
+  s.loop = loop;
+  s.needs.revision = revision;
+  for (int w = 0; w < needs; ++w) s.needs.workers.push_back({w, api::StragglerCause::kCompute, 2.0});
   return s;
 }
 
-TEST(NextReallocationStep, PlansOncePerDecisionEpochWhileRunningOutOfSsgdWithStragglers) {
-  const auto snap = LeftSsgdWithAStraggler(3);
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, snap, false, std::nullopt), ReallocationStep::kPlan);
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, snap, false, 2), ReallocationStep::kPlan);
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, snap, false, 3), ReallocationStep::kNone);
+constexpr api::JobPhase kRunning = api::JobPhase::kRunning;
+
+TEST(NextReallocationStep, PlansEachNewRequestThatListsWorkersWhateverTheSyncMode) {
+  JobSnapshot snap = Needing(1, 1, 1);
+  EXPECT_EQ(snap.mode, api::SyncMode::kSsgd);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, snap, false, std::nullopt), ReallocationStep::kPlan);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, snap, false, NeedsRevision{1, 1}), ReallocationStep::kNone)
+      << "acted on already";
+  snap = Needing(1, 2, 2);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, snap, true, NeedsRevision{1, 1}), ReallocationStep::kPlan)
+      << "the request changed: planned again";
+  EXPECT_EQ(NextReallocationStep(true, kRunning, snap, true, NeedsRevision{7, 2}), ReallocationStep::kPlan)
+      << "the same revision of another (older) loop";
 }
 
-TEST(NextReallocationStep, UndoesAPlanWhenTheJobIsBackInSsgdOrNotRunning) {
-  auto snap = LeftSsgdWithAStraggler(3);
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kSucceeded, snap, true, 3), ReallocationStep::kUndo);
-  EXPECT_EQ(NextReallocationStep(false, api::JobPhase::kRunning, snap, true, 3), ReallocationStep::kUndo);
-  snap.mode = api::SyncMode::kSsgd;
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, snap, true, 3), ReallocationStep::kUndo);
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, std::nullopt, true, 3), ReallocationStep::kUndo);
+TEST(NextReallocationStep, UndoesAPlanWhenTheRequestBecomesEmpty) {
+  EXPECT_EQ(NextReallocationStep(true, kRunning, Needing(1, 2, 0), true, NeedsRevision{1, 1}),
+            ReallocationStep::kUndo);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, Needing(1, 2, 0), false, NeedsRevision{1, 1}),
+            ReallocationStep::kNone)
+      << "no plan to undo";
 }
 
-TEST(NextReallocationStep, KeepsAPlanInForceAndPlansNothingWithoutStragglers) {
-  auto snap = LeftSsgdWithAStraggler(3);
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, snap, true, 1), ReallocationStep::kNone);
-  snap.stragglers.clear();
-  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRunning, snap, false, std::nullopt), ReallocationStep::kNone);
+TEST(NextReallocationStep, UndoesAPlanWhenTheJobStopsRunningOrReallocationIsOffOrTheJobIsGone) {
+  const JobSnapshot snap = Needing(1, 1, 1);
+  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRestarting, snap, true, NeedsRevision{1, 1}),
+            ReallocationStep::kUndo);
+  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kSucceeded, snap, true, NeedsRevision{1, 1}),
+            ReallocationStep::kUndo);
+  EXPECT_EQ(NextReallocationStep(false, kRunning, snap, true, NeedsRevision{1, 1}), ReallocationStep::kUndo);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, std::nullopt, true, NeedsRevision{1, 1}), ReallocationStep::kUndo);
+  EXPECT_EQ(NextReallocationStep(true, api::JobPhase::kRestarting, snap, false, std::nullopt), ReallocationStep::kNone);
+}
+
+TEST(NextReallocationStep, KeepsAPlanWhileANewLoopHasAskedNothingYet) {
+  // A restarted operator (nothing acted on) or a replaced loop: revision 0, empty.
+  EXPECT_EQ(NextReallocationStep(true, kRunning, Needing(2, 0, 0), true, std::nullopt), ReallocationStep::kNone);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, Needing(2, 0, 0), true, NeedsRevision{1, 3}), ReallocationStep::kNone);
+  EXPECT_EQ(NextReallocationStep(true, kRunning, Needing(2, 1, 1), true, std::nullopt), ReallocationStep::kPlan);
 }
 
 TEST(EventOfLoopEvent, AStragglerIsAWarningNamingTheWorkerAndItsClassification) {

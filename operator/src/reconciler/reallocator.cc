@@ -3,7 +3,6 @@
 #include <set>
 
 #include "reconciler/helpers.h"
-#include "reconciler/loop_events.h"
 #include "star/kube/informer.h"
 
 namespace star::op {
@@ -31,24 +30,30 @@ Status Reallocator::Reallocate(json* job, const std::string& key, const api::Tra
                                const PhaseDecision& d, const std::map<std::string, json>& observed) {
   const bool has = (*job)["metadata"].value("annotations", json::object()).contains(kReallocationAnnotation);
   const auto snap = registry_->Snapshot(key);
-  switch (NextReallocationStep(spec.mitigation.resource_reallocation.enabled, d.phase, snap, has,
-                               PlannedEpoch(key))) {
-    case ReallocationStep::kUndo: return Undo(job, key, d);
-    case ReallocationStep::kPlan: return Plan(job, key, *snap, observed);
-    case ReallocationStep::kNone: break;
+  const ReallocationStep step =
+      NextReallocationStep(spec.mitigation.resource_reallocation.enabled, d.phase, snap, has, Acted(key));
+  switch (step) {
+    case ReallocationStep::kUndo: STAR_RETURN_IF_ERROR(Undo(job, key, d)); break;
+    case ReallocationStep::kPlan: STAR_RETURN_IF_ERROR(Plan(job, key, *snap, observed)); break;
+    case ReallocationStep::kNone: return Status::Ok();
+  }
+  // Acted on once it is written (a planner's refusal included); a failed write is retried.
+  if (snap) {
+    std::lock_guard lock(mu_);
+    acted_[key] = {snap->loop, snap->needs.revision};
   }
   return Status::Ok();
 }
 
 void Reallocator::Forget(const std::string& key) {
   std::lock_guard lock(mu_);
-  planned_epoch_.erase(key);
+  acted_.erase(key);
 }
 
-std::optional<int64_t> Reallocator::PlannedEpoch(const std::string& key) const {
+std::optional<NeedsRevision> Reallocator::Acted(const std::string& key) const {
   std::lock_guard lock(mu_);
-  auto it = planned_epoch_.find(key);
-  if (it == planned_epoch_.end()) return std::nullopt;
+  auto it = acted_.find(key);
+  if (it == acted_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -66,7 +71,8 @@ Status Reallocator::Undo(json* job, const std::string& key, const PhaseDecision&
   STAR_RETURN_IF_ERROR(Annotate(job, nullptr));
   nodes_->SetPlan(key, {});
   events_->Emit(*job, {"Normal", "ReallocationUndone",
-                       std::string("job ") + (d.phase == api::JobPhase::kRunning ? "back in SSGD" : "not running") +
+                       std::string(d.phase == api::JobPhase::kRunning ? "no worker needs resources any more"
+                                                                     : "job not running") +
                            ": the allocations from before the plan are restored"});
   return Status::Ok();
 }
@@ -74,10 +80,6 @@ Status Reallocator::Undo(json* job, const std::string& key, const PhaseDecision&
 Status Reallocator::Plan(json* job, const std::string& key, const JobSnapshot& snap,
                          const std::map<std::string, json>& observed) {
   auto out = PlanJobReallocation(InputFor(key, snap, observed));
-  {
-    std::lock_guard lock(mu_);
-    planned_epoch_[key] = snap.epoch;
-  }
   OperatorMetrics* metrics = manager_->metrics();
   if (!out.ok()) {
     events_->Emit(*job, {"Warning", "ReallocationSkipped", out.status().message()});
@@ -97,17 +99,17 @@ Status Reallocator::Plan(json* job, const std::string& key, const JobSnapshot& s
   return Status::Ok();
 }
 
-// The stragglers' pods, and the NodeAllocations and allocatable CPU of their nodes.
+// The pods of the workers that need resources, and the NodeAllocations and allocatable CPU of their nodes.
 ReallocationInput Reallocator::InputFor(const std::string& key, const JobSnapshot& snap,
                                         const std::map<std::string, json>& observed) {
   ReallocationInput in;
   in.job = key;
   in.workers = snap.workers;
-  for (const api::StragglerStatus& st : snap.stragglers) {
+  for (const ResourceNeed& need : snap.needs.workers) {
     for (const auto& [pod_name, pod] : observed) {
-      if (WorkerRank(pod) != st.worker) continue;
+      if (WorkerRank(pod) != need.worker) continue;
       in.stragglers.push_back({pod["metadata"].value("uid", ""), pod.value("spec", json::object()).value("nodeName", ""),
-                               st.worker, st.cause, st.slowdown});
+                               need.worker, need.cause, need.slowdown});
     }
   }
   std::set<std::string> nodes;

@@ -1,7 +1,8 @@
 // Reallocator: a TrainingJob's reallocation plan (reallocation.h), kept in its
-// annotation star.dev/reallocation. Plans when the job left SSGD with stragglers, once
-// per decision; undoes when it is back in SSGD or not running. The plan's overrides go
-// to the NodeAllocation reconciler (SetPlan). Part of the TrainingJob reconciler.
+// annotation star.dev/reallocation. Follows the job's loop's resource needs
+// (NextReallocationStep): plans for the workers they list each time they change, undoes
+// when they become empty or the job stops running. The plan's overrides go to the
+// NodeAllocation reconciler (SetPlan). Part of the TrainingJob reconciler.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reconciler/loop_events.h"
 #include "star/core/api/training_job.h"
 #include "star/core/status.h"
 #include "star/operator/reconciler/event_recorder.h"
@@ -49,14 +51,14 @@ class Reallocator {
   void AddNode(const std::string& node, ReallocationInput* in);
   Status Annotate(nlohmann::json* job, const nlohmann::json& value);
   std::optional<int64_t> NodeCpu(const std::string& node);
-  std::optional<int64_t> PlannedEpoch(const std::string& key) const;
+  std::optional<NeedsRevision> Acted(const std::string& key) const;
 
   Manager* manager_;
   JobRegistry* registry_;
   EventRecorder* events_;
   NodeAllocationReconciler* nodes_;
   mutable std::mutex mu_;
-  std::map<std::string, int64_t> planned_epoch_;  // the epoch each job last planned at
+  std::map<std::string, NeedsRevision> acted_;  // the request each job's plan last followed
 };
 
 }  // namespace star::op

@@ -36,13 +36,10 @@ void StatusWriter::WriteOnce() {
     if (!job) continue;
     const std::string key = u.key;
     const std::vector<TimelineEvent> events = u.events;
+    const bool needs_changed = u.needs_changed;
     records_->WriteReported(std::move(u));
-    bool reallocate = false;
-    for (const TimelineEvent& e : events) {
-      events_->Emit(*job, EventOfLoopEvent(e));
-      reallocate |= CallsForReallocation(e);
-    }
-    if (reallocate) manager_->Enqueue(key);
+    for (const TimelineEvent& e : events) events_->Emit(*job, EventOfLoopEvent(e));
+    if (needs_changed) manager_->Enqueue(key);  // its reallocation plan is due
   }
 }
 

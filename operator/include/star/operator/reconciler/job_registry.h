@@ -35,6 +35,8 @@ struct JobUpdate {
   std::optional<api::SyncMode> mode;
   // The epoch of the decision whose fields `status` holds (0: the baseline, none).
   int64_t decision_epoch = 0;
+  // The loop's resource needs changed since the last Drain (its reallocation is due).
+  bool needs_changed = false;
 };
 
 // A worker its job's loop flags, as status records it: its latest straggler event's
@@ -50,7 +52,10 @@ struct JobSnapshot {
   api::SyncMode mode = api::SyncMode::kSsgd;
   int64_t epoch = 0;  // the current decision's; 0 before any
   JobLoad load;
-  std::vector<api::StragglerStatus> stragglers;  // worker, cause, kind, slowdown
+  // Which of the job's loops this is: a number the registry gives each loop it makes (a
+  // spec change makes a new one, whose needs' revisions start over at 0).
+  int64_t loop = 0;
+  ResourceNeeds needs;  // the workers that need resources (resource_needs.h)
 };
 
 class JobRegistry {
@@ -106,6 +111,8 @@ class JobRegistry {
     size_t events_sent = 0;  // timeline entries already drained
     int64_t recorded_epoch = 0;  // the newest decision epoch written to status
     int64_t iteration = 0;
+    int64_t loop_id = 0;          // JobSnapshot::loop
+    int64_t needs_drained = 0;    // the needs' revision at the last Drain
     bool dirty = false;
     std::map<int, TrackedStraggler> straggling;  // by worker, from the timeline
   };
@@ -115,6 +122,7 @@ class JobRegistry {
   LoopOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, Job> jobs_;
+  int64_t loops_made_ = 0;
 };
 
 // The decision a job's status records (decisionEpoch > 0 with syncMode, k, groups and

@@ -1,7 +1,8 @@
-// Resource reallocation on Kubernetes: what the operator does when a job leaves SSGD
-// because of stragglers (ALGORITHMS.md section 4, resources::PlanReallocation).
+// Resource reallocation on Kubernetes: what the operator does when a job's control loop
+// asks for resources for some of its workers (resource_needs.h; ALGORITHMS.md section 4,
+// resources::PlanReallocation).
 //
-// The straggling workers' pods ask for the CPU (compute stragglers) or bandwidth
+// The pods of the workers that need resources ask for the CPU (compute stragglers) or bandwidth
 // (communication stragglers) that would bring them back to speed: a pod slowed down s
 // times wants (s - 1) x its current allocation on top. The cluster snapshot is built from
 // the NodeAllocations of the nodes those pods run on (every STAR pod there, with its
@@ -13,8 +14,9 @@
 // star.dev/reallocation on the requesting TrainingJob: the pods whose allocation it
 // changes, with their new CPU quota and bandwidth. NodeAllocations are then written
 // level-based from the pods' own limits with every active plan's overrides on top, so
-// a restarted operator rebuilds the same allocations, and removing the annotation (the
-// job back in SSGD, finished, or deleted) restores everybody's baseline (Undo).
+// a restarted operator rebuilds the same allocations, and removing the annotation (no
+// worker needs resources any more, the job stopped running, or was deleted) restores
+// everybody's baseline (Undo).
 // Bandwidth is planned only for pods that already have a bandwidth allocation.
 #pragma once
 
