@@ -249,28 +249,138 @@ std::optional<std::string> SecretToken(const json& secret) {
 
 // ---------------------------------------------------------------- phase
 
+namespace {
+
+// The first observed pod (by name) that Failed, and its status message.
+struct FailedPod {
+  std::string name;  // empty: none failed
+  std::string message;
+  std::string Text() const { return "pod " + name + " failed" + (message.empty() ? "" : ": " + message); }
+};
+
+FailedPod FirstFailedPod(const std::map<std::string, json>& observed) {
+  FailedPod failed;
+  for (const auto& [name, pod] : observed) {
+    if (PodPhase(pod) == "Failed" && failed.name.empty()) {
+      failed.name = name;
+      failed.message = pod.contains("status") ? pod["status"].value("message", "") : "";
+    }
+  }
+  return failed;
+}
+
+// Whether an observed pod has not finished.
+bool AnyLive(const std::map<std::string, json>& observed) {
+  bool any_live = false;
+  for (const auto& [name, pod] : observed) {
+    const std::string phase = PodPhase(pod);
+    if (phase != "Succeeded" && phase != "Failed") any_live = true;
+  }
+  return any_live;
+}
+
+// A pod failed while not Restarting: restart the gang, or fail once the restarts are used.
+PhaseDecision DecideAfterFailure(const PhaseInput& in, const FailedPod& failed, PhaseDecision d) {
+  using api::JobPhase;
+  if (in.restarts < in.max_restarts) {
+    d.phase = JobPhase::kRestarting;
+    d.restarts = in.restarts + 1;
+    d.reason = "PodFailed";
+    d.message = failed.Text() + "; restart " + std::to_string(d.restarts) + " of " +
+                std::to_string(in.max_restarts);
+  } else {
+    d.phase = JobPhase::kFailed;
+    d.reason = "BackoffLimitExceeded";
+    d.message = failed.Text() + "; " + std::to_string(in.restarts) + " restarts used (max " +
+                std::to_string(in.max_restarts) + ")";
+  }
+  d.action = JobPodsAction::kDeleteAll;
+  return d;
+}
+
+// Restarting: delete every pod, wait for the backoff, then create the pods again.
+PhaseDecision DecideRestarting(const PhaseInput& in, PhaseDecision d) {
+  d.reason = "PodFailed";
+  if (!in.observed.empty()) {
+    d.action = JobPodsAction::kDeleteAll;
+    d.message = "deleting the job's pods before restart " + std::to_string(in.restarts);
+    return d;
+  }
+  if (!in.backoff_elapsed) {
+    d.message = "waiting for the restart backoff";
+    return d;
+  }
+  d.phase = api::JobPhase::kCreated;
+  d.reason = "PodsCreated";
+  d.message = "restart " + std::to_string(in.restarts) + ": pods created";
+  d.action = JobPodsAction::kCreateMissing;
+  return d;
+}
+
+// How the desired pods stand among the observed ones.
+struct DesiredPodCounts {
+  int workers = 0;
+  int workers_succeeded = 0;
+  int missing = 0;
+  int running = 0;
+};
+
+DesiredPodCounts CountDesiredPods(const PhaseInput& in) {
+  DesiredPodCounts c;
+  for (const std::string& name : in.desired) {
+    const bool worker = name.find("-worker-") != std::string::npos;
+    c.workers += worker;
+    auto it = in.observed.find(name);
+    if (it == in.observed.end()) {
+      ++c.missing;
+      continue;
+    }
+    const std::string phase = PodPhase(it->second);
+    if (worker && phase == "Succeeded") ++c.workers_succeeded;
+    if (phase == "Running") ++c.running;
+  }
+  return c;
+}
+
+// No failure, change or restart pending: the phase follows the desired pods.
+PhaseDecision DecideFromPods(const PhaseInput& in, PhaseDecision d) {
+  using api::JobPhase;
+  const DesiredPodCounts c = CountDesiredPods(in);
+  if (c.workers > 0 && c.workers_succeeded == c.workers) {
+    d.phase = JobPhase::kSucceeded;
+    d.reason = "WorkersSucceeded";
+    d.message = "every worker succeeded";
+    return d;
+  }
+  if (c.missing > 0) {
+    d.phase = JobPhase::kCreated;
+    d.reason = "PodsCreated";
+    d.message = std::to_string(in.desired.size()) + " pods created";
+    d.action = JobPodsAction::kCreateMissing;
+    return d;
+  }
+  if (c.running == static_cast<int>(in.desired.size())) {
+    d.phase = JobPhase::kRunning;
+    d.reason = "AllPodsRunning";
+    d.message = std::to_string(c.running) + " pods running";
+    return d;
+  }
+  d.phase = JobPhase::kCreated;
+  d.reason = "PodsCreated";
+  d.message = std::to_string(c.running) + " of " + std::to_string(in.desired.size()) +
+              " pods running";
+  return d;
+}
+
+}  // namespace
+
 PhaseDecision DecidePhase(const PhaseInput& in) {
   PhaseDecision d;
   d.phase = in.current;
   d.restarts = in.restarts;
   using api::JobPhase;
 
-  std::string failed_pod, failed_message;
-  for (const auto& [name, pod] : in.observed) {
-    if (PodPhase(pod) == "Failed" && failed_pod.empty()) {
-      failed_pod = name;
-      failed_message = pod.contains("status") ? pod["status"].value("message", "") : "";
-    }
-  }
-  auto failed_text = [&] {
-    return "pod " + failed_pod + " failed" + (failed_message.empty() ? "" : ": " + failed_message);
-  };
-  bool any_live = false;  // a pod not finished
-  for (const auto& [name, pod] : in.observed) {
-    const std::string phase = PodPhase(pod);
-    if (phase != "Succeeded" && phase != "Failed") any_live = true;
-  }
-
+  const FailedPod failed = FirstFailedPod(in.observed);
   if (in.current == JobPhase::kSucceeded) {
     d.reason = "WorkersSucceeded";
     d.message = "every worker succeeded";
@@ -278,25 +388,10 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
   }
   if (in.current == JobPhase::kFailed) {
     d.reason = "Failed";
-    d.action = any_live ? JobPodsAction::kDeleteAll : JobPodsAction::kNone;
+    d.action = AnyLive(in.observed) ? JobPodsAction::kDeleteAll : JobPodsAction::kNone;
     return d;
   }
-  if (!failed_pod.empty() && in.current != JobPhase::kRestarting) {
-    if (in.restarts < in.max_restarts) {
-      d.phase = JobPhase::kRestarting;
-      d.restarts = in.restarts + 1;
-      d.reason = "PodFailed";
-      d.message = failed_text() + "; restart " + std::to_string(d.restarts) + " of " +
-                  std::to_string(in.max_restarts);
-    } else {
-      d.phase = JobPhase::kFailed;
-      d.reason = "BackoffLimitExceeded";
-      d.message = failed_text() + "; " + std::to_string(in.restarts) + " restarts used (max " +
-                  std::to_string(in.max_restarts) + ")";
-    }
-    d.action = JobPodsAction::kDeleteAll;
-    return d;
-  }
+  if (!failed.name.empty() && in.current != JobPhase::kRestarting) return DecideAfterFailure(in, failed, d);
   if (in.outdated && in.current != JobPhase::kRestarting) {
     d.phase = JobPhase::kRestarting;
     d.reason = "SpecChanged";
@@ -304,61 +399,8 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
     d.action = JobPodsAction::kDeleteAll;
     return d;
   }
-  if (in.current == JobPhase::kRestarting) {
-    d.reason = "PodFailed";
-    if (!in.observed.empty()) {
-      d.action = JobPodsAction::kDeleteAll;
-      d.message = "deleting the job's pods before restart " + std::to_string(in.restarts);
-      return d;
-    }
-    if (!in.backoff_elapsed) {
-      d.message = "waiting for the restart backoff";
-      return d;
-    }
-    d.phase = JobPhase::kCreated;
-    d.reason = "PodsCreated";
-    d.message = "restart " + std::to_string(in.restarts) + ": pods created";
-    d.action = JobPodsAction::kCreateMissing;
-    return d;
-  }
-
-  int workers = 0, workers_succeeded = 0, missing = 0, running = 0;
-  for (const std::string& name : in.desired) {
-    const bool worker = name.find("-worker-") != std::string::npos;
-    workers += worker;
-    auto it = in.observed.find(name);
-    if (it == in.observed.end()) {
-      ++missing;
-      continue;
-    }
-    const std::string phase = PodPhase(it->second);
-    if (worker && phase == "Succeeded") ++workers_succeeded;
-    if (phase == "Running") ++running;
-  }
-  if (workers > 0 && workers_succeeded == workers) {
-    d.phase = JobPhase::kSucceeded;
-    d.reason = "WorkersSucceeded";
-    d.message = "every worker succeeded";
-    return d;
-  }
-  if (missing > 0) {
-    d.phase = JobPhase::kCreated;
-    d.reason = "PodsCreated";
-    d.message = std::to_string(in.desired.size()) + " pods created";
-    d.action = JobPodsAction::kCreateMissing;
-    return d;
-  }
-  if (running == static_cast<int>(in.desired.size())) {
-    d.phase = JobPhase::kRunning;
-    d.reason = "AllPodsRunning";
-    d.message = std::to_string(running) + " pods running";
-    return d;
-  }
-  d.phase = JobPhase::kCreated;
-  d.reason = "PodsCreated";
-  d.message = std::to_string(running) + " of " + std::to_string(in.desired.size()) +
-              " pods running";
-  return d;
+  if (in.current == JobPhase::kRestarting) return DecideRestarting(in, d);
+  return DecideFromPods(in, d);
 }
 
 void SetCondition(std::vector<api::Condition>* conditions, const std::string& type, bool status,
