@@ -167,21 +167,27 @@ StatusOr<int64_t> ParseCpuQuantity(std::string_view text) {
   return rounded;
 }
 
-StatusOr<Injection> ParseInjection(std::string_view spec) {
-  Injection in;
-  in.text = std::string(spec);
-  const std::string where = "--inject " + Quoted(spec) + ": ";
-  const auto bad = [&where](std::string_view key, const std::string& reason) {
-    return Status::InvalidArgument(where + (key.empty() ? "" : std::string(key) + ": ") + reason);
-  };
-  if (Trim(spec).empty()) {
-    return bad("", "is empty; expected worker=W and one of cpu=F, neighbor=N, bandwidth=RATE, "
-                   "delay=D");
-  }
+namespace {
 
-  // Split into pairs, checking keys; `kinds` keeps the kind keys in the order given.
+// Builds the InvalidArgument for one --inject SPEC: "--inject "SPEC": KEY: REASON".
+struct SpecError {
+  std::string where;  // "--inject "SPEC": "
+  Status operator()(std::string_view key, const std::string& reason) const {
+    return Status::InvalidArgument(where + (key.empty() ? "" : std::string(key) + ": ") + reason);
+  }
+};
+
+// A SPEC's values by key; `kinds` keeps the kind keys in the order given.
+struct SpecPairs {
   std::array<std::optional<std::string>, kNumKeys> value;
   std::vector<Key> kinds;
+  const std::optional<std::string>& Get(Key k) const { return value[static_cast<size_t>(k)]; }
+};
+
+std::string KeyName(Key k) { return std::string(kKeyNames[static_cast<size_t>(k)]); }
+
+// Splits a non-empty SPEC into key=value pairs, checking the keys.
+Status SplitPairs(std::string_view spec, const SpecError& bad, SpecPairs& pairs) {
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
@@ -198,31 +204,31 @@ StatusOr<Injection> ParseInjection(std::string_view spec) {
       return bad(name, "unknown key (known: worker, cpu, neighbor, bandwidth, delay, start, end, "
                        "guarantee)");
     }
-    auto& slot = value[static_cast<size_t>(*key)];
+    auto& slot = pairs.value[static_cast<size_t>(*key)];
     if (slot) return bad(name, "given twice");
     const std::string_view v = Trim(pair.substr(eq + 1));
     if (v.empty()) return bad(name, "missing value");
     slot = std::string(v);
-    if (IsKind(*key)) kinds.push_back(*key);
+    if (IsKind(*key)) pairs.kinds.push_back(*key);
   }
-  const auto get = [&value](Key k) -> const std::optional<std::string>& {
-    return value[static_cast<size_t>(k)];
-  };
-  const auto key_name = [](Key k) { return std::string(kKeyNames[static_cast<size_t>(k)]); };
+  return Status::Ok();
+}
 
-  const std::optional<std::string>& worker = get(kWorker);
+// Sets in.worker from the required worker=W.
+Status ParseWorker(const SpecPairs& pairs, const SpecError& bad, Injection& in) {
+  const std::optional<std::string>& worker = pairs.Get(kWorker);
   if (!worker) return bad("worker", "required (workers are numbered from 0)");
   const std::optional<int64_t> w = Integer(*worker);
   if (!w) return bad("worker", "must be an integer >= 0, got " + *worker);
   if (*w < 0) return bad("worker", "must be >= 0, got " + *worker);
   if (*w > std::numeric_limits<int>::max()) return bad("worker", "out of range, got " + *worker);
   in.worker = static_cast<int>(*w);
+  return Status::Ok();
+}
 
-  if (kinds.empty()) return bad("", "needs one of cpu, neighbor, bandwidth, delay");
-  if (kinds.size() > 1) return bad("", key_name(kinds[0]) + " and " + key_name(kinds[1]) + " are exclusive");
-
-  const std::string& text = *get(kinds[0]);
-  switch (kinds[0]) {
+// Sets in.kind and its amount from the kind key `kind` and its value `text`.
+Status ParseKind(Key kind, const std::string& text, const SpecError& bad, Injection& in) {
+  switch (kind) {
     case kCpu: {
       in.kind = InjectionKind::kCpu;
       const std::optional<double> f = Number(text);
@@ -254,19 +260,23 @@ StatusOr<Injection> ParseInjection(std::string_view spec) {
       break;
     }
   }
+  return Status::Ok();
+}
 
-  if (const auto& g = get(kGuarantee)) {
+// Sets the optional guarantee, start and end, once in.kind is known.
+Status ParseOptions(const SpecPairs& pairs, const SpecError& bad, Injection& in) {
+  if (const auto& g = pairs.Get(kGuarantee)) {
     if (in.kind != InjectionKind::kNeighbor) return bad("guarantee", "only allowed with neighbor");
     StatusOr<int64_t> mc = ParseCpuQuantity(*g);
     if (!mc.ok()) return bad("guarantee", mc.status().message());
     in.neighbor_guarantee_cpus = static_cast<double>(*mc) / 1000;
   }
-  if (const auto& s = get(kStart)) {
+  if (const auto& s = pairs.Get(kStart)) {
     StatusOr<double> t = ParseDuration(*s);
     if (!t.ok()) return bad("start", t.status().message());
     in.start_seconds = *t;
   }
-  if (const auto& e = get(kEnd)) {
+  if (const auto& e = pairs.Get(kEnd)) {
     StatusOr<double> t = ParseDuration(*e);
     if (!t.ok()) return bad("end", t.status().message());
     if (*t <= in.start_seconds) {
@@ -274,6 +284,28 @@ StatusOr<Injection> ParseInjection(std::string_view spec) {
     }
     in.end_seconds = *t;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Injection> ParseInjection(std::string_view spec) {
+  Injection in;
+  in.text = std::string(spec);
+  const SpecError bad{"--inject " + Quoted(spec) + ": "};
+  if (Trim(spec).empty()) {
+    return bad("", "is empty; expected worker=W and one of cpu=F, neighbor=N, bandwidth=RATE, "
+                   "delay=D");
+  }
+  SpecPairs pairs;
+  STAR_RETURN_IF_ERROR(SplitPairs(spec, bad, pairs));
+  STAR_RETURN_IF_ERROR(ParseWorker(pairs, bad, in));
+  if (pairs.kinds.empty()) return bad("", "needs one of cpu, neighbor, bandwidth, delay");
+  if (pairs.kinds.size() > 1) {
+    return bad("", KeyName(pairs.kinds[0]) + " and " + KeyName(pairs.kinds[1]) + " are exclusive");
+  }
+  STAR_RETURN_IF_ERROR(ParseKind(pairs.kinds[0], *pairs.Get(pairs.kinds[0]), bad, in));
+  STAR_RETURN_IF_ERROR(ParseOptions(pairs, bad, in));
   return in;
 }
 
