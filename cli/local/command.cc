@@ -75,56 +75,66 @@ void PrintTimeline(const nlohmann::json& r) {
   std::cerr << line;
 }
 
-}  // namespace
-
-int RunLocalCommand(const LocalArgs& args) {
-  // Every input is checked before anything is created.
-  auto job = LoadManifest(args.manifest);
-  if (!job.ok()) return Fail(job.status());
-  RunOptions options;
-  if (!args.policy.empty()) {
-    auto p = ParsePolicy(args.policy);
-    if (!p.ok()) return Fail(p.status());
-    options.policy = *p;
-  }
-  for (const std::string& spec : args.injects) {
-    auto inj = ParseInjection(spec);
-    if (!inj.ok()) return Fail(inj.status());
-    options.injections.push_back(*inj);
-  }
-  if (Status s = ValidateInjections(options.injections, job->job.spec.workers.replicas); !s.ok()) {
-    return Fail(s);
-  }
-  auto timeout = ParseDuration(args.timeout);
-  if (!timeout.ok()) return Fail(timeout.status().WithPrefix("--timeout"));
-  if (*timeout <= 0) return Fail(Status::InvalidArgument("--timeout: must be > 0"));
+// --report and --plot go to existing directories.
+Status CheckOutputDirs(const LocalArgs& args) {
   for (const auto* out : {&args.report, &args.plot}) {
     if (out->empty()) continue;
     auto dir = std::filesystem::path(*out).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir)) {
-      return Fail(Status::InvalidArgument(std::string(out == &args.report ? "--report" : "--plot") +
-                                          ": directory " + dir.string() + " does not exist"));
+      return Status::InvalidArgument(std::string(out == &args.report ? "--report" : "--plot") +
+                                     ": directory " + dir.string() + " does not exist");
     }
   }
-  if (::geteuid() != 0) {
-    return Fail(Status::FailedPrecondition(
-        "needs root: each worker runs in its own cgroup (and network namespace); run it with "
-        "sudo"));
-  }
+  return Status::Ok();
+}
 
+// Checks every input before anything is created: the run's job, policy, injections
+// and timeout in `options`.
+Status CheckInputs(const LocalArgs& args, RunOptions& options) {
+  auto job = LoadManifest(args.manifest);
+  if (!job.ok()) return job.status();
+  if (!args.policy.empty()) {
+    auto p = ParsePolicy(args.policy);
+    if (!p.ok()) return p.status();
+    options.policy = *p;
+  }
+  for (const std::string& spec : args.injects) {
+    auto inj = ParseInjection(spec);
+    if (!inj.ok()) return inj.status();
+    options.injections.push_back(*inj);
+  }
+  STAR_RETURN_IF_ERROR(ValidateInjections(options.injections, job->job.spec.workers.replicas));
+  auto timeout = ParseDuration(args.timeout);
+  if (!timeout.ok()) return timeout.status().WithPrefix("--timeout");
+  if (*timeout <= 0) return Status::InvalidArgument("--timeout: must be > 0");
+  STAR_RETURN_IF_ERROR(CheckOutputDirs(args));
+  if (::geteuid() != 0) {
+    return Status::FailedPrecondition(
+        "needs root: each worker runs in its own cgroup (and network namespace); run it with "
+        "sudo");
+  }
   options.job = *job;
+  options.timeout_seconds = *timeout;
+  return Status::Ok();
+}
+
+// The trainer, the busy command (this binary) and the run's switches.
+void SetRunEnvironment(const LocalArgs& args, RunOptions& options) {
   options.trainer_binary = FindTrainer();
   std::string self = SelfDir() + "/star";
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) self = exe.string();
   options.busy_command = {self, "busy"};
-  options.timeout_seconds = *timeout;
   options.network = !args.no_network;
   options.log_dir = args.log_dir;
   options.stop = &g_stop;
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  auto last_plain = std::chrono::steady_clock::now() - std::chrono::seconds(60);
+}
+
+// Progress and notices on stderr: progress rewrites one line on a terminal and is
+// throttled elsewhere (through `last_plain`, which must outlive the run).
+void SetReporting(const LocalArgs& args, bool tty, std::chrono::steady_clock::time_point& last_plain,
+                  RunOptions& options) {
   if (!args.quiet) {
     options.progress = [tty, &last_plain](const std::string& line) {
       if (tty) {
@@ -142,21 +152,17 @@ int RunLocalCommand(const LocalArgs& args) {
     if (quiet) return;
     std::cerr << (tty ? "\r\033[K" : "") << "star local: " << line << "\n";
   };
+}
 
-  auto swept = SweepStaleSandboxes();
-  if (swept.ok() && *swept > 0) {
-    options.notice("removed " + std::to_string(*swept) + " sandbox(es) left by a killed run");
-  }
-
+void InstallStopHandlers() {
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
 
-  RunResult result = RunLocalJob(options);
-  if (tty && !args.quiet) std::cerr << "\r\033[K";
-  if (result.report.is_null()) return Fail(result.status);  // nothing started
-
+// Writes the report, the plot, the timeline and the summary of a started run; the exit code.
+int Finish(const LocalArgs& args, const RunResult& result) {
   if (!args.report.empty()) {
     std::ofstream out(args.report);
     out << result.report.dump(2) << "\n";
@@ -177,6 +183,28 @@ int RunLocalCommand(const LocalArgs& args) {
   }
   if (!result.status.ok()) return Fail(result.status);
   return 0;
+}
+
+}  // namespace
+
+int RunLocalCommand(const LocalArgs& args) {
+  RunOptions options;
+  if (Status s = CheckInputs(args, options); !s.ok()) return Fail(s);
+  SetRunEnvironment(args, options);
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  auto last_plain = std::chrono::steady_clock::now() - std::chrono::seconds(60);
+  SetReporting(args, tty, last_plain, options);
+
+  auto swept = SweepStaleSandboxes();
+  if (swept.ok() && *swept > 0) {
+    options.notice("removed " + std::to_string(*swept) + " sandbox(es) left by a killed run");
+  }
+  InstallStopHandlers();
+
+  RunResult result = RunLocalJob(options);
+  if (tty && !args.quiet) std::cerr << "\r\033[K";
+  if (result.report.is_null()) return Fail(result.status);  // nothing started
+  return Finish(args, result);
 }
 
 int RunBusy(int threads, double seconds) {
