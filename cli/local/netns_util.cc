@@ -71,17 +71,12 @@ StatusOr<std::string> FindProgram(const std::string& name, Fallback fallback) {
                                : "$PATH"));
 }
 
-StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                   std::chrono::milliseconds timeout) {
-  if (argv.empty()) return Status::InvalidArgument("RunCommand: argv is empty");
-  STAR_ASSIGN_OR_RETURN(const std::string program, FindProgram(argv[0]));
+namespace {
 
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Internal("pipe: " + Errno(errno));
-  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Status::Internal("pipe: " + Errno(errno));
-  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
-
+// Starts `program` with `argv`: stdin from /dev/null, stdout and stderr to the write
+// ends given, no other descriptor, default signal dispositions and an empty mask.
+StatusOr<pid_t> Spawn(const std::string& program, const std::vector<std::string>& argv, const Fd& out_w,
+                      const Fd& err_w) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   if (posix_spawn_file_actions_init(&actions) != 0) {
@@ -111,12 +106,18 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Status::Internal("start " + FormatCommand(argv) + ": " + Errno(rc));
-  out_w.Reset();
-  err_w.Reset();
+  return pid;
+}
 
-  // Read both pipes to their end, within the deadline.
-  CommandResult result;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+// How reading a child's output ended.
+struct DrainEnd {
+  bool timed_out = false;
+  bool open = false;  // a pipe was left unread to its end (timeout or poll error)
+};
+
+// Reads both pipes to their end into result.out and result.err, within the deadline.
+DrainEnd Drain(const Fd& out_r, const Fd& err_r, std::chrono::steady_clock::time_point deadline,
+               CommandResult& result) {
   bool out_open = true, err_open = true, timed_out = false;
   char buf[4096];
   while (out_open || err_open) {
@@ -142,14 +143,42 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
       (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(got));
     }
   }
-  if (timed_out || out_open || err_open) ::kill(pid, SIGKILL);
+  return {timed_out, out_open || err_open};
+}
+
+// Waits for `pid` to exit (retrying on EINTR); its wait status.
+StatusOr<int> Reap(pid_t pid, const std::vector<std::string>& argv) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
       return Status::Internal("waitpid " + FormatCommand(argv) + ": " + Errno(errno));
     }
   }
-  if (timed_out) {
+  return status;
+}
+
+}  // namespace
+
+StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                   std::chrono::milliseconds timeout) {
+  if (argv.empty()) return Status::InvalidArgument("RunCommand: argv is empty");
+  STAR_ASSIGN_OR_RETURN(const std::string program, FindProgram(argv[0]));
+
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Internal("pipe: " + Errno(errno));
+  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Status::Internal("pipe: " + Errno(errno));
+  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
+
+  STAR_ASSIGN_OR_RETURN(const pid_t pid, Spawn(program, argv, out_w, err_w));
+  out_w.Reset();
+  err_w.Reset();
+
+  CommandResult result;
+  const DrainEnd end = Drain(out_r, err_r, std::chrono::steady_clock::now() + timeout, result);
+  if (end.timed_out || end.open) ::kill(pid, SIGKILL);
+  STAR_ASSIGN_OR_RETURN(const int status, Reap(pid, argv));
+  if (end.timed_out) {
     return Status::DeadlineExceeded(FormatCommand(argv) + ": did not finish within " +
                                     std::to_string(timeout.count()) + " ms");
   }
