@@ -142,6 +142,8 @@ StatusOr<IterationSample> WorkerSession::EndIteration(const IterationInfo& info)
   if (due) {
     STAR_ASSIGN_OR_RETURN(api::WorkerReport report, timer_.TakeReport());
     sender_->Enqueue(std::move(report));
+    // The answer, or the report's own timeout: failures are counted, never fatal.
+    if (options_.wait_for_answers) (void)sender_->Flush(options_.report_timeout * 2);
   }
   return sample;
 }

@@ -239,3 +239,30 @@ TEST(WorkerSession, IterationsMustNotGoBack) {
 
 }  // namespace
 }  // namespace star::shim
+
+namespace star::shim {
+namespace {
+
+// Regression: with reports answered in the background, a slow worker learnt a decision
+// only after passing its apply_at_iteration and applied it on another iteration than
+// its peers (star local aborted with "rank(s) 2 apply a different decision"). By default
+// the iteration that sends a report has the answer before the next one begins.
+TEST(WorkerSession, TheIterationAfterAReportAlreadyHasItsDecision) {
+  const auto d = MakeDecision(1, 3, api::SyncMode::kFixedK, 1, {{0, false, 32}, {1, false, 32}});
+  Controller controller({d});
+  auto session = WorkerSession::Create(Options(controller.url(), /*report_every=*/1));
+  ASSERT_TRUE(session.ok()) << session.status();
+  WorkerSession& s = **session;
+  ASSERT_TRUE(s.BeginIteration(0).ok());
+  IterationInfo info;
+  info.iteration = 1;
+  info.local_batch = 32;
+  ASSERT_TRUE(s.EndIteration(info).ok());  // sends the report; no Flush here
+  auto next = s.BeginIteration(1);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->received.size(), 1u);
+  EXPECT_EQ(next->received[0].epoch, 1);
+}
+
+}  // namespace
+}  // namespace star::shim

@@ -6,9 +6,10 @@
 // effect exactly at its apply_at_iteration. It also serves the worker's Prometheus
 // metrics (star_worker_*, worker_metrics.h) when configured.
 //
-// Reports go out on a background thread, so a slow or absent controller never stalls the
-// training loop: a report that fails (controller down, refused, timed out) costs that
-// report only; the error goes to WorkerSessionOptions::on_report_error and is counted
+// Reports go out on a background thread. By default the iteration that sends one waits
+// for its answer (at most report_timeout x 2), as the control loop's apply_at_iteration
+// assumes; with wait_for_answers = false training runs on meanwhile. A report that fails
+// (controller down, refused, timed out) costs that report only; the error goes to WorkerSessionOptions::on_report_error and is counted
 // in report_stats(). Decisions arrive with the responses and are taken up at the next
 // BeginIteration. The controller repeats its latest decision on every response: only a
 // decision with a newer epoch than any seen before is news; others are ignored.
@@ -62,6 +63,15 @@ struct WorkerSessionOptions {
   // Reports waiting to be sent; when full the oldest waiting one is dropped (the next
   // carries fresher data). >= 1. Default 16.
   int max_queued_reports = 16;
+  // Whether the iteration that sends a report waits for its answer (at most
+  // report_timeout; a failed report still never stops training). The control loop picks
+  // apply_at_iteration so that every worker, the slowest included, learns a decision on a
+  // report before it gets there; a worker that kept training while its report was in
+  // flight could pass that iteration and apply the decision on a different iteration from
+  // its peers (the engine then aborts the step). Default true; false lets training run
+  // ahead of the controller (a trainer whose own exchange keeps workers apart by less
+  // than the loop's margin).
+  bool wait_for_answers = true;
   // Called on the sender thread with each failed report's error. Default: one line on
   // stderr, "star: report: <error>".
   std::function<void(const Status&)> on_report_error;
