@@ -375,11 +375,6 @@ Reconciler::Reconciler(NodeOs& os, Journal& journal, ReconcilerOptions options)
   }
 }
 
-template <typename F>
-auto Reconciler::Retry(F&& f) -> decltype(f()) {
-  return RetryWith(options_, std::forward<F>(f));
-}
-
 StatusOr<ReconcileResult> Reconciler::ReleaseAll() {
   api::NodeAllocation none;
   none.name = "release";

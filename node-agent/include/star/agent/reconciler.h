@@ -98,9 +98,6 @@ class Reconciler {
   [[nodiscard]] StatusOr<ReconcileResult> ReleaseAll();
 
  private:
-  template <typename F>
-  auto Retry(F&& f) -> decltype(f());
-
   NodeOs& os_;
   Journal& journal_;
   ReconcilerOptions options_;
