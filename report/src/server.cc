@@ -125,10 +125,6 @@ std::string ReportServer::base_url() const {
 StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions options,
                                                             ReportHandler handler) {
   if (!handler) return Status::InvalidArgument("handler: must be set");
-  if (options.port < 0 || options.port > 65535) {
-    return Status::InvalidArgument("port: must be in [0, 65535], got " +
-                                   std::to_string(options.port));
-  }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->handler = std::move(handler);
@@ -145,7 +141,9 @@ StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions 
       return Status::Unavailable(url + ": " + e.what());
     }
   });
-  if (!port.ok()) return Status::Unavailable("report server: " + port.status().message());
+  if (!port.ok()) {  // InvalidArgument naming "port", or Unavailable
+    return Status(port.status().code(), "report server: " + port.status().message());
+  }
   impl->options.port = *port;
   return std::unique_ptr<ReportServer>(new ReportServer(std::move(impl)));
 }

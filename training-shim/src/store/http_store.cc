@@ -214,7 +214,9 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& hos
       return Status::Unavailable(e.what());
     }
   });
-  if (!bound.ok()) return Status::Unavailable("store server: " + bound.status().message());
+  if (!bound.ok()) {
+    return Status(bound.status().code(), "store server: " + bound.status().message());
+  }
   impl->port = *bound;
   impl->timer = std::thread([raw] { raw->TimerLoop(); });
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(impl)));
