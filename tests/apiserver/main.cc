@@ -4,9 +4,12 @@
 //   star-test-apiserver --listen 127.0.0.1:0 --crds DIR --kubeconfig-out FILE
 //                       [--fault SPEC]... [--latency DUR] [--bookmark-interval DUR]
 //                       [--history N] [--watch-timeout DUR]
+//                       [--tls-cert-file F --tls-private-key-file F [--client-ca-file F]
+//                        [--tls-ca-file F]] [--token T]...
+//                       [--kubeconfig-client-certificate F --kubeconfig-client-key F]
 //
-// Prints "listening on http://127.0.0.1:PORT" once it serves (the kubeconfig is written
-// before), then serves until SIGTERM or SIGINT.
+// Prints "listening on http(s)://127.0.0.1:PORT" once it serves (the kubeconfig is
+// written before), then serves until SIGTERM or SIGINT.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
@@ -26,7 +29,7 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace star::apiserver;
-  CLI::App app{"star-test-apiserver: a Kubernetes API emulator for tests (plain HTTP, in memory)"};
+  CLI::App app{"star-test-apiserver: a Kubernetes API emulator for tests (HTTP or HTTPS, in memory)"};
   std::string listen = "127.0.0.1:0";
   std::string crds;
   std::string kubeconfig_out;
@@ -44,9 +47,24 @@ int main(int argc, char** argv) {
   app.add_option("--bookmark-interval", bookmark_interval, "interval of watch BOOKMARK events")->capture_default_str();
   app.add_option("--watch-timeout", watch_timeout, "longest watch without timeoutSeconds")->capture_default_str();
   app.add_option("--history", history, "changes kept for watches from a resourceVersion")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-
   ApiServerOptions options;
+  app.add_option("--tls-cert-file", options.tls.cert_file, "serve HTTPS with this certificate chain (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-private-key-file", options.tls.key_file, "the serving certificate's key (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--client-ca-file", options.tls.client_ca_file,
+                 "require client certificates signed by this CA (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-ca-file", options.tls.ca_file, "the CA written into --kubeconfig-out (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--token", options.tokens, "accept only requests with this bearer token (repeatable)");
+  app.add_option("--kubeconfig-client-certificate", options.kubeconfig_user.client_cert_file,
+                 "the user of --kubeconfig-out authenticates with this certificate");
+  app.add_option("--kubeconfig-client-key", options.kubeconfig_user.client_key_file,
+                 "... and this key");
+  CLI11_PARSE(app, argc, argv);
+  if (!options.tokens.empty()) options.kubeconfig_user.token = options.tokens.front();
+
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) return Fail("--listen " + listen + ": expected HOST:PORT");
   options.host = listen.substr(0, colon);

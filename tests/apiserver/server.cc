@@ -1,13 +1,18 @@
 // The cpprestsdk adapter. cpprest exceptions are converted here and nowhere else.
 #include "server.h"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <queue>
+#include <sstream>
 #include <thread>
+#include <yaml-cpp/binary.h>
 
 #include "star/report/net.h"
 #include "yaml_json.h"
@@ -55,6 +60,59 @@ std::string DecodeQueryPart(std::string s) {
   return web::uri::decode(s);
 }
 
+StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) return Status::InvalidArgument(what + " " + path + ": cannot be read");
+  return text.str();
+}
+
+// Loads the serving certificate and key, and the client CA, into a TLS context now, so a
+// bad file is an error of Start and not of every handshake.
+StatusOr<std::function<void(boost::asio::ssl::context&)>> TlsSetup(const ApiServerTls& tls) {
+  if (tls.key_file.empty()) return Status::InvalidArgument("tls.key_file: required with tls.cert_file");
+  auto setup = [tls](boost::asio::ssl::context& ctx) {
+    ctx.set_options(boost::asio::ssl::context::default_workarounds | boost::asio::ssl::context::no_sslv2 |
+                    boost::asio::ssl::context::no_sslv3 | boost::asio::ssl::context::no_tlsv1 |
+                    boost::asio::ssl::context::no_tlsv1_1);
+    ctx.use_certificate_chain_file(tls.cert_file);
+    ctx.use_private_key_file(tls.key_file, boost::asio::ssl::context::pem);
+    if (!tls.client_ca_file.empty()) {
+      ctx.load_verify_file(tls.client_ca_file);
+      ctx.set_verify_mode(boost::asio::ssl::verify_peer | boost::asio::ssl::verify_fail_if_no_peer_cert);
+    }
+  };
+  for (const auto& [file, what] : {std::pair{tls.cert_file, "tls.cert_file"}, {tls.key_file, "tls.key_file"},
+                                   {tls.client_ca_file, "tls.client_ca_file"}}) {
+    if (!file.empty()) STAR_RETURN_IF_ERROR(ReadTextFile(file, what).status());
+  }
+  try {
+    boost::asio::ssl::context probe(boost::asio::ssl::context::tls_server);
+    setup(probe);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("tls: " + tls.cert_file + ", " + tls.key_file + ": " + e.what());
+  }
+  return std::function<void(boost::asio::ssl::context&)>(setup);
+}
+
+// The Status a real API server answers an unauthenticated request with.
+http::http_response Unauthorized() {
+  const nlohmann::json status = {{"kind", "Status"}, {"apiVersion", "v1"},   {"metadata", nlohmann::json::object()},
+                                 {"status", "Failure"}, {"message", "Unauthorized"}, {"reason", "Unauthorized"},
+                                 {"code", 401}};
+  http::http_response resp(http::status_codes::Unauthorized);
+  const std::string text = status.dump();
+  resp.set_body(std::vector<unsigned char>(text.begin(), text.end()));
+  resp.headers().set_content_type("application/json");
+  return resp;
+}
+
+// Health and version answer anonymous requests, as system:public-info-viewer allows.
+bool IsPublic(const std::string& path) {
+  return path == "/healthz" || path == "/livez" || path == "/readyz" || path == "/version";
+}
+
 void Reply(http::http_request& req, const http::http_response& resp) {
   try {
     req.reply(resp).then([](pplx::task<void> t) {
@@ -79,11 +137,14 @@ struct ApiServer::Impl {
     bool operator>(const Delayed& o) const { return due != o.due ? due > o.due : seq > o.seq; }
   };
 
-  explicit Impl(ApiServerOptions o) : options(std::move(o)), api(options.api) {}
+  explicit Impl(ApiServerOptions o) : options(std::move(o)), api(options.api), tokens(options.tokens) {}
 
   ApiServerOptions options;
   Api api;
   int port = 0;
+  mutable std::mutex tokens_mu;
+  std::vector<std::string> tokens;  // accepted bearer tokens; empty = anyone
+  std::atomic<int> unauthorized{0};
   std::unique_ptr<http::experimental::listener::http_listener> listener;
 
   std::mutex mu;
@@ -103,6 +164,11 @@ struct ApiServer::Impl {
       const auto& headers = req.headers();
       if (auto it = headers.find("Accept"); it != headers.end()) r.accept = it->second;
       if (auto it = headers.find("Content-Type"); it != headers.end()) r.content_type = it->second;
+      if (!IsPublic(r.path) && !Authenticated(headers)) {
+        ++unauthorized;
+        Reply(req, Unauthorized());
+        return;
+      }
       if (r.method != "GET") {
         const std::vector<unsigned char> bytes = req.extract_vector().get();
         r.body.assign(bytes.begin(), bytes.end());
@@ -146,6 +212,15 @@ struct ApiServer::Impl {
     cv.notify_all();
   }
 
+  // A bearer token among `tokens` (or no tokens to check).
+  bool Authenticated(const http::http_headers& headers) const {
+    std::lock_guard<std::mutex> lock(tokens_mu);
+    if (tokens.empty()) return true;
+    auto it = headers.find("Authorization");
+    if (it == headers.end() || it->second.rfind("Bearer ", 0) != 0) return false;
+    return std::find(tokens.begin(), tokens.end(), it->second.substr(7)) != tokens.end();
+  }
+
   // Answers delayed requests when due, and drives the API's periodic work.
   void TimerLoop() {
     const auto tick = std::clamp<std::chrono::milliseconds>(options.api.bookmark_interval / 4,
@@ -183,10 +258,16 @@ Status ApiServer::Start() {
   for (const auto& rule : impl_->options.faults) impl_->api.faults().Add(rule);
   const std::string& host = impl_->options.host;
   Impl* raw = impl_.get();
-  StatusOr<int> port = report::ListenOnPort(host, impl_->options.port, [raw, &host](int p) {
+  http::experimental::listener::http_listener_config config;
+  if (impl_->options.tls.enabled()) {
+    STAR_ASSIGN_OR_RETURN(auto setup, TlsSetup(impl_->options.tls));
+    config.set_ssl_context_callback(setup);
+  }
+  const std::string scheme = impl_->options.tls.enabled() ? "https://" : "http://";
+  StatusOr<int> port = report::ListenOnPort(host, impl_->options.port, [raw, &host, &config, &scheme](int p) {
     try {
       auto listener = std::make_unique<http::experimental::listener::http_listener>(
-          web::uri("http://" + host + ":" + std::to_string(p)));
+          web::uri(scheme + host + ":" + std::to_string(p)), config);
       listener->support([raw](http::http_request req) { raw->Handle(std::move(req)); });
       listener->open().wait();
       raw->listener = std::move(listener);
@@ -228,16 +309,40 @@ void ApiServer::Stop() {
 
 int ApiServer::port() const { return impl_->port; }
 
-std::string ApiServer::url() const { return "http://" + impl_->options.host + ":" + std::to_string(impl_->port); }
+std::string ApiServer::url() const {
+  return (impl_->options.tls.enabled() ? "https://" : "http://") + impl_->options.host + ":" +
+         std::to_string(impl_->port);
+}
 
 Api& ApiServer::api() { return impl_->api; }
 
+void ApiServer::SetTokens(std::vector<std::string> tokens) {
+  std::lock_guard<std::mutex> lock(impl_->tokens_mu);
+  impl_->tokens = std::move(tokens);
+}
+
+int ApiServer::unauthorized() const { return impl_->unauthorized.load(); }
+
 std::string ApiServer::Kubeconfig() const {
+  nlohmann::json cluster = {{"server", url()}};
+  if (!impl_->options.tls.ca_file.empty()) {
+    const StatusOr<std::string> ca = ReadTextFile(impl_->options.tls.ca_file, "tls.ca_file");
+    const std::string pem = ca.ok() ? *ca : "";
+    cluster["certificate-authority-data"] =
+        YAML::EncodeBase64(reinterpret_cast<const unsigned char*>(pem.data()), pem.size());
+  }
+  const KubeconfigUser& u = impl_->options.kubeconfig_user;
+  nlohmann::json user = nlohmann::json::object();
+  if (!u.client_cert_file.empty()) {
+    user = {{"client-certificate", u.client_cert_file}, {"client-key", u.client_key_file}};
+  } else if (!u.token.empty()) {
+    user = {{"token", u.token}};
+  }
   const nlohmann::json config = {
       {"apiVersion", "v1"},
       {"kind", "Config"},
-      {"clusters", {{{"name", "star-emulator"}, {"cluster", {{"server", url()}}}}}},
-      {"users", {{{"name", "star-emulator"}, {"user", {{"token", "star-emulator-token"}}}}}},
+      {"clusters", {{{"name", "star-emulator"}, {"cluster", cluster}}}},
+      {"users", {{{"name", "star-emulator"}, {"user", user}}}},
       {"contexts",
        {{{"name", "star-emulator"},
          {"context", {{"cluster", "star-emulator"}, {"user", "star-emulator"}, {"namespace", "default"}}}}}},
