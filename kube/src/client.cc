@@ -7,7 +7,11 @@
 #include <cerrno>
 #include <cpprest/http_client.h>
 #include <future>
+#include <mutex>
 #include <thread>
+
+#include "credentials.h"
+#include "tls_setup.h"
 
 namespace star::kube {
 namespace {
@@ -115,6 +119,8 @@ bool SleepUnlessStopped(milliseconds d, const std::atomic<bool>* stop) {
 
 bool IsTimeout(const http::http_exception& e) { return e.error_code().value() == ETIMEDOUT; }
 
+using ClientFor = std::function<StatusOr<std::shared_ptr<http::client::http_client>>(const Credentials&)>;
+
 }  // namespace
 
 ResourceRef Pods() { return {"", "v1", "pods", true, "Pod"}; }
@@ -126,8 +132,34 @@ ResourceRef NodeAllocations() { return {"star.dev", "v1alpha1", "nodeallocations
 
 struct Client::Impl {
   ClientOptions options;
+  bool https = false;
   http::client::http_client_config config;  // request_timeout; watches copy it with their own
-  std::unique_ptr<http::client::http_client> client;
+  std::unique_ptr<CredentialSource> credentials;
+  std::mutex client_mu;
+  std::shared_ptr<http::client::http_client> client;  // for one-shot requests
+  Credentials client_credentials;                     // what `client`'s TLS context presents
+
+  // A new connection pool with `config` whose TLS context presents `c`'s certificate.
+  StatusOr<std::shared_ptr<http::client::http_client>> NewClient(http::client::http_client_config c,
+                                                                 const Credentials& creds) const {
+    if (https) c.set_ssl_context_callback(MakeTlsSetup(options, creds));
+    try {
+      return std::make_shared<http::client::http_client>(web::uri(options.server), c);
+    } catch (const std::exception& e) {
+      return Status::Unavailable("kube: " + options.server + ": " + e.what());
+    }
+  }
+
+  // The shared client, rebuilt when the client certificate changed (an exec plugin's).
+  StatusOr<std::shared_ptr<http::client::http_client>> SharedClient(const Credentials& creds) {
+    std::lock_guard<std::mutex> lock(client_mu);
+    if (client == nullptr || creds.client_cert_pem != client_credentials.client_cert_pem ||
+        creds.client_key_pem != client_credentials.client_key_pem) {
+      STAR_ASSIGN_OR_RETURN(client, NewClient(config, creds));
+      client_credentials = creds;
+    }
+    return client;
+  }
 
   // "/apis/g/v[/namespaces/ns]/resource[/name[/sub]]"; ns "" = no namespace segment.
   static std::string Path(const ResourceRef& r, const std::string& ns, const std::string& name,
@@ -155,12 +187,12 @@ struct Client::Impl {
   }
 
   http::http_request MakeRequest(const http::method& method, const std::string& target, const std::string* body,
-                                 const std::string& content_type) const {
+                                 const std::string& content_type, const std::string& token) const {
     http::http_request req(method);
     req.set_request_uri(web::uri(target));
     req.headers().add("Accept", "application/json");
     req.headers().add("User-Agent", options.user_agent);
-    if (!options.token.empty()) req.headers().add("Authorization", "Bearer " + options.token);
+    if (!token.empty()) req.headers().add("Authorization", "Bearer " + token);
     // Bodies go out as byte vectors (cpprest's string-body path trips UBSan's vptr check).
     if (body != nullptr) {
       req.set_body(std::vector<unsigned char>(body->begin(), body->end()));
@@ -170,22 +202,31 @@ struct Client::Impl {
   }
 
   // Sends one request with the retry policy (429/5xx answers and connection failures
-  // retried with doubling backoff, Retry-After honoured, up to max_retries). Returns the
-  // first answer that is not retried, body unread. With `stop`, waits look at it and a
-  // stop returns Aborted (the caller checks its flag).
-  StatusOr<http::http_response> Exchange(http::client::http_client& c, const http::method& method,
+  // retried with doubling backoff, Retry-After honoured, up to max_retries; a first 401
+  // retried at once when the credentials can be refreshed). Returns the first answer that
+  // is not retried, body unread. With `stop`, waits look at it and a stop returns Aborted
+  // (the caller checks its flag).
+  StatusOr<http::http_response> Exchange(const ClientFor& client_for, const http::method& method,
                                          const std::string& target, const std::string* body,
                                          const std::string& content_type, const std::atomic<bool>* stop,
                                          pplx::cancellation_token_source& cancel) const {
     const std::string what = "kube: " + method + " " + options.server + target;
     milliseconds backoff = options.initial_backoff;
+    bool refreshed = false;
     for (int attempt = 0;; ++attempt) {
+      STAR_ASSIGN_OR_RETURN(Credentials creds, credentials->Get());
+      STAR_ASSIGN_OR_RETURN(std::shared_ptr<http::client::http_client> c, client_for(creds));
       Status failure;
       std::optional<milliseconds> wait;
       try {
-        std::optional<http::http_response> resp =
-            Await(c.request(MakeRequest(method, target, body, content_type), cancel.get_token()), stop, cancel);
+        std::optional<http::http_response> resp = Await(
+            c->request(MakeRequest(method, target, body, content_type, creds.token), cancel.get_token()), stop, cancel);
         if (!resp) return Status::Aborted(what + ": stopped");
+        if (resp->status_code() == http::status_codes::Unauthorized && !refreshed && credentials->Refresh(creds)) {
+          refreshed = true;
+          --attempt;  // a refresh is not a retry
+          continue;
+        }
         if (!Retryable(resp->status_code())) return *resp;
         const std::vector<unsigned char> bytes = resp->extract_vector().get();
         failure = ErrorFromBody(resp->status_code(), std::string(bytes.begin(), bytes.end()));
@@ -194,6 +235,7 @@ struct Client::Impl {
         if (IsTimeout(e)) {
           return Status::DeadlineExceeded(what + ": no answer within " + Millis(config.timeout<milliseconds>()));
         }
+        if (IsCertificateVerifyFailure(e.error_code().value())) return CertificateFailure(what);
         failure = Status::Unavailable(what + ": " + e.what());
       } catch (const std::exception& e) {
         if (stop != nullptr && stop->load()) return Status::Aborted(what + ": stopped");
@@ -208,6 +250,20 @@ struct Client::Impl {
     }
   }
 
+  // A handshake that failed on the server's certificate (wrong CA, wrong host name,
+  // expired): not retried, and explained.
+  Status CertificateFailure(const std::string& what) const {
+    std::string why;
+    try {
+      const web::uri uri(options.server);
+      why = DiagnoseServerCertificate(options, uri.host(), uri.port() > 0 ? uri.port() : 443);
+    } catch (const std::exception&) {
+    }
+    return Status::Unavailable(what + ": TLS: the server's certificate does not verify against " +
+                               TrustedCaDescription(options) + (why.empty() ? "" : ": " + why) +
+                               " (is this the cluster's CA, and does the certificate name the server's host?)");
+  }
+
   // A complete request: the answer's JSON, or its error.
   StatusOr<json> Call(const http::method& method, const std::string& target, const json* body = nullptr,
                       const std::string& content_type = "application/json") const {
@@ -220,8 +276,10 @@ struct Client::Impl {
       }
     }
     pplx::cancellation_token_source cancel;
+    Impl* self = const_cast<Impl*>(this);
+    const ClientFor shared = [self](const Credentials& creds) { return self->SharedClient(creds); };
     STAR_ASSIGN_OR_RETURN(http::http_response resp,
-                          Exchange(*client, method, target, body != nullptr ? &text : nullptr, content_type,
+                          Exchange(shared, method, target, body != nullptr ? &text : nullptr, content_type,
                                    nullptr, cancel));
     std::string reply;
     try {
@@ -264,32 +322,13 @@ StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.max_retries < 0) return Status::InvalidArgument("kube client: max_retries: must be >= 0");
   auto impl = std::make_unique<Impl>();
   impl->config.set_timeout(options.request_timeout);
-  if (scheme == "https") {
+  impl->https = scheme == "https";
+  STAR_ASSIGN_OR_RETURN(impl->credentials, CredentialSource::Create(options));
+  if (impl->https) {
     impl->config.set_validate_certificates(!options.insecure_skip_tls_verify);
-    if (!options.ca_file.empty() || !options.ca_data.empty()) {
-      const std::string ca_file = options.ca_file, ca_data = options.ca_data;
-      auto load = [ca_file, ca_data](boost::asio::ssl::context& ctx) {
-        if (!ca_file.empty()) {
-          ctx.load_verify_file(ca_file);
-        } else {
-          ctx.add_certificate_authority(boost::asio::buffer(ca_data.data(), ca_data.size()));
-        }
-      };
-      // Load it once now, so a bad CA is an error here and not on every request.
-      try {
-        boost::asio::ssl::context probe(boost::asio::ssl::context::sslv23_client);
-        load(probe);
-      } catch (const std::exception& e) {
-        return Status::InvalidArgument(std::string("kube client: ") + (ca_file.empty() ? "ca_data" : "ca_file " + ca_file) +
-                                       ": not a PEM CA bundle: " + e.what());
-      }
-      impl->config.set_ssl_context_callback(load);
-    }
-  }
-  try {
-    impl->client = std::make_unique<http::client::http_client>(web::uri(options.server), impl->config);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("kube client: server: \"" + options.server + "\": " + e.what());
+    // Load the CA and the certificate once now, so bad files are errors here and not on
+    // every request.
+    STAR_RETURN_IF_ERROR(CheckTlsSetup(options, impl->credentials->static_credentials()));
   }
   impl->options = std::move(options);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -384,18 +423,18 @@ Status Client::Watch(const ResourceRef& r, const std::string& ns, const WatchOpt
   target += Selectors(options.label_selector, options.field_selector);
   const std::string what = "kube: watch " + impl_->options.server + target;
 
-  // Its own connection, whose inactivity timeout outlasts the server-side one.
+  // Its own connection, whose inactivity timeout outlasts the server-side one; it lives
+  // as long as the stream.
   http::client::http_client_config config = impl_->config;
   config.set_timeout(std::chrono::duration_cast<milliseconds>(options.timeout) + impl_->options.request_timeout);
-  std::unique_ptr<http::client::http_client> client;
-  try {
-    client = std::make_unique<http::client::http_client>(web::uri(impl_->options.server), config);
-  } catch (const std::exception& e) {
-    return Status::Unavailable(what + ": " + e.what());
-  }
+  std::shared_ptr<http::client::http_client> client;
+  const ClientFor own = [this, &config, &client](const Credentials& creds) {
+    StatusOr<std::shared_ptr<http::client::http_client>> c = impl_->NewClient(config, creds);
+    if (c.ok()) client = *c;
+    return c;
+  };
   pplx::cancellation_token_source cancel;
-  StatusOr<http::http_response> opened =
-      impl_->Exchange(*client, http::methods::GET, target, nullptr, "", stop, cancel);
+  StatusOr<http::http_response> opened = impl_->Exchange(own, http::methods::GET, target, nullptr, "", stop, cancel);
   if (stopped()) return Status::Ok();
   if (!opened.ok()) return opened.status();
   http::http_response resp = *opened;

@@ -53,44 +53,128 @@ class Kubeconfig {
     STAR_ASSIGN_OR_RETURN(options.server, RequiredString(cluster, "server", cl_field + ".server"));
     STAR_ASSIGN_OR_RETURN(std::string ca, OptionalString(cluster, "certificate-authority", cl_field + ".certificate-authority"));
     if (!ca.empty()) options.ca_file = Resolve(ca).string();
-    STAR_ASSIGN_OR_RETURN(std::string ca_data,
-                          OptionalString(cluster, "certificate-authority-data", cl_field + ".certificate-authority-data"));
-    if (!ca_data.empty()) {
-      const std::vector<unsigned char> pem = YAML::DecodeBase64(ca_data);
-      if (pem.empty()) return Bad(cl_field + ".certificate-authority-data", "not base64");
-      options.ca_data.assign(pem.begin(), pem.end());
-    }
-    if (cluster["insecure-skip-tls-verify"]) {
-      try {
-        options.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
-      } catch (const YAML::Exception&) {
-        return Bad(cl_field + ".insecure-skip-tls-verify", "not a boolean");
-      }
+    STAR_ASSIGN_OR_RETURN(options.ca_data, Base64Field(cluster, "certificate-authority-data", cl_field));
+    STAR_ASSIGN_OR_RETURN(options.insecure_skip_tls_verify,
+                          OptionalBool(cluster, "insecure-skip-tls-verify", cl_field + ".insecure-skip-tls-verify"));
+    if (cluster["tls-server-name"]) {
+      return Bad(cl_field + ".tls-server-name", "not supported (the server's certificate must name its host)");
     }
 
     if (user_name.empty()) return options;  // anonymous
     std::string user_field;
     STAR_ASSIGN_OR_RETURN(YAML::Node user, Named("users", "user", user_name, &user_field));
-    STAR_ASSIGN_OR_RETURN(options.token, OptionalString(user, "token", user_field + ".token"));
-    STAR_ASSIGN_OR_RETURN(std::string token_file, OptionalString(user, "tokenFile", user_field + ".tokenFile"));
-    if (options.token.empty() && !token_file.empty()) {
-      auto token = ReadFile(Resolve(token_file));
-      if (!token.ok()) return Bad(user_field + ".tokenFile", token.status().message());
-      options.token = TrimNewlines(*token);
-      if (options.token.empty()) return Bad(user_field + ".tokenFile", Resolve(token_file).string() + " is empty");
+    STAR_RETURN_IF_ERROR(ReadToken(user, user_field, &options));
+    STAR_RETURN_IF_ERROR(ReadClientCertificate(user, user_field, &options));
+    if (user["exec"]) {
+      STAR_ASSIGN_OR_RETURN(ExecConfig exec, ReadExec(user["exec"], user_field + ".exec"));
+      options.exec = std::move(exec);
     }
-    if (options.token.empty()) {
-      if (user["client-certificate"] || user["client-certificate-data"] || user["client-key"] ||
-          user["client-key-data"]) {
-        return Bad(user_field, "no token (client certificates are not supported)");
-      }
-      if (user["exec"] || user["auth-provider"]) return Bad(user_field, "no token (exec and auth-provider plugins are not supported)");
-      if (user["username"] || user["password"]) return Bad(user_field, "no token (basic authentication is not supported)");
-    }
-    return options;
+    if (user["auth-provider"]) return Bad(user_field + ".auth-provider", "not supported (use an exec plugin)");
+    if (user["username"] || user["password"]) return Bad(user_field, "basic authentication is not supported");
+  return options;
   }
 
  private:
+  // token, or tokenFile (read now, and again by the client whenever it changes).
+  Status ReadToken(const YAML::Node& user, const std::string& at, ClientOptions* options) const {
+    STAR_ASSIGN_OR_RETURN(options->token, OptionalString(user, "token", at + ".token"));
+    STAR_ASSIGN_OR_RETURN(std::string token_file, OptionalString(user, "tokenFile", at + ".tokenFile"));
+    if (!options->token.empty() || token_file.empty()) return Status::Ok();
+    auto token = ReadFile(Resolve(token_file));
+    if (!token.ok()) return Bad(at + ".tokenFile", token.status().message());
+    options->token = TrimNewlines(*token);
+    if (options->token.empty()) return Bad(at + ".tokenFile", Resolve(token_file).string() + " is empty");
+    options->token_file = Resolve(token_file).string();
+    return Status::Ok();
+  }
+
+  // client-certificate(-data) and client-key(-data): both or neither.
+  Status ReadClientCertificate(const YAML::Node& user, const std::string& at, ClientOptions* options) const {
+    STAR_ASSIGN_OR_RETURN(std::string cert, OptionalString(user, "client-certificate", at + ".client-certificate"));
+    STAR_ASSIGN_OR_RETURN(std::string key, OptionalString(user, "client-key", at + ".client-key"));
+    if (!cert.empty()) options->client_cert_file = Resolve(cert).string();
+    if (!key.empty()) options->client_key_file = Resolve(key).string();
+    STAR_ASSIGN_OR_RETURN(options->client_cert_data, Base64Field(user, "client-certificate-data", at));
+    STAR_ASSIGN_OR_RETURN(options->client_key_data, Base64Field(user, "client-key-data", at));
+    const bool has_cert = !cert.empty() || !options->client_cert_data.empty();
+    const bool has_key = !key.empty() || !options->client_key_data.empty();
+    if (has_cert && !has_key) return Bad(at + ".client-key", "missing (client-certificate needs it)");
+    if (has_key && !has_cert) return Bad(at + ".client-certificate", "missing (client-key needs it)");
+    for (const auto& [file, field] : {std::pair{options->client_cert_file, "client-certificate"},
+                                      {options->client_key_file, "client-key"}}) {
+      std::error_code ec;
+      if (!file.empty() && !fs::exists(file, ec)) return Bad(at + "." + field, file + ": no such file");
+    }
+    return Status::Ok();
+  }
+
+  // The decoded contents of a base64 field ("" when absent).
+  StatusOr<std::string> Base64Field(const YAML::Node& map, const std::string& key, const std::string& at) const {
+    STAR_ASSIGN_OR_RETURN(std::string text, OptionalString(map, key, at + "." + key));
+    if (text.empty()) return text;
+    const std::vector<unsigned char> bytes = YAML::DecodeBase64(text);
+    if (bytes.empty()) return Bad(at + "." + key, "not base64");
+    return std::string(bytes.begin(), bytes.end());
+  }
+
+  // users[i].user.exec (client.authentication.k8s.io ExecConfig).
+  StatusOr<ExecConfig> ReadExec(const YAML::Node& exec, const std::string& at) const {
+    if (!exec.IsMap()) return Bad(at, "not a map");
+    ExecConfig c;
+    STAR_ASSIGN_OR_RETURN(c.api_version, RequiredString(exec, "apiVersion", at + ".apiVersion"));
+    if (c.api_version != "client.authentication.k8s.io/v1" && c.api_version != "client.authentication.k8s.io/v1beta1") {
+      return Bad(at + ".apiVersion", "\"" + c.api_version +
+                                         "\" (want client.authentication.k8s.io/v1 or v1beta1)");
+    }
+    STAR_ASSIGN_OR_RETURN(c.command, RequiredString(exec, "command", at + ".command"));
+    if (c.command.find('/') != std::string::npos) c.command = Resolve(c.command).string();
+    STAR_ASSIGN_OR_RETURN(c.args, StringList(exec, "args", at + ".args"));
+    STAR_ASSIGN_OR_RETURN(c.env, EnvList(exec, at + ".env"));
+    STAR_ASSIGN_OR_RETURN(c.install_hint, OptionalString(exec, "installHint", at + ".installHint"));
+    STAR_ASSIGN_OR_RETURN(c.provide_cluster_info, OptionalBool(exec, "provideClusterInfo", at + ".provideClusterInfo"));
+    STAR_ASSIGN_OR_RETURN(std::string mode, OptionalString(exec, "interactiveMode", at + ".interactiveMode"));
+    if (mode == "Always") return Bad(at + ".interactiveMode", "Always needs a terminal; this client has none");
+    if (!mode.empty() && mode != "Never" && mode != "IfAvailable") {
+      return Bad(at + ".interactiveMode", "\"" + mode + "\" (want Never, IfAvailable or Always)");
+    }
+    return c;
+  }
+
+  StatusOr<std::vector<std::string>> StringList(const YAML::Node& map, const std::string& key,
+                                                const std::string& at) const {
+    std::vector<std::string> out;
+    if (!map[key] || map[key].IsNull()) return out;
+    if (!map[key].IsSequence()) return Bad(at, "not a list");
+    for (size_t i = 0; i < map[key].size(); ++i) {
+      if (!map[key][i].IsScalar()) return Bad(at + "[" + std::to_string(i) + "]", "not a string");
+      out.push_back(map[key][i].Scalar());
+    }
+    return out;
+  }
+
+  StatusOr<std::vector<std::pair<std::string, std::string>>> EnvList(const YAML::Node& exec,
+                                                                     const std::string& at) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!exec["env"] || exec["env"].IsNull()) return out;
+    if (!exec["env"].IsSequence()) return Bad(at, "not a list");
+    for (size_t i = 0; i < exec["env"].size(); ++i) {
+      const std::string field = at + "[" + std::to_string(i) + "]";
+      STAR_ASSIGN_OR_RETURN(std::string name, RequiredString(exec["env"][i], "name", field + ".name"));
+      STAR_ASSIGN_OR_RETURN(std::string value, OptionalString(exec["env"][i], "value", field + ".value"));
+      out.emplace_back(name, value);
+    }
+    return out;
+  }
+
+  StatusOr<bool> OptionalBool(const YAML::Node& map, const std::string& key, const std::string& field) const {
+    if (!map[key] || map[key].IsNull()) return false;
+    try {
+      return map[key].as<bool>();
+    } catch (const YAML::Exception&) {
+      return Bad(field, "not a boolean");
+    }
+  }
+
   Status Bad(const std::string& field, const std::string& why) const {
     return Status::InvalidArgument("kubeconfig " + path_ + ": " + field + ": " + why);
   }
@@ -192,6 +276,7 @@ StatusOr<ClientOptions> InClusterOptions(const std::string& root) {
   ClientOptions options;
   options.server = "https://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port;
   options.token = TrimNewlines(*token);
+  options.token_file = (dir / "token").string();  // the kubelet rotates it
   if (options.token.empty()) return Status::FailedPrecondition("in-cluster: " + (dir / "token").string() + " is empty");
   std::error_code ec;
   if (fs::exists(dir / "ca.crt", ec)) options.ca_file = (dir / "ca.crt").string();

@@ -126,6 +126,42 @@ TEST_F(KubeconfigTest, AKubeconfigVariableNamingNoFileIsAnErrorNotHomesConfig) {
   EXPECT_NE(options.status().message().find("$KUBECONFIG"), std::string::npos) << options.status();
 }
 
+TEST_F(KubeconfigTest, ReadsClientCertificatesAndExecPlugins) {
+  std::filesystem::create_directories(dir_.path() + "/certs");
+  Write(dir_.path() + "/certs/c.pem", "CERT");
+  Write(dir_.path() + "/certs/k.pem", "KEY");
+  const std::string path = WriteConfig(
+      "current-context: files\n"
+      "contexts:\n- name: files\n  context: {cluster: k, user: files}\n"
+      "- name: data\n  context: {cluster: k, user: data}\n- name: exec\n  context: {cluster: k, user: exec}\n"
+      "clusters:\n- name: k\n  cluster: {server: 'https://k:6443'}\n"
+      "users:\n- name: files\n  user: {client-certificate: certs/c.pem, client-key: certs/k.pem}\n"
+      "- name: data\n  user: {client-certificate-data: Q0VSVA==, client-key-data: S0VZ}\n"
+      "- name: exec\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+      "      command: bin/plugin\n      args: [get-token, --cluster, k]\n"
+      "      env: [{name: REGION, value: eu}]\n      installHint: install the plugin\n"
+      "      provideClusterInfo: true\n      interactiveMode: Never\n",
+      "certs-and-exec");
+  auto files = OptionsFromKubeconfig(path, "files");
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(files->client_cert_file, dir_.path() + "/certs/c.pem") << "relative to the kubeconfig";
+  EXPECT_EQ(files->client_key_file, dir_.path() + "/certs/k.pem");
+  EXPECT_TRUE(files->token.empty());
+  auto data = OptionsFromKubeconfig(path, "data");
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->client_cert_data, "CERT");
+  EXPECT_EQ(data->client_key_data, "KEY");
+  auto exec = OptionsFromKubeconfig(path, "exec");
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_TRUE(exec->exec.has_value());
+  EXPECT_EQ(exec->exec->command, dir_.path() + "/bin/plugin") << "a command with a / is relative to the kubeconfig";
+  EXPECT_EQ(exec->exec->args, (std::vector<std::string>{"get-token", "--cluster", "k"}));
+  ASSERT_EQ(exec->exec->env.size(), 1u);
+  EXPECT_EQ(exec->exec->env[0], (std::pair<std::string, std::string>{"REGION", "eu"}));
+  EXPECT_EQ(exec->exec->install_hint, "install the plugin");
+  EXPECT_TRUE(exec->exec->provide_cluster_info);
+}
+
 TEST_F(KubeconfigTest, ErrorsNameTheFileAndTheField) {
   const auto error = [&](const std::string& text, const std::string& context = "") {
     const std::string path = WriteConfig(text, "bad");
@@ -138,11 +174,34 @@ TEST_F(KubeconfigTest, ErrorsNameTheFileAndTheField) {
   EXPECT_NE(s.message().find("clusters[0].cluster.server: missing"), std::string::npos) << s;
   EXPECT_NE(s.message().find(dir_.path() + "/bad"), std::string::npos) << s;
 
-  s = error(base + "clusters:\n- name: k\n  cluster: {server: 'https://k:6443'}\n"
-                   "users:\n- name: u\n  user: {client-certificate-data: Zm9v, client-key-data: YmFy}\n");
+  const std::string cluster = "clusters:\n- name: k\n  cluster: {server: 'https://k:6443'}\n";
+  s = error(base + cluster + "users:\n- name: u\n  user: {client-certificate-data: Zm9v}\n");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("users[0].user: no token (client certificates are not supported)"), std::string::npos)
+  EXPECT_NE(s.message().find("users[0].user.client-key: missing (client-certificate needs it)"), std::string::npos)
       << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {client-key: k.pem}\n");
+  EXPECT_NE(s.message().find("users[0].user.client-certificate: missing"), std::string::npos) << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {client-certificate: c.pem, client-key: k.pem}\n");
+  EXPECT_NE(s.message().find("users[0].user.client-certificate: " + dir_.path() + "/c.pem: no such file"),
+            std::string::npos)
+      << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {client-certificate-data: '***', client-key-data: YmFy}\n");
+  EXPECT_NE(s.message().find("users[0].user.client-certificate-data: not base64"), std::string::npos) << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {exec: {command: x}}\n");
+  EXPECT_NE(s.message().find("users[0].user.exec.apiVersion: missing"), std::string::npos) << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {exec: {apiVersion: client.authentication.k8s.io/v2, command: x}}\n");
+  EXPECT_NE(s.message().find("users[0].user.exec.apiVersion: \"client.authentication.k8s.io/v2\""), std::string::npos)
+      << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                             "command: x, env: [{value: v}]}}\n");
+  EXPECT_NE(s.message().find("users[0].user.exec.env[0].name: missing"), std::string::npos) << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                             "command: x, interactiveMode: Always}}\n");
+  EXPECT_NE(s.message().find("users[0].user.exec.interactiveMode: Always needs a terminal"), std::string::npos) << s;
+  s = error(base + cluster + "users:\n- name: u\n  user: {auth-provider: {name: gcp}}\n");
+  EXPECT_NE(s.message().find("users[0].user.auth-provider: not supported"), std::string::npos) << s;
+  s = error(base + "clusters:\n- name: k\n  cluster: {server: 'https://k:6443', tls-server-name: k}\n");
+  EXPECT_NE(s.message().find("clusters[0].cluster.tls-server-name: not supported"), std::string::npos) << s;
 
   s = error(base + "clusters:\n- name: k\n  cluster: {server: 'https://k:6443', certificate-authority-data: '***'}\n");
   EXPECT_NE(s.message().find("clusters[0].cluster.certificate-authority-data: not base64"), std::string::npos) << s;

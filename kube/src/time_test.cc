@@ -27,5 +27,22 @@ TEST(Rfc3339Test, NowLiesBetweenTheClockReadingsAroundIt) {
   EXPECT_LE(now, after);
 }
 
+TEST(ParseRfc3339Test, ReadsUtcOffsetsAndFractions) {
+  const system_clock::time_point t{std::chrono::seconds(1738326896)};
+  EXPECT_EQ(ParseRfc3339("2025-01-31T12:34:56Z"), t);
+  EXPECT_EQ(ParseRfc3339("2025-01-31T12:34:56.789Z"), t);
+  EXPECT_EQ(ParseRfc3339("2025-01-31T14:34:56+02:00"), t);
+  EXPECT_EQ(ParseRfc3339("2025-01-31T11:04:56-01:30"), t);
+  EXPECT_EQ(ParseRfc3339(Rfc3339(t)), t);
+}
+
+TEST(ParseRfc3339Test, RefusesWhatIsNotATimestamp) {
+  for (const char* bad : {"", "2025-01-31", "2025-01-31 12:34:56Z", "2025-01-31T12:34:56", "2025-01-31T12:34:56Q",
+                          "2025-01-31T12:34:56.Z", "2025-01-31T12:34:56+2:00", "2025-13-31T12:34:56Z",
+                          "2025-01-31T12:34:56Z trailing", "2025-01-31T12:34:56+25:00"}) {
+    EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace star::kube

@@ -8,10 +8,14 @@
 // is the server's message:
 //   404 NotFound -> NotFound;  409 AlreadyExists (create) -> AlreadyExists;
 //   409 Conflict (stale resourceVersion) -> Aborted;  410 Gone -> OutOfRange;
-//   400/422 -> InvalidArgument;  401/403 -> FailedPrecondition;
+//   400/422 -> InvalidArgument;  401/403 -> FailedPrecondition (a 401 first makes the
+//   client read its token file again or re-run its exec plugin, and try once more);
 //   429 and 5xx -> retried inside with exponential backoff (honouring Retry-After) up to
 //   ClientOptions::max_retries, then Unavailable;  connection failures -> Unavailable
-//   (retried the same way);  no answer within the request timeout -> DeadlineExceeded.
+//   (retried the same way);  no answer within the request timeout -> DeadlineExceeded;
+//   a server certificate that does not verify (wrong CA, wrong host name) -> Unavailable,
+//   not retried, naming the CA used;  credentials that cannot be had (a token file that
+//   cannot be read, an exec plugin that fails) -> their own error, naming the source.
 // Thread-safe: one Client is shared by every thread of a process.
 #pragma once
 
@@ -25,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "star/core/status.h"
+#include "star/kube/client_options.h"
 
 namespace star::kube {
 
@@ -43,36 +48,6 @@ ResourceRef Events();            // core/v1 events
 ResourceRef Leases();            // coordination.k8s.io/v1 leases
 ResourceRef TrainingJobs();      // star.dev/v1alpha1 trainingjobs (namespaced)
 ResourceRef NodeAllocations();   // star.dev/v1alpha1 nodeallocations (cluster-scoped)
-
-struct ClientOptions {
-  std::string server;         // "https://host:port" or "http://host:port"; required
-  std::string token;          // bearer token ("" = none)
-  std::string ca_file;        // PEM CA bundle for https ("" = system roots)
-  bool insecure_skip_tls_verify = false;
-  std::string default_namespace = "default";
-  std::chrono::milliseconds request_timeout{10000};  // per request (not watches)
-  int max_retries = 5;                               // for 429 / 5xx / connection errors
-  std::chrono::milliseconds initial_backoff{100};    // doubles per retry, capped at 5 s
-  std::string user_agent = "star-operator";
-  // PEM CA bundle contents (a kubeconfig's decoded certificate-authority-data); used when
-  // ca_file is "". Added after the fields above so existing initializers keep working.
-  std::string ca_data;
-};
-
-// Kubeconfig files: the current context (or `context`), its cluster (server,
-// certificate-authority, certificate-authority-data, insecure-skip-tls-verify) and user
-// (token, tokenFile); namespace from the context. InvalidArgument naming the missing or
-// bad field ("kubeconfig /path: users[0].user: no token (client certificates are not
-// supported)"); NotFound when the file does not exist. `path` "" = $KUBECONFIG (its first
-// existing entry when it lists several, ':'-separated), else ~/.kube/config. A relative
-// certificate-authority or tokenFile is relative to the kubeconfig's directory.
-StatusOr<ClientOptions> OptionsFromKubeconfig(const std::string& path,
-                                              const std::string& context = "");
-// In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service-account token, CA and namespace
-// under /var/run/secrets/kubernetes.io/serviceaccount (`root` overrides that directory
-// for tests). FailedPrecondition when not running in a pod.
-StatusOr<ClientOptions> InClusterOptions(
-    const std::string& root = "/var/run/secrets/kubernetes.io/serviceaccount");
 
 struct WatchEvent {
   std::string type;     // "ADDED", "MODIFIED", "DELETED", "BOOKMARK"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace star::kube {
@@ -11,5 +12,9 @@ std::string Rfc3339(std::chrono::system_clock::time_point t);
 
 // The wall clock now, as Rfc3339 writes it (lastTransitionTime, creationTimestamp, ...).
 std::string NowRfc3339();
+
+// Reads RFC 3339 ("2025-01-31T12:34:56Z", "...56.789+02:00"; fractions are dropped);
+// nullopt when `text` is not such a timestamp.
+std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& text);
 
 }  // namespace star::kube
