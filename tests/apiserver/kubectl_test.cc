@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "star/test_support/tls.h"
 #include "test_process.h"
 
 namespace star::apiserver {
@@ -40,12 +41,15 @@ std::string Describe(const ProcessResult& r) {
 
 class KubectlTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartServer({}); }
+
+  void StartServer(const std::vector<std::string>& extra) {
     ASSERT_FALSE(dir_.path().empty());
     kubeconfig_ = dir_.path() + "/kubeconfig";
-    ASSERT_TRUE(server_.Start({STAR_APISERVER_BINARY, "--listen", "127.0.0.1:0", "--crds", kTestdata + "/crds",
-                               "--kubeconfig-out", kubeconfig_},
-                              dir_.path() + "/server.log"));
+    std::vector<std::string> argv = {STAR_APISERVER_BINARY, "--listen", "127.0.0.1:0", "--crds", kTestdata + "/crds",
+                                     "--kubeconfig-out", kubeconfig_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(server_.Start(argv, dir_.path() + "/server.log"));
     const auto line = server_.WaitForLine("listening on ", 30s);
     ASSERT_TRUE(line.has_value()) << "the emulator did not start:\n" << ReadFile(dir_.path() + "/server.log");
   }
@@ -287,6 +291,62 @@ TEST_F(KubectlTest, CreateNamespaceConfigMapSecretAndServiceSendProtobuf) {
   const ProcessResult again = Kubectl({"create", "configmap", "cm1", "-n", "team-a", "--from-literal=a=c"});
   EXPECT_NE(again.exit_code, 0) << Describe(again);
   EXPECT_NE(again.err.find("configmaps \"cm1\" already exists"), std::string::npos) << Describe(again);
+}
+
+// HTTPS: kubectl verifies the emulator with the kubeconfig's certificate-authority-data
+// and authenticates with a client certificate or a bearer token.
+class KubectlHttpsTest : public KubectlTest {
+ protected:
+  void SetUp() override {}
+
+  // Serves HTTPS with a certificate for 127.0.0.1 signed by ca_, then `extra`.
+  void StartHttps(std::vector<std::string> extra) {
+    const std::string d = dir_.path();
+    const star::test_support::CertifiedKey serving = ca_.IssueServer({"localhost"}, {"127.0.0.1"});
+    star::test_support::WriteTextFile(d + "/ca.crt", ca_.cert_pem());
+    std::vector<std::string> tls = {"--tls-cert-file", star::test_support::WriteTextFile(d + "/server.crt", serving.cert),
+                                    "--tls-private-key-file", star::test_support::WriteTextFile(d + "/server.key", serving.key),
+                                    "--tls-ca-file", d + "/ca.crt"};
+    tls.insert(tls.end(), extra.begin(), extra.end());
+    StartServer(tls);
+  }
+
+  star::test_support::TestCa ca_;
+};
+
+TEST_F(KubectlHttpsTest, ClientCertificatesAuthenticateKubectl) {
+  const star::test_support::CertifiedKey admin = ca_.IssueClient("admin", {"system:masters"});
+  const std::string d = dir_.path();
+  StartHttps({"--client-ca-file", d + "/ca.crt", "--kubeconfig-client-certificate",
+              star::test_support::WriteTextFile(d + "/admin.crt", admin.cert), "--kubeconfig-client-key",
+              star::test_support::WriteTextFile(d + "/admin.key", admin.key)});
+  EXPECT_NE(ReadFile(kubeconfig_).find("https://127.0.0.1:"), std::string::npos) << ReadFile(kubeconfig_);
+  Ok({"create", "namespace", "tls"});
+  EXPECT_EQ(GetJson({"namespace", "tls"})["metadata"]["name"], "tls");
+
+  // The same server with a kubeconfig that has no client certificate: refused.
+  std::string anonymous = ReadFile(kubeconfig_);
+  anonymous = anonymous.substr(0, anonymous.find("users:")) + "users:\n  - name: star-emulator\n    user: {}\n";
+  star::test_support::WriteTextFile(d + "/anonymous", anonymous);
+  const ProcessResult r = RunProcess({STAR_KUBECTL, "--kubeconfig", d + "/anonymous", "--cache-dir", d + "/cache2",
+                                      "get", "namespaces", "--request-timeout=10s"},
+                                     "", 60s);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+}
+
+TEST_F(KubectlHttpsTest, TokensAreCheckedAndAWrongCaIsRefused) {
+  StartHttps({"--token", "s3cret"});
+  EXPECT_NE(ReadFile(kubeconfig_).find("token: s3cret"), std::string::npos) << ReadFile(kubeconfig_);
+  Ok({"get", "namespaces"});
+  ProcessResult r = Kubectl({"get", "namespaces", "--token", "wrong"});
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("Unauthorized"), std::string::npos) << Describe(r);
+
+  const std::string other = star::test_support::TestCa("other").cert_pem();
+  star::test_support::WriteTextFile(dir_.path() + "/other.crt", other);
+  r = Kubectl({"get", "namespaces", "--certificate-authority", dir_.path() + "/other.crt"});
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("certificate"), std::string::npos) << Describe(r);
 }
 
 }  // namespace
