@@ -20,6 +20,7 @@
 #include "k8s_test_util.h"
 #include "apiserver/test_process.h"
 #include "star/kube/client.h"
+#include "star/test_support/tls.h"
 
 namespace {
 
@@ -28,6 +29,9 @@ using json = nlohmann::json;
 using star::apiserver::testing::BackgroundProcess;
 using star::apiserver::testing::RunProcess;
 using star::apiserver::testing::TempDir;
+using star::test_support::CertifiedKey;
+using star::test_support::TestCa;
+using star::test_support::WriteTextFile;
 using namespace std::chrono_literals;
 
 constexpr char kNode[] = "node-1";
@@ -58,11 +62,15 @@ std::string ReadFile(const std::string& path) {
 
 class K8sAgentBinaryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartApiserver({}); }
+
+  // The emulator with `extra` flags, and a client from the kubeconfig it writes.
+  void StartApiserver(const std::vector<std::string>& extra) {
     kubeconfig_ = dir_.path() + "/kubeconfig";
-    ASSERT_TRUE(apiserver_.Start({STAR_APISERVER_BINARY, "--listen", "127.0.0.1:0", "--crds",
-                                  STAR_CRDS_DIR, "--kubeconfig-out", kubeconfig_},
-                                 dir_.path() + "/apiserver.err"));
+    std::vector<std::string> args = {STAR_APISERVER_BINARY, "--listen", "127.0.0.1:0", "--crds",
+                                     STAR_CRDS_DIR,         "--kubeconfig-out", kubeconfig_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(apiserver_.Start(args, dir_.path() + "/apiserver.err"));
     ASSERT_TRUE(apiserver_.WaitForLine("listening on ", 30s).has_value())
         << ReadFile(dir_.path() + "/apiserver.err");
     auto options = star::kube::OptionsFromKubeconfig(kubeconfig_);
@@ -92,10 +100,47 @@ class K8sAgentBinaryTest : public ::testing::Test {
     return "";
   }
 
+  // A --once pass against an allocation whose pod has no cgroup here: the pass fails
+  // for that pod (exit 1) and says so in the status; nothing is journalled.
+  void ExpectOnceReportsAFailedPod() {
+    ASSERT_TRUE(client_->Create(star::kube::NodeAllocations(), "", Allocation(500)).ok());
+    auto args = Args("star-agent-k8s-test-" + std::to_string(getpid()));
+    args.push_back("--once");
+    const auto r = RunProcess(args, "", 60s);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const json o = Get();
+    EXPECT_EQ(o.value(json::json_pointer("/status/observedGeneration"), int64_t{-1}), 1) << o.dump();
+    EXPECT_EQ(Condition(o, "Valid", "status"), "True");
+    EXPECT_EQ(Condition(o, "Applied", "status"), "False");
+    EXPECT_EQ(Condition(o, "Applied", "reason"), "PodsFailed");
+    EXPECT_NE(Condition(o, "Applied", "message").find("ns/worker-0"), std::string::npos)
+        << Condition(o, "Applied", "message");
+    EXPECT_EQ(Condition(o, "Ready", "status"), "False");
+    EXPECT_TRUE(o["status"]["applied"].empty());
+  }
+
   TempDir dir_;
   std::string kubeconfig_;
   BackgroundProcess apiserver_;
   std::unique_ptr<star::kube::Client> client_;
+};
+
+// The same over HTTPS, the agent authenticating with a client certificate as kubeadm's
+// kubeconfigs do; the emulator refuses connections without one.
+class K8sAgentBinaryHttpsTest : public K8sAgentBinaryTest {
+ protected:
+  void SetUp() override {
+    const std::string d = dir_.path();
+    const CertifiedKey serving = ca_.IssueServer({"localhost"}, {"127.0.0.1"});
+    const CertifiedKey node = ca_.IssueClient("system:node:node-1", {"system:nodes"});
+    WriteTextFile(d + "/ca.crt", ca_.cert_pem());
+    StartApiserver({"--tls-cert-file", WriteTextFile(d + "/server.crt", serving.cert), "--tls-private-key-file",
+                    WriteTextFile(d + "/server.key", serving.key), "--client-ca-file", d + "/ca.crt",
+                    "--tls-ca-file", d + "/ca.crt", "--kubeconfig-client-certificate",
+                    WriteTextFile(d + "/node.crt", node.cert), "--kubeconfig-client-key",
+                    WriteTextFile(d + "/node.key", node.key)});
+  }
+  TestCa ca_;
 };
 
 TEST_F(K8sAgentBinaryTest, SourcesAreExclusive) {
@@ -110,22 +155,16 @@ TEST_F(K8sAgentBinaryTest, OnceWritesStatusForPodsNotOnThisNode) {
   if (!fs::exists(kCpuRoot) && !fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
     GTEST_SKIP() << "no cgroup cpu hierarchy: the agent's real NodeOs cannot start";
   }
-  ASSERT_TRUE(client_->Create(star::kube::NodeAllocations(), "", Allocation(500)).ok());
-  // No cgroup of this pod exists under this cgroup root: the pass fails for that pod
-  // (exit 1) and says so in the status; nothing is journalled.
-  auto args = Args("star-agent-k8s-test-" + std::to_string(getpid()));
-  args.push_back("--once");
-  const auto r = RunProcess(args, "", 60s);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  const json o = Get();
-  EXPECT_EQ(o.value(json::json_pointer("/status/observedGeneration"), int64_t{-1}), 1) << o.dump();
-  EXPECT_EQ(Condition(o, "Valid", "status"), "True");
-  EXPECT_EQ(Condition(o, "Applied", "status"), "False");
-  EXPECT_EQ(Condition(o, "Applied", "reason"), "PodsFailed");
-  EXPECT_NE(Condition(o, "Applied", "message").find("ns/worker-0"), std::string::npos)
-      << Condition(o, "Applied", "message");
-  EXPECT_EQ(Condition(o, "Ready", "status"), "False");
-  EXPECT_TRUE(o["status"]["applied"].empty());
+  ExpectOnceReportsAFailedPod();
+}
+
+TEST_F(K8sAgentBinaryHttpsTest, OnceOverHttpsWithAClientCertificate) {
+  if (!fs::exists(kCpuRoot) && !fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
+    GTEST_SKIP() << "no cgroup cpu hierarchy: the agent's real NodeOs cannot start";
+  }
+  EXPECT_NE(ReadFile(kubeconfig_).find("server: https://127.0.0.1:"), std::string::npos) << ReadFile(kubeconfig_);
+  EXPECT_NE(ReadFile(kubeconfig_).find("client-certificate: " + dir_.path() + "/node.crt"), std::string::npos);
+  ExpectOnceReportsAFailedPod();
 }
 
 TEST_F(K8sAgentBinaryTest, RunningAgentAppliesCreatedAndRestoresDeletedAllocation) {
