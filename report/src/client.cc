@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "star/report/tls.h"
+#include "tls_context.h"
 #include "wire.h"
 
 namespace star::report {
@@ -34,9 +36,39 @@ StatusOr<std::optional<api::Decision>> DecodeResponse(const std::string& body) {
   return std::optional<api::Decision>(std::move(d));
 }
 
-Status FromHttpException(const http::http_exception& e, const std::string& url) {
+// The CA an https server's certificate is checked against: its PEM text ("" = the
+// system's CAs) and words for errors.
+struct TrustedCa {
+  std::string pem;
+  std::string description;
+};
+
+// Reads and checks options' CA. InvalidArgument naming ca_file (and the file) or ca_data.
+StatusOr<TrustedCa> LoadCa(const ReportClientOptions& o, bool https) {
+  if (o.ca_file.empty() && o.ca_data.empty()) return TrustedCa{"", "the system's CAs"};
+  const std::string option = o.ca_file.empty() ? "ca_data" : "ca_file " + o.ca_file;
+  if (!https) {
+    return Status::InvalidArgument(option + ": a CA is only for an https base_url, got \"" + o.base_url + "\"");
+  }
+  std::string pem = o.ca_data;
+  if (!o.ca_file.empty()) {
+    StatusOr<std::string> read = ReadPemFile(o.ca_file);
+    if (!read.ok()) return Status::InvalidArgument("ca_file: " + read.status().message());
+    pem = std::move(read).value();
+  }
+  if (Status s = CheckCaBundle(pem); !s.ok()) return Status::InvalidArgument(option + ": " + s.message());
+  std::string description = "the CA " + FirstCertificateSubject(pem) + " of " + option;
+  return TrustedCa{std::move(pem), std::move(description)};
+}
+
+Status FromHttpException(const http::http_exception& e, const std::string& url, const TrustedCa& ca) {
   if (e.error_code() == std::errc::timed_out) {
     return Status::DeadlineExceeded("report to " + url + ": no answer in time: " + e.what());
+  }
+  if (tls::IsCertificateVerifyFailure(e.error_code().value())) {
+    return Status::FailedPrecondition("report to " + url + ": TLS: the server's certificate does not verify against " +
+                                      ca.description + " (is it signed by that CA, and does it name the host " +
+                                      web::uri(url).host() + "?)");
   }
   return Status::Unavailable("report to " + url + ": " + e.what());
 }
@@ -47,10 +79,11 @@ Status FromHttpException(const http::http_exception& e, const std::string& url) 
 
 struct ReportClient::Impl {
   ReportClientOptions options;
+  TrustedCa ca;
   http::client::http_client client;
 
-  Impl(ReportClientOptions o, const http::client::http_client_config& config)
-      : options(std::move(o)), client(web::uri(options.base_url), config) {}
+  Impl(ReportClientOptions o, TrustedCa trusted, const http::client::http_client_config& config)
+      : options(std::move(o)), ca(std::move(trusted)), client(web::uri(options.base_url), config) {}
 };
 
 ReportClient::ReportClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -69,11 +102,16 @@ StatusOr<std::unique_ptr<ReportClient>> ReportClient::Create(ReportClientOptions
     return Status::InvalidArgument("base_url: must be http(s)://host[:port], got \"" +
                                    options.base_url + "\"");
   }
+  STAR_ASSIGN_OR_RETURN(TrustedCa ca, LoadCa(options, uri.scheme() == "https"));
   http::client::http_client_config config;
   config.set_timeout(options.timeout);
+  config.set_ssl_context_callback([pem = ca.pem](boost::asio::ssl::context& ctx) {
+    tls::RequireTls12(ctx);
+    if (!pem.empty()) (void)tls::TrustOnly(ctx, pem);  // checked by LoadCa: cannot fail
+  });
   try {
     return std::unique_ptr<ReportClient>(
-        new ReportClient(std::make_unique<Impl>(std::move(options), config)));
+        new ReportClient(std::make_unique<Impl>(std::move(options), std::move(ca), config)));
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("base_url: ") + e.what());
   }
@@ -98,7 +136,7 @@ StatusOr<std::optional<api::Decision>> ReportClient::Send(const api::WorkerRepor
     code = response.status_code();
     body = response.extract_utf8string(/*ignore_content_type=*/true).get();
   } catch (const http::http_exception& e) {
-    return FromHttpException(e, url);
+    return FromHttpException(e, url, impl_->ca);
   } catch (const std::exception& e) {
     return Status::Unavailable("report to " + url + ": " + e.what());
   }

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "star/report/net.h"
+#include "star/report/tls.h"
+#include "tls_context.h"
 #include "wire.h"
 
 namespace star::report {
@@ -23,13 +25,49 @@ namespace {
 namespace http = web::http;
 using nlohmann::json;
 using wire::ErrorBody;
+using Listener = http::experimental::listener::http_listener;
+
+// The certificate and key of `o`, read and loaded into a scratch context: nullopt for
+// plain HTTP; InvalidArgument naming the option and the file.
+StatusOr<std::optional<tls::ServerIdentity>> LoadIdentity(const ReportServerOptions& o) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::optional<tls::ServerIdentity>();
+  if (o.tls_key_file.empty()) return Status::InvalidArgument("tls_key_file: must be set with tls_cert_file");
+  if (o.tls_cert_file.empty()) return Status::InvalidArgument("tls_cert_file: must be set with tls_key_file");
+  tls::ServerIdentity id{o.tls_cert_file, "", o.tls_key_file, ""};
+  StatusOr<std::string> cert = ReadPemFile(o.tls_cert_file);
+  if (!cert.ok()) return Status::InvalidArgument("tls_cert_file: " + cert.status().message());
+  StatusOr<std::string> key = ReadPemFile(o.tls_key_file);
+  if (!key.ok()) return Status::InvalidArgument("tls_key_file: " + key.status().message());
+  id.cert_pem = std::move(cert).value();
+  id.key_pem = std::move(key).value();
+  boost::asio::ssl::context scratch(boost::asio::ssl::context::tls_server);
+  STAR_RETURN_IF_ERROR(tls::UseServerIdentity(scratch, id));
+  return std::optional<tls::ServerIdentity>(std::move(id));
+}
+
+// A listener at `url`; with an identity it serves HTTPS (TLS 1.2 or later).
+std::unique_ptr<Listener> MakeListener(const std::string& url, const std::optional<tls::ServerIdentity>& identity) {
+  http::experimental::listener::http_listener_config config;
+  if (identity) {
+    config.set_ssl_context_callback([id = *identity](boost::asio::ssl::context& ctx) {
+      tls::RequireTls12(ctx);
+      (void)tls::UseServerIdentity(ctx, id);  // loaded once already by Start: cannot fail
+    });
+  }
+  return std::make_unique<Listener>(url, config);
+}
 }  // namespace
 
 struct ReportServer::Impl {
   ReportServerOptions options;
   ReportHandler handler;
+  std::optional<tls::ServerIdentity> identity;  // HTTPS when set
   std::mutex handler_mu;  // serialises handler calls
-  std::unique_ptr<http::experimental::listener::http_listener> listener;
+  std::unique_ptr<Listener> listener;
+
+  std::string Url(int port) const {
+    return (identity ? "https://" : "http://") + options.host + ":" + std::to_string(port);
+  }
 
   // Replies and observes the reply task (a send failure only concerns that client).
   static void Reply(const http::http_request& request, http::status_code code, std::string body) {
@@ -118,21 +156,20 @@ ReportServer::~ReportServer() {
 
 int ReportServer::port() const { return impl_->options.port; }
 
-std::string ReportServer::base_url() const {
-  return "http://" + impl_->options.host + ":" + std::to_string(impl_->options.port);
-}
+std::string ReportServer::base_url() const { return impl_->Url(impl_->options.port); }
 
 StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions options,
                                                             ReportHandler handler) {
   if (!handler) return Status::InvalidArgument("handler: must be set");
   auto impl = std::make_unique<Impl>();
+  STAR_ASSIGN_OR_RETURN(impl->identity, LoadIdentity(options));
   impl->options = std::move(options);
   impl->handler = std::move(handler);
   Impl* self = impl.get();
   StatusOr<int> port = ListenOnPort(self->options.host, self->options.port, [self](int p) {
-    const std::string url = "http://" + self->options.host + ":" + std::to_string(p);
+    const std::string url = self->Url(p);
     try {
-      auto listener = std::make_unique<http::experimental::listener::http_listener>(url);
+      std::unique_ptr<Listener> listener = MakeListener(url, self->identity);
       listener->support([self](http::http_request r) { self->Handle(r); });
       listener->open().wait();
       self->listener = std::move(listener);

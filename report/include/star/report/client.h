@@ -1,5 +1,5 @@
-// A worker's end of the report protocol: WorkerReports over HTTP (ARCHITECTURE.md steps
-// 2 and 4).
+// A worker's end of the report protocol: WorkerReports over HTTP or HTTPS (ARCHITECTURE.md
+// steps 2 and 4).
 //
 // Wire contract: POST {base_url}/v1/jobs/{job}/reports, body = api::ToJson(WorkerReport),
 // header "Authorization: Bearer <token>" when a token is configured; {job} is the
@@ -24,6 +24,12 @@ struct ReportClientOptions {
   std::string base_url;  // e.g. "http://127.0.0.1:8080"; required (http or https)
   std::string token;     // bearer token; default "" = send no Authorization header
   std::chrono::milliseconds timeout{5000};  // per request, connect included; default 5 s
+  // The CA that an https server's certificate must verify against (which must also name
+  // the URL's host): a PEM bundle, as a file (read once, by Create) or as text; the file
+  // wins when both are set; only for an https base_url. Default "" (both) = the system's
+  // CAs.
+  std::string ca_file{};
+  std::string ca_data{};
 };
 
 // Sends reports to one controller. Thread-safe (requests may run concurrently).
@@ -32,7 +38,9 @@ struct ReportClientOptions {
 // next one).
 class ReportClient {
  public:
-  // InvalidArgument naming "base_url" if it is not an http(s) URL, or "timeout" if <= 0.
+  // InvalidArgument naming "base_url" if it is not an http(s) URL, "timeout" if <= 0, or
+  // "ca_file" (with the file) / "ca_data" when the CA cannot be read, is not a PEM CA
+  // bundle, or is given for an http:// base_url.
   static StatusOr<std::unique_ptr<ReportClient>> Create(ReportClientOptions options);
   ~ReportClient();
   ReportClient(const ReportClient&) = delete;
@@ -42,8 +50,13 @@ class ReportClient {
   //   InvalidArgument    report.job empty; the server's 400 (its message); a response
   //                      that is not JSON or whose decision is malformed (names the
   //                      field, "decision.k: ...")
-  //   FailedPrecondition "report rejected: 401 unauthorized" (or 403 forbidden)
-  //   Unavailable        cannot connect, or the server answers 5xx
+  //   FailedPrecondition "report rejected: 401 unauthorized" (or 403 forbidden); or
+  //                      "report to URL: TLS: the server's certificate does not verify
+  //                      against <the CA: ca_file and its subject, ca_data and its
+  //                      subject, or the system's CAs> ...": a wrong CA, or a certificate
+  //                      that does not name the URL's host (retrying cannot help)
+  //   Unavailable        cannot connect (other TLS failures included: an http:// URL of
+  //                      an https server), or the server answers 5xx
   //   DeadlineExceeded   no answer within options.timeout
   //   Internal           any other HTTP status
   [[nodiscard]] StatusOr<std::optional<api::Decision>> Send(const api::WorkerReport& report);

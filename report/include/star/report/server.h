@@ -1,6 +1,7 @@
 // The controller's end of the report protocol (client.h has the wire contract): serves
-// POST /v1/jobs/{job}/reports and answers each report with the handler's decision. Used
-// by the operator's report endpoint, `star local` and tests.
+// POST /v1/jobs/{job}/reports and answers each report with the handler's decision, over
+// HTTP or, given a certificate, HTTPS. Used by the operator's report endpoint, `star
+// local` (plain HTTP on loopback) and tests.
 #pragma once
 
 #include <functional>
@@ -27,6 +28,10 @@ struct ReportServerOptions {
   // thread-safe handler (the operator's, whose reports of different jobs must not wait
   // on each other).
   bool serialize_handler = true;
+  // HTTPS: the server's certificate (chain, leaf first) and its private key, PEM files;
+  // both or neither. Read once, by Start. TLS 1.2 or later. Default "" = plain HTTP.
+  std::string tls_cert_file{};
+  std::string tls_key_file{};
 };
 
 // Decides what to answer a report with; nullopt = no decision. Called on a server
@@ -42,7 +47,9 @@ using ReportHandler = std::function<std::optional<api::Decision>(const api::Work
 class ReportServer {
  public:
   // Unavailable when it cannot listen (with port 0 it tries a few free ports);
-  // InvalidArgument naming "handler" (empty) or "port" (outside [0, 65535]).
+  // InvalidArgument naming "handler" (empty), "port" (outside [0, 65535]), or
+  // "tls_cert_file" / "tls_key_file" and the file (one without the other, a file that
+  // cannot be read, is not PEM, or a key that does not match the certificate).
   static StatusOr<std::unique_ptr<ReportServer>> Start(ReportServerOptions options,
                                                        ReportHandler handler);
   // Stops listening; waits for requests in flight.
@@ -51,7 +58,7 @@ class ReportServer {
   ReportServer& operator=(const ReportServer&) = delete;
 
   int port() const;
-  std::string base_url() const;  // "http://<host>:<port>"
+  std::string base_url() const;  // "http://<host>:<port>", "https://..." with TLS
 
  private:
   struct Impl;

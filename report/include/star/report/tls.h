@@ -1,0 +1,28 @@
+// What the report endpoint's TLS is made of (server.h, client.h): PEM files and CA
+// bundles, checked the way the endpoint loads them, so that a bad one is an error of
+// configuration (a flag, an environment variable) and not of every connection.
+#pragma once
+
+#include <string>
+
+#include "star/core/status.h"
+
+namespace star::report {
+
+// The contents of the file at `path`. InvalidArgument "cannot read \"PATH\": <reason>"
+// when it cannot be opened or read (or `path` is empty).
+[[nodiscard]] StatusOr<std::string> ReadPemFile(const std::string& path);
+
+// OK when `pem` is a CA bundle: one or more PEM certificates. InvalidArgument
+// "not a PEM CA bundle: <OpenSSL's reason>" otherwise.
+[[nodiscard]] Status CheckCaBundle(const std::string& pem);
+
+// Whether `value` is PEM text rather than the name of a file: it starts with
+// "-----BEGIN" (leading whitespace ignored).
+bool LooksLikePem(const std::string& value);
+
+// The subject of the first certificate in `pem` in OpenSSL's one-line form
+// ("/CN=star-test-ca"), or "" when there is none.
+std::string FirstCertificateSubject(const std::string& pem);
+
+}  // namespace star::report

@@ -1,0 +1,56 @@
+// The OpenSSL side of the report endpoint's TLS.
+#include "tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+namespace star::report::tls {
+namespace {
+
+namespace ssl = boost::asio::ssl;
+
+boost::asio::const_buffer Buffer(const std::string& s) { return boost::asio::buffer(s.data(), s.size()); }
+
+}  // namespace
+
+void RequireTls12(ssl::context& ctx) {
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+}
+
+Status UseServerIdentity(ssl::context& ctx, const ServerIdentity& id) {
+  // The key first: a certificate loaded after it replaces a key that does not match it,
+  // which SSL_CTX_check_private_key then tells apart from a key that does not parse.
+  boost::system::error_code ec;
+  ctx.use_private_key(Buffer(id.key_pem), ssl::context::pem, ec);
+  if (ec) {
+    return Status::InvalidArgument("tls_key_file " + id.key_file + ": not a PEM private key: " + ec.message());
+  }
+  ctx.use_certificate_chain(Buffer(id.cert_pem), ec);
+  if (ec) {
+    return Status::InvalidArgument("tls_cert_file " + id.cert_file + ": not a PEM certificate: " + ec.message());
+  }
+  if (SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
+    ERR_clear_error();
+    return Status::InvalidArgument("tls_key_file " + id.key_file + ": does not match tls_cert_file " + id.cert_file);
+  }
+  return Status::Ok();
+}
+
+Status TrustOnly(ssl::context& ctx, const std::string& pem) {
+  X509_STORE* store = X509_STORE_new();
+  if (store == nullptr) return Status::Internal("X509_STORE_new failed");
+  SSL_CTX_set_cert_store(ctx.native_handle(), store);  // takes it; frees the old one
+  boost::system::error_code ec;
+  ctx.add_certificate_authority(Buffer(pem), ec);
+  ERR_clear_error();
+  if (ec) return Status::InvalidArgument("not a PEM CA bundle: " + ec.message());
+  return Status::Ok();
+}
+
+bool IsCertificateVerifyFailure(int error_code) {
+  const auto code = static_cast<unsigned long>(static_cast<unsigned int>(error_code));
+  return ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_CERTIFICATE_VERIFY_FAILED;
+}
+
+}  // namespace star::report::tls
