@@ -169,7 +169,7 @@ inline std::string JobYaml(const std::string& name, int workers) {
 class EmulatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    apiserver::ApiServerOptions o;
+    apiserver::ApiServerOptions o = ServerOptions();
     o.crds_dir = STAR_CRDS_DIR;
     server_ = std::make_unique<apiserver::ApiServer>(o);
     ASSERT_TRUE(server_->Start().ok());
@@ -177,6 +177,9 @@ class EmulatorTest : public ::testing::Test {
     ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
   }
   void TearDown() override { server_->Stop(); }
+
+  // The emulator's options (plain HTTP, no authentication); a TLS test serves HTTPS.
+  virtual apiserver::ApiServerOptions ServerOptions() { return {}; }
 
   apiserver::testing::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
     std::vector<std::string> argv = {STAR_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};

@@ -1,0 +1,82 @@
+// star-operator end to end over TLS, as in a cluster: the API emulator serves HTTPS and
+// requires client certificates; star-operator and kubectl use the same kubeconfig (the
+// CA as certificate-authority-data, the user's client certificate files). The operator's
+// report endpoint serves HTTPS too, and the workers verify it with the CA it hands them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e_reports.h"
+#include "e2e_util.h"
+#include "star/report/client.h"
+#include "star/test_support/tls.h"
+
+namespace star::op {
+namespace {
+
+using nlohmann::json;
+using apiserver::testing::ProcessResult;
+using e2e::Eventually;
+using e2e::JobYaml;
+using e2e::ReadFile;
+using star::test_support::CertifiedKey;
+using star::test_support::TestCa;
+using star::test_support::WriteTextFile;
+
+class OperatorTlsTest : public e2e::OperatorTest {
+ protected:
+  apiserver::ApiServerOptions ServerOptions() override {
+    const std::string d = dir_.path();
+    const CertifiedKey serving = ca_.IssueServer({"localhost"}, {"127.0.0.1"});
+    const CertifiedKey admin = ca_.IssueClient("star-operator", {"system:masters"});
+    apiserver::ApiServerOptions o;
+    o.tls.cert_file = WriteTextFile(d + "/apiserver.crt", serving.cert);
+    o.tls.key_file = WriteTextFile(d + "/apiserver.key", serving.key);
+    o.tls.client_ca_file = WriteTextFile(d + "/ca.crt", ca_.cert_pem());
+    o.tls.ca_file = d + "/ca.crt";
+    o.kubeconfig_user.client_cert_file = WriteTextFile(d + "/admin.crt", admin.cert);
+    o.kubeconfig_user.client_key_file = WriteTextFile(d + "/admin.key", admin.key);
+    return o;
+  }
+
+  // The pod's environment variable `name` ("" when absent).
+  static std::string Env(const json& pod, const std::string& name) {
+    for (const json& e : pod["spec"]["containers"][0].value("env", json::array())) {
+      if (e.value("name", "") == name) return e.value("value", "");
+    }
+    return "";
+  }
+
+  TestCa ca_;
+};
+
+TEST_F(OperatorTlsTest, AJobRunsWithTheApiServerAndTheReportEndpointOverHttps) {
+  ASSERT_NE(ReadFile(kubeconfig_).find("server: https://127.0.0.1:"), std::string::npos) << ReadFile(kubeconfig_);
+  ASSERT_NE(ReadFile(kubeconfig_).find("client-certificate: "), std::string::npos) << ReadFile(kubeconfig_);
+  StartOperator();
+  ProcessResult r = Kubectl({"apply", "-f", "-"}, JobYaml("fm", 4));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4; })) << ReadFile(dir_.path() + "/operator.log");
+  for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", "node-0");
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }))
+      << ReadFile(dir_.path() + "/operator.log");
+
+  const std::string token = Token("fm");
+  ASSERT_FALSE(token.empty());
+  e2e::SendReports(report_url_, token, {"default/fm", 4, 80, 2, 40, 4.0, 7, 0.05});
+  ASSERT_TRUE(Eventually([&] {
+    const json st = GetJson({"get", "tj", "fm"})["status"];
+    return st.is_object() && st.value("iteration", 0) == 80 && st.value("stragglers", json::array()).size() == 1;
+  })) << GetJson({"get", "tj", "fm"}).dump(2);
+
+  r = Kubectl({"delete", "tj", "fm", "--wait=false"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(Eventually([&] { return Pods("fm").empty() && GetJson({"get", "tj", "fm"}).is_null(); }))
+      << ReadFile(dir_.path() + "/operator.log");
+}
+
+}  // namespace
+}  // namespace star::op
