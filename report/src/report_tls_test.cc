@@ -254,6 +254,18 @@ TEST_F(ReportTls, BadCertificateOrKeyFilesAreInvalidArgumentsOfStartNamingTheOpt
   EXPECT_TRUE(StartError(cert, key).ok());
 }
 
+TEST_F(ReportTls, CheckServerCertificateNamesTheCallersOptions) {
+  const CertifiedKey id = ca_.IssueServer({"localhost"});
+  const std::string cert = WriteTextFile(Path("s.crt"), id.cert);
+  const std::string key = WriteTextFile(Path("s.key"), id.key);
+  EXPECT_TRUE(CheckServerCertificate(cert, key, "--cert", "--key").ok());
+  EXPECT_TRUE(CheckServerCertificate("", "", "--cert", "--key").ok());
+  EXPECT_EQ(CheckServerCertificate(cert, "", "--cert", "--key").message(), "--key: must be set with --cert");
+  Status s = CheckServerCertificate(key, key, "--cert", "--key");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().rfind("--cert " + key + ": not a PEM certificate", 0), 0u) << s;
+}
+
 TEST_F(ReportTls, BadCasAreInvalidArgumentsOfCreateNamingTheOption) {
   const std::string junk = WriteTextFile(Path("junk.pem"), "-----BEGIN CERTIFICATE-----\nnope\n");
   const std::string missing = Path("missing.pem");

@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "star/report/net.h"
-#include "star/report/tls.h"
 #include "tls_context.h"
 #include "wire.h"
 
@@ -31,17 +30,8 @@ using Listener = http::experimental::listener::http_listener;
 // plain HTTP; InvalidArgument naming the option and the file.
 StatusOr<std::optional<tls::ServerIdentity>> LoadIdentity(const ReportServerOptions& o) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::optional<tls::ServerIdentity>();
-  if (o.tls_key_file.empty()) return Status::InvalidArgument("tls_key_file: must be set with tls_cert_file");
-  if (o.tls_cert_file.empty()) return Status::InvalidArgument("tls_cert_file: must be set with tls_key_file");
-  tls::ServerIdentity id{o.tls_cert_file, "", o.tls_key_file, ""};
-  StatusOr<std::string> cert = ReadPemFile(o.tls_cert_file);
-  if (!cert.ok()) return Status::InvalidArgument("tls_cert_file: " + cert.status().message());
-  StatusOr<std::string> key = ReadPemFile(o.tls_key_file);
-  if (!key.ok()) return Status::InvalidArgument("tls_key_file: " + key.status().message());
-  id.cert_pem = std::move(cert).value();
-  id.key_pem = std::move(key).value();
-  boost::asio::ssl::context scratch(boost::asio::ssl::context::tls_server);
-  STAR_RETURN_IF_ERROR(tls::UseServerIdentity(scratch, id));
+  STAR_ASSIGN_OR_RETURN(tls::ServerIdentity id,
+                        tls::ReadServerIdentity("tls_cert_file", o.tls_cert_file, "tls_key_file", o.tls_key_file));
   return std::optional<tls::ServerIdentity>(std::move(id));
 }
 

@@ -25,6 +25,12 @@ StatusOr<std::string> ReadPemFile(const std::string& path) {
   return text.str();
 }
 
+Status CheckServerCertificate(const std::string& cert_file, const std::string& key_file,
+                              const std::string& cert_option, const std::string& key_option) {
+  if (cert_file.empty() && key_file.empty()) return Status::Ok();  // plain HTTP
+  return tls::ReadServerIdentity(cert_option, cert_file, key_option, key_file).status();
+}
+
 Status CheckCaBundle(const std::string& pem) {
   boost::asio::ssl::context scratch(boost::asio::ssl::context::tls_client);
   return tls::TrustOnly(scratch, pem);

@@ -5,6 +5,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "star/report/tls.h"
+
 namespace star::report::tls {
 namespace {
 
@@ -24,17 +26,32 @@ Status UseServerIdentity(ssl::context& ctx, const ServerIdentity& id) {
   boost::system::error_code ec;
   ctx.use_private_key(Buffer(id.key_pem), ssl::context::pem, ec);
   if (ec) {
-    return Status::InvalidArgument("tls_key_file " + id.key_file + ": not a PEM private key: " + ec.message());
+    return Status::InvalidArgument(id.key_option + " " + id.key_file + ": not a PEM private key: " + ec.message());
   }
   ctx.use_certificate_chain(Buffer(id.cert_pem), ec);
   if (ec) {
-    return Status::InvalidArgument("tls_cert_file " + id.cert_file + ": not a PEM certificate: " + ec.message());
+    return Status::InvalidArgument(id.cert_option + " " + id.cert_file + ": not a PEM certificate: " + ec.message());
   }
   if (SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
     ERR_clear_error();
-    return Status::InvalidArgument("tls_key_file " + id.key_file + ": does not match tls_cert_file " + id.cert_file);
+    return Status::InvalidArgument(id.key_option + " " + id.key_file + ": does not match " + id.cert_option + " " +
+                                   id.cert_file);
   }
   return Status::Ok();
+}
+
+StatusOr<ServerIdentity> ReadServerIdentity(const std::string& cert_option, const std::string& cert_file,
+                                            const std::string& key_option, const std::string& key_file) {
+  if (key_file.empty()) return Status::InvalidArgument(key_option + ": must be set with " + cert_option);
+  if (cert_file.empty()) return Status::InvalidArgument(cert_option + ": must be set with " + key_option);
+  StatusOr<std::string> cert = ReadPemFile(cert_file);
+  if (!cert.ok()) return Status::InvalidArgument(cert_option + ": " + cert.status().message());
+  StatusOr<std::string> key = ReadPemFile(key_file);
+  if (!key.ok()) return Status::InvalidArgument(key_option + ": " + key.status().message());
+  ServerIdentity id{cert_option, cert_file, std::move(cert).value(), key_option, key_file, std::move(key).value()};
+  ssl::context scratch(ssl::context::tls_server);
+  STAR_RETURN_IF_ERROR(UseServerIdentity(scratch, id));
+  return id;
 }
 
 Status TrustOnly(ssl::context& ctx, const std::string& pem) {

@@ -11,10 +11,11 @@
 
 namespace star::report::tls {
 
-// A server's certificate chain and private key: where they came from and their PEM text.
+// A server's certificate chain and private key: the options that named them (for
+// errors), their files and their PEM text.
 struct ServerIdentity {
-  std::string cert_file, cert_pem;
-  std::string key_file, key_pem;
+  std::string cert_option, cert_file, cert_pem;
+  std::string key_option, key_file, key_pem;
 };
 
 // Refuses anything older than TLS 1.2.
@@ -24,6 +25,13 @@ void RequireTls12(boost::asio::ssl::context& ctx);
 // "tls_cert_file /x: not a PEM certificate: ...", "tls_key_file /y: not a PEM private
 // key: ...", or "tls_key_file /y: does not match tls_cert_file /x".
 Status UseServerIdentity(boost::asio::ssl::context& ctx, const ServerIdentity& identity);
+
+// Reads both files and loads them into a scratch context: an identity that
+// UseServerIdentity loads, or InvalidArgument naming the option: one set without the
+// other ("tls_key_file: must be set with tls_cert_file"), a file that cannot be read
+// ("tls_cert_file: cannot read \"/x\": ..."), or UseServerIdentity's errors.
+StatusOr<ServerIdentity> ReadServerIdentity(const std::string& cert_option, const std::string& cert_file,
+                                            const std::string& key_option, const std::string& key_file);
 
 // Makes the CA bundle `pem` the only one `ctx` trusts (it replaces the system's CAs).
 // InvalidArgument "not a PEM CA bundle: <reason>" when it does not load.

@@ -13,6 +13,15 @@ namespace star::report {
 // when it cannot be opened or read (or `path` is empty).
 [[nodiscard]] StatusOr<std::string> ReadPemFile(const std::string& path);
 
+// Reads a server's certificate (chain, leaf first) and private key, PEM files, and loads
+// them as ReportServer::Start does: OK (also when neither is given), or InvalidArgument naming `cert_option` or
+// `key_option` and the file: one given without the other, a file that cannot be read,
+// is not PEM, or a key that does not match the certificate. For callers that check
+// their flags before starting a server (the options' names are then the flags').
+[[nodiscard]] Status CheckServerCertificate(const std::string& cert_file, const std::string& key_file,
+                                            const std::string& cert_option = "tls_cert_file",
+                                            const std::string& key_option = "tls_key_file");
+
 // OK when `pem` is a CA bundle: one or more PEM certificates. InvalidArgument
 // "not a PEM CA bundle: <OpenSSL's reason>" otherwise.
 [[nodiscard]] Status CheckCaBundle(const std::string& pem);
