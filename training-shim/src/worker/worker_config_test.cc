@@ -1,9 +1,14 @@
 #include "star/shim/worker_config.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "star/test_support/tls.h"
 
 namespace star::shim {
 namespace {
@@ -83,6 +88,71 @@ TEST(WorkerConfig, ARankOutsideTheJobIsRejected) {
                                             {"STAR_PARAMETER_SERVERS", "1"}}));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("rank: must be"), std::string::npos) << c.status();
+}
+
+// STAR_REPORT_CA (with the required variables) read into a WorkerConfig.
+StatusOr<WorkerConfig> WithReportCa(const std::string& value) {
+  return WorkerConfigFromEnvironment(Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "1"}, {"STAR_REPORT_CA", value}}));
+}
+
+class ReportCaVariable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "star-worker-ca-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string Path(const std::string& name) const { return (std::filesystem::path(dir_) / name).string(); }
+
+  test_support::TestCa ca_;
+  std::string dir_;
+};
+
+TEST_F(ReportCaVariable, PemTextIsTheCaItself) {
+  auto c = WithReportCa(ca_.cert_pem());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->report_ca_data, ca_.cert_pem());
+  EXPECT_EQ(c->report_ca_file, "");
+}
+
+TEST_F(ReportCaVariable, AnythingElseIsTheNameOfAPemFile) {
+  const std::string file = test_support::WriteTextFile(Path("ca.pem"), ca_.cert_pem());
+  auto c = WithReportCa(file);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->report_ca_file, file);
+  EXPECT_EQ(c->report_ca_data, "");
+}
+
+TEST_F(ReportCaVariable, UnsetOrEmptyIsTheSystemsCas) {
+  auto c = WithReportCa("");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->report_ca_file, "");
+  EXPECT_EQ(c->report_ca_data, "");
+}
+
+TEST_F(ReportCaVariable, AMissingFileIsNamed) {
+  const std::string missing = Path("missing.pem");
+  auto c = WithReportCa(missing);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message(), "STAR_REPORT_CA: neither PEM text (\"-----BEGIN ...\") nor a file: cannot read \"" +
+                                      missing + "\": No such file or directory");
+}
+
+TEST_F(ReportCaVariable, PemThatIsNotACaBundleIsNamed) {
+  auto c = WithReportCa("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message().rfind("STAR_REPORT_CA: not a PEM CA bundle", 0), 0u) << c.status();
+  const std::string junk = test_support::WriteTextFile(Path("junk.pem"), "no certificate here\n");
+  c = WithReportCa(junk);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message().rfind("STAR_REPORT_CA: file \"" + junk + "\": not a PEM CA bundle", 0), 0u)
+      << c.status();
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(WorkerSessionOpti
   if (!options.config.controller_url.empty()) {
     auto on_error = options.on_report_error ? options.on_report_error : LogReportError;
     report::ReportClientOptions client{options.config.controller_url, options.config.token,
-                                       options.report_timeout};
+                                       options.report_timeout, options.config.report_ca_file,
+                                       options.config.report_ca_data};
     STAR_ASSIGN_OR_RETURN(sender, internal::ReportSender::Create(std::move(client),
                                                                  options.max_queued_reports,
                                                                  std::move(on_error)));

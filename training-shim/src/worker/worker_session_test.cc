@@ -1,5 +1,8 @@
 #include "star/shim/worker_session.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -10,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "star/report/server.h"
+#include "star/test_support/tls.h"
 
 namespace star::shim {
 namespace {
@@ -29,13 +33,17 @@ api::Decision MakeDecision(int64_t epoch, int64_t apply_at, api::SyncMode mode, 
 }
 
 // A controller in this process: answers the n-th report with answers[n] (the last one
-// once they run out); an answer of nullopt throws (a refused report: 400).
+// once they run out); an answer of nullopt throws (a refused report: 400). HTTPS given a
+// certificate and key file.
 class Controller {
  public:
-  explicit Controller(std::vector<std::optional<api::Decision>> answers, std::string token = "")
+  explicit Controller(std::vector<std::optional<api::Decision>> answers, std::string token = "",
+                      std::string tls_cert_file = "", std::string tls_key_file = "")
       : answers_(std::move(answers)) {
-    auto server = ReportServer::Start(ReportServerOptions{"127.0.0.1", 0, std::move(token), {}},
-                                      [this](const api::WorkerReport& r) { return Answer(r); });
+    ReportServerOptions options{"127.0.0.1", 0, std::move(token), {}};
+    options.tls_cert_file = std::move(tls_cert_file);
+    options.tls_key_file = std::move(tls_key_file);
+    auto server = ReportServer::Start(std::move(options), [this](const api::WorkerReport& r) { return Answer(r); });
     EXPECT_TRUE(server.ok()) << server.status();
     if (server.ok()) server_ = std::move(*server);
   }
@@ -262,6 +270,42 @@ TEST(WorkerSession, TheIterationAfterAReportAlreadyHasItsDecision) {
   ASSERT_TRUE(next.ok()) << next.status();
   ASSERT_EQ(next->received.size(), 1u);
   EXPECT_EQ(next->received[0].epoch, 1);
+}
+
+}  // namespace
+}  // namespace star::shim
+
+namespace star::shim {
+namespace {
+
+// The config's report CA reaches the report client: an https controller whose
+// certificate only that CA verifies gets the reports; without it they fail on TLS.
+TEST(WorkerSession, ReportsReachAnHttpsControllerThroughTheConfiguredCa) {
+  std::string dir = (std::filesystem::temp_directory_path() / "star-session-tls-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  test_support::TestCa ca;
+  const test_support::CertifiedKey id = ca.IssueServer({"localhost"});
+  const std::string cert = test_support::WriteTextFile(dir + "/server.crt", id.cert);
+  const std::string key = test_support::WriteTextFile(dir + "/server.key", id.key);
+  const auto d = MakeDecision(1, 4, api::SyncMode::kFixedK, 1, {{0, false, 32}, {1, false, 32}});
+  Controller controller({d}, "", cert, key);
+  ASSERT_EQ(controller.url().rfind("https://", 0), 0u) << controller.url();
+
+  auto trusting = Options(controller.url());
+  trusting.config.report_ca_data = ca.cert_pem();
+  auto session = WorkerSession::Create(trusting);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(RunIterations(**session, 0, 6).back().decision_epoch, 1);
+  EXPECT_EQ((*session)->report_stats().answered, 3);
+
+  auto session_without_ca = WorkerSession::Create(Options(controller.url()));
+  ASSERT_TRUE(session_without_ca.ok()) << session_without_ca.status();
+  EXPECT_EQ(RunIterations(**session_without_ca, 0, 2).size(), 2u);
+  const ReportStats stats = (*session_without_ca)->report_stats();
+  EXPECT_EQ(stats.failed, 1);
+  EXPECT_NE(stats.last_error.find("TLS"), std::string::npos) << stats.last_error;
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace

@@ -12,6 +12,10 @@
 //   STAR_LISTEN_HOST        listen_host
 //   STAR_CONTROLLER_URL     controller_url
 //   STAR_JOB_TOKEN          token
+//   STAR_REPORT_CA          report_ca_data when the value is PEM text (starts with
+//                           "-----BEGIN"), else report_ca_file (a path to a PEM file);
+//                           the CA the report endpoint's https certificate must verify
+//                           against; unset or "" = the system's CAs
 //   STAR_REPORT_EVERY       report_every
 //   STAR_METRICS_ADDRESS    metrics_address
 //   STAR_TIMEOUT_MS         timeout
@@ -38,6 +42,10 @@ struct WorkerConfig {
   std::string listen_host = "127.0.0.1";  // address peers reach this process at
   std::string controller_url;   // base URL of the report endpoint; "" = send no reports
   std::string token;            // bearer token for the report endpoint; "" = none
+  // The CA an https controller_url's certificate must verify against: a PEM file, or PEM
+  // text (the file wins). Default "" (both) = the system's CAs.
+  std::string report_ca_file{};
+  std::string report_ca_data{};
   int64_t report_every = 10;    // iterations per WorkerReport; >= 1
   std::string metrics_address;  // HOST:PORT of the Prometheus endpoint; "" = none
   std::chrono::milliseconds timeout{60000};  // bound on every rendezvous and collective wait
@@ -63,7 +71,8 @@ EnvLookup ProcessEnvironment();
 
 // Reads the STAR_* variables above over the defaults in `base`, then validates. Errors:
 // InvalidArgument naming the variable when a required one is missing ("STAR_RANK: not
-// set") or a value does not parse ("STAR_REPORT_EVERY: not an integer: \"x\""), or
+// set") or a value does not parse ("STAR_REPORT_EVERY: not an integer: \"x\"";
+// STAR_REPORT_CA that is neither a PEM CA bundle nor a readable file of one), or
 // Validate's error. Thread-safe if `env` is.
 [[nodiscard]] StatusOr<WorkerConfig> WorkerConfigFromEnvironment(
     const EnvLookup& env = ProcessEnvironment(), WorkerConfig base = {});

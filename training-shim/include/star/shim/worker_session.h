@@ -54,8 +54,8 @@ class ReportSender;
 }  // namespace internal
 
 struct WorkerSessionOptions {
-  // job, rank, parameter_servers, world_size, controller_url, token, report_every,
-  // metrics_address and clock_origin are used. Default: WorkerConfig's defaults.
+  // job, rank, parameter_servers, world_size, controller_url, token, report_ca_file,
+  // report_ca_data, report_every, metrics_address and clock_origin are used. Default: WorkerConfig's defaults.
   WorkerConfig config;
   int64_t local_batch = 32;  // this worker's batch until a decision changes it; >= 1. Default 32
   bool amp = false;          // AMP until a decision changes it. Default off
@@ -107,7 +107,9 @@ class WorkerSession {
  public:
   // Errors: InvalidArgument naming the field (Validate(config), this rank is a parameter
   // server, local_batch, report_timeout, max_queued_reports, controller_url not an
-  // http(s) URL); Unavailable (the metrics endpoint cannot listen).
+  // http(s) URL, a report CA that cannot be read or is not PEM, or one given for an
+  // http:// controller_url: ReportClient::Create's errors); Unavailable (the metrics
+  // endpoint cannot listen).
   static StatusOr<std::unique_ptr<WorkerSession>> Create(WorkerSessionOptions options);
   // Sends the reports still queued (each bounded by report_timeout), then stops.
   ~WorkerSession();
