@@ -59,6 +59,41 @@ bool LooksLikeFloat(std::string_view s) {
   return i == s.size();
 }
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF),
+// the only text a JSON value may hold (nlohmann::json::dump throws on anything else).
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      return false;
+    }
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 std::string_view WithoutPlus(std::string_view s) {
   if (!s.empty() && s[0] == '+') s.remove_prefix(1);
   return s;
@@ -107,6 +142,7 @@ class Converter {
         *out = nullptr;
         return true;
       case YAML::NodeType::Scalar:
+        if (!IsUtf8(node.Scalar())) return Fail(node, "not valid UTF-8");
         *out = ScalarToJson(node);
         return true;
       case YAML::NodeType::Sequence: {
@@ -123,6 +159,7 @@ class Converter {
         for (const auto& entry : node) {
           const YAML::Node key = entry.first;  // Nodes are handles: copies are cheap
           if (!key.IsScalar()) return Fail(key, "mapping keys must be scalars");
+          if (!IsUtf8(key.Scalar())) return Fail(key, "not valid UTF-8");
           if (out->contains(key.Scalar())) return Fail(key, "duplicate key \"" + key.Scalar() + "\"");
           json v;
           if (!Convert(entry.second, depth + 1, &v)) return false;

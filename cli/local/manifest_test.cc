@@ -204,6 +204,26 @@ TEST(YamlToJson, RejectsDuplicateKeysAndAliasBombsWithTheirPosition) {
       << big.status();
 }
 
+// Regression (found by tests/fuzz/manifest_fuzz): a byte that is not UTF-8 in a key or a
+// scalar went into the JSON, and the first dump() of the job (its report, an error
+// message) threw nlohmann's type_error 316 and terminated `star local`.
+TEST(YamlToJson, RejectsTextThatIsNotUtf8WithItsPosition) {
+  auto value = YamlToJson("spec:\n  template: {spe\xe3: 1}\n", "v.yaml");
+  ASSERT_FALSE(value.ok());
+  EXPECT_EQ(value.status().message(), "v.yaml:2:14: not valid UTF-8");
+  auto key = YamlToJson("a: b\nke\xff: 1\n", "k.yaml");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().message(), "k.yaml:2:1: not valid UTF-8");
+  // Overlong forms, surrogates and code points above U+10FFFF are not UTF-8 either.
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    EXPECT_FALSE(YamlToJson(std::string("x: \"") + bad + "\"\n", "u.yaml").ok()) << bad;
+  }
+  // Escapes in double-quoted scalars become UTF-8: accepted, and dump() works.
+  auto ok = YamlToJson("x: \"caf\\xe9 \\u20ac \\U0001F600\"\ny: \xc3\xa9\n", "ok.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)[0].dump(), "{\"x\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\",\"y\":\"\xc3\xa9\"}");
+}
+
 struct Bad {
   std::string name;
   std::string yaml;
