@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 
 namespace star::apiserver {
 
@@ -30,11 +32,55 @@ StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
   } else {
     return Status::InvalidArgument("invalid duration \"" + text + "\": unknown unit \"" + unit + "\"");
   }
+  if (!std::isfinite(value)) return Status::InvalidArgument("invalid duration \"" + text + "\": not a number");
   if (value < 0) return Status::InvalidArgument("invalid duration \"" + text + "\": negative");
+  if (ms > static_cast<double>(kMaxDuration.count())) {
+    return Status::InvalidArgument("invalid duration \"" + text + "\": longer than " +
+                                   std::to_string(kMaxDuration.count() / 3600000) + "h");
+  }
   return std::chrono::milliseconds(static_cast<long long>(ms + 0.5));
 }
 
 namespace {
+
+// `v` as a 64-bit integer, nullopt unless an integer that fits.
+std::optional<std::int64_t> Int64(const json& v) {
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  }
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  return std::nullopt;
+}
+
+bool InRange(const json& v, std::int64_t min, std::int64_t max) {
+  const auto n = Int64(v);
+  return n && *n >= min && *n <= max;
+}
+
+Status SetLatency(FaultRule& r, const json& v) {
+  const std::string range = "a duration from 0 to " + std::to_string(kMaxFaultLatency.count() / 60000) + "m";
+  std::chrono::milliseconds latency{0};
+  if (v.is_number()) {
+    const double ms = v.get<double>();
+    if (!(ms >= 0 && ms <= static_cast<double>(kMaxFaultLatency.count()))) {
+      return Status::InvalidArgument("fault rule: \"latency\" must be " + range + ", got " + v.dump());
+    }
+    latency = std::chrono::milliseconds(static_cast<long long>(ms));
+  } else if (v.is_string()) {
+    auto parsed = ParseDuration(v.get<std::string>());
+    if (!parsed.ok()) return Status::InvalidArgument("fault rule: \"latency\": " + parsed.status().message());
+    latency = *parsed;
+  } else {
+    return Status::InvalidArgument("fault rule: \"latency\" must be a duration (\"200ms\") or milliseconds, got " +
+                                   v.dump());
+  }
+  if (latency > kMaxFaultLatency) {
+    return Status::InvalidArgument("fault rule: \"latency\" must be " + range + ", got " + v.dump());
+  }
+  r.latency = latency;
+  return Status::Ok();
+}
 
 Status SetField(FaultRule& r, const std::string& key, const json& v) {
   auto need = [&](bool ok, const char* what) {
@@ -46,29 +92,22 @@ Status SetField(FaultRule& r, const std::string& key, const json& v) {
     (key == "verb" ? r.verb : key == "resource" ? r.resource : key == "namespace" ? r.ns : r.message) =
         v.get<std::string>();
   } else if (key == "status") {
-    STAR_RETURN_IF_ERROR(need(v.is_number_integer() && v.get<int>() >= 400 && v.get<int>() <= 599,
-                              "an HTTP error code (400-599)"));
-    r.status = v.get<int>();
+    STAR_RETURN_IF_ERROR(need(InRange(v, 400, 599), "an HTTP error code, an integer from 400 to 599"));
+    r.status = static_cast<int>(*Int64(v));
   } else if (key == "count") {
-    STAR_RETURN_IF_ERROR(need(v.is_number_integer() && v.get<std::int64_t>() >= 0, "a count >= 0"));
-    r.count = v.get<std::int64_t>();
+    STAR_RETURN_IF_ERROR(need(InRange(v, 0, INT64_MAX), "an integer >= 0"));
+    r.count = *Int64(v);
   } else if (key == "probability") {
-    STAR_RETURN_IF_ERROR(need(v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1, "in [0, 1]"));
+    STAR_RETURN_IF_ERROR(need(v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1, "a number from 0 to 1"));
     r.probability = v.get<double>();
   } else if (key == "seed") {
-    STAR_RETURN_IF_ERROR(need(v.is_number_integer(), "an integer"));
+    STAR_RETURN_IF_ERROR(need(v.is_number_unsigned() || InRange(v, 0, INT64_MAX), "an integer from 0 to 2^64-1"));
     r.seed = v.get<std::uint64_t>();
   } else if (key == "latency" || key == "latencyMs") {
-    if (v.is_number()) {
-      STAR_RETURN_IF_ERROR(need(v.get<double>() >= 0, "a duration >= 0"));
-      r.latency = std::chrono::milliseconds(static_cast<long long>(v.get<double>()));
-    } else {
-      STAR_RETURN_IF_ERROR(need(v.is_string(), "a duration (\"200ms\") or milliseconds"));
-      STAR_ASSIGN_OR_RETURN(r.latency, ParseDuration(v.get<std::string>()));
-    }
+    return SetLatency(r, v);
   } else if (key == "dropWatchAfter") {
-    STAR_RETURN_IF_ERROR(need(v.is_number_integer() && v.get<int>() >= 0, "a count of events >= 0"));
-    r.drop_watch_after = v.get<int>();
+    STAR_RETURN_IF_ERROR(need(InRange(v, 0, INT32_MAX), "a count of events, an integer from 0 to 2^31-1"));
+    r.drop_watch_after = static_cast<int>(*Int64(v));
   } else {
     return Status::InvalidArgument("fault rule: unknown field \"" + key + "\"");
   }
@@ -101,16 +140,10 @@ StatusOr<FaultRule> FaultRule::Parse(const std::string& spec) {
     }
     const std::string key = part.substr(0, eq), text = part.substr(eq + 1);
     if (key == "status" || key == "count" || key == "seed" || key == "dropWatchAfter" || key == "probability") {
-      try {
-        size_t used = 0;
-        const double number = std::stod(text, &used);
-        if (used != text.size()) throw std::invalid_argument(text);
-        if (key == "probability") {
-          rule[key] = number;
-        } else {
-          rule[key] = static_cast<std::int64_t>(number);
-        }
-      } catch (const std::exception&) {
+      // As JSON, so that the ranges and types are FromJson's: "5e2" is not an integer,
+      // 99999999999999999999 does not fit.
+      rule[key] = json::parse(text, nullptr, false);
+      if (!rule[key].is_number()) {
         return Status::InvalidArgument("fault spec \"" + spec + "\": " + key + " must be a number, got \"" + text + "\"");
       }
     } else {

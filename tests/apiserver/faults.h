@@ -16,7 +16,13 @@
 
 namespace star::apiserver {
 
-// "12s", "500ms", "2m", "1h", "250us"; a bare number is milliseconds.
+// The longest duration ParseDuration reads (a year).
+inline constexpr std::chrono::milliseconds kMaxDuration{365LL * 24 * 3600 * 1000};
+// The longest latency a fault rule may add.
+inline constexpr std::chrono::milliseconds kMaxFaultLatency{3600 * 1000};
+
+// "12s", "500ms", "2m", "1h", "250us"; a bare number is milliseconds. InvalidArgument for
+// other text, a negative or non-finite number, or more than kMaxDuration.
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
 
 // One rule. A request matches when verb, resource and namespace match; a matching rule
@@ -40,8 +46,10 @@ struct FaultRule {
 
   // The JSON form of POST /emulator/faults: {"verb":"create","resource":"pods",
   // "namespace":"ns","status":500,"message":"...","count":2,"probability":0.5,"seed":7,
-  // "latency":"200ms" (or milliseconds as a number),"dropWatchAfter":3}. Unknown fields
-  // and wrong types are InvalidArgument.
+  // "latency":"200ms" (or milliseconds as a number),"dropWatchAfter":3}. Unknown fields,
+  // wrong types and numbers out of range are InvalidArgument naming the field: status
+  // 400..599, count 0..2^63-1, probability 0..1, seed 0..2^64-1, latency 0..1h,
+  // dropWatchAfter 0..2^31-1 (0: the watch ends before its first event).
   static StatusOr<FaultRule> FromJson(const nlohmann::json& rule);
   // The compact command-line form: "verb=create,resource=pods,status=500,count=2"
   // (same keys; latency as a duration).
