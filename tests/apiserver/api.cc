@@ -5,8 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "object_meta.h"
+#include "object_types.h"
 #include "patch.h"
 #include "protobuf.h"
+#include "request_limits.h"
+#include "request_options.h"
 #include "table.h"
 #include "yaml_json.h"
 
@@ -110,11 +114,17 @@ StatusOr<json> ParseBody(const Request& req) {
                                  "include: application/json, application/yaml");
   }
   if (type.find("yaml") != std::string::npos) return ParseYamlDocument(req.body);
-  try {
-    return json::parse(req.body);
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(std::string("the request body is not valid JSON: ") + e.what());
+  return ParseJson(req.body);
+}
+
+// 400 when `object` nests deeper than kMaxDepth or has a field of the wrong JSON type
+// for its kind (null fields of built-in kinds are dropped, as decoding does).
+std::optional<ApiResult> ShapeError(const ResourceType& type, const std::string& version, json& object) {
+  if (DeeperThan(object)) {
+    return BadRequest("the object nests arrays and objects deeper than " + std::to_string(kMaxDepth) + " levels");
   }
+  if (auto error = GoTypeError(type, version, object)) return BadRequest(*error);
+  return std::nullopt;
 }
 
 // 415 for a body in a format the emulator does not read (CBOR, protobuf of a kind without
@@ -140,86 +150,6 @@ void PrunedFields(const json& before, const json& after, const std::string& path
       PrunedFields(before[i], after[i], path + "[" + std::to_string(i) + "]", out);
     }
   }
-}
-
-// An RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and ending
-// alphanumeric; at most 253 characters.
-bool IsSubdomain(const std::string& name) {
-  if (name.empty() || name.size() > 253) return false;
-  size_t start = 0;
-  while (start <= name.size()) {
-    size_t end = name.find('.', start);
-    if (end == std::string::npos) end = name.size();
-    if (end == start) return false;
-    for (size_t i = start; i < end; ++i) {
-      const char c = name[i];
-      const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-      if (!alnum && !(c == '-' && i != start && i + 1 != end)) return false;
-    }
-    start = end + 1;
-  }
-  return true;
-}
-
-// The ObjectMeta rules every kind shares (the server checks them for built-in kinds and
-// CRDs alike): the name, string maps of labels and annotations, a list of string
-// finalizers, and ownerReferences with apiVersion, kind, name and uid.
-std::vector<SchemaError> ValidateMeta(const json& object) {
-  std::vector<SchemaError> errors;
-  const json& meta = object["metadata"];
-  auto type_error = [&](const std::string& field, const json& value, const char* want) {
-    errors.push_back({field, "FieldValueTypeInvalid", "Invalid value: " + value.dump() + ": must be " + want});
-  };
-  for (const char* map : {"labels", "annotations"}) {
-    if (!meta.contains(map) || meta[map].is_null()) continue;
-    if (!meta[map].is_object()) {
-      type_error(std::string("metadata.") + map, meta[map], "an object of strings");
-      continue;
-    }
-    for (const auto& [k, v] : meta[map].items()) {
-      if (!v.is_string()) type_error(std::string("metadata.") + map + "[" + k + "]", v, "a string");
-    }
-  }
-  if (meta.contains("finalizers") && !meta["finalizers"].is_null()) {
-    if (!meta["finalizers"].is_array()) {
-      type_error("metadata.finalizers", meta["finalizers"], "a list of strings");
-    } else {
-      for (size_t i = 0; i < meta["finalizers"].size(); ++i) {
-        if (!meta["finalizers"][i].is_string()) {
-          type_error("metadata.finalizers[" + std::to_string(i) + "]", meta["finalizers"][i], "a string");
-        }
-      }
-    }
-  }
-  if (meta.contains("ownerReferences") && !meta["ownerReferences"].is_null()) {
-    const json& refs = meta["ownerReferences"];
-    if (!refs.is_array()) {
-      type_error("metadata.ownerReferences", refs, "a list");
-    } else {
-      for (size_t i = 0; i < refs.size(); ++i) {
-        const std::string at = "metadata.ownerReferences[" + std::to_string(i) + "]";
-        if (!refs[i].is_object()) {
-          type_error(at, refs[i], "an object");
-          continue;
-        }
-        for (const char* f : {"apiVersion", "kind", "name", "uid"}) {
-          if (!refs[i].contains(f)) {
-            errors.push_back({at + "." + f, "FieldValueRequired", "Required value"});
-          } else if (!refs[i][f].is_string()) {
-            type_error(at + "." + f, refs[i][f], "a string");
-          }
-        }
-      }
-    }
-  }
-  const std::string name = Meta(object, "name");
-  if (name.empty() || IsSubdomain(name)) return errors;
-  errors.push_back({"metadata.name", "FieldValueInvalid",
-           "Invalid value: " + json(name).dump() +
-               ": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-               "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-               "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"});
-  return errors;
 }
 
 json CrdStatus(const json& crd, const json& current_status) {
@@ -362,6 +292,10 @@ json Api::Stats() const {
 }
 
 Response Api::Handle(const Request& req) {
+  if (req.body.size() > kMaxBodyBytes) {
+    return JsonResponse(Failure(413, "RequestEntityTooLarge",
+                                "Request entity too large: limit is " + std::to_string(kMaxBodyBytes)));
+  }
   try {
     return Route(req);
   } catch (const std::exception& e) {
@@ -549,6 +483,7 @@ Response Api::Resource(const Request& req, const std::string& group, const std::
 }
 
 ApiResult Api::Get(const Target& t, const Request& req) {
+  if (auto rv = ResourceVersionParam(req.query); !rv.ok()) return BadRequest(rv.status().message());
   ApiResult r = store_.Get(*t.type, t.ns, t.name);
   if (!r.ok()) return r;
   const json object = t.Present(r.body);
@@ -565,6 +500,8 @@ ApiResult Api::Get(const Target& t, const Request& req) {
 }
 
 ApiResult Api::List(const Target& t, const Request& req) {
+  if (auto rv = ResourceVersionParam(req.query); !rv.ok()) return BadRequest(rv.status().message());
+  if (auto limit = CountParam(req.query, "limit", INT64_MAX); !limit.ok()) return BadRequest(limit.status().message());
   auto labels = LabelSelector::Parse(Param(req, "labelSelector"));
   if (!labels.ok()) return BadRequest(labels.status().message());
   auto fields = FieldSelector::Parse(Param(req, "fieldSelector"));
@@ -607,28 +544,16 @@ Response Api::Watch(const Target& t, const Request& req, const FaultDecision& fa
   if (!fields.ok()) return JsonResponse(BadRequest(fields.status().message()));
   o.labels = *labels;
   o.fields = *fields;
-  const std::string rv = Param(req, "resourceVersion");
-  if (!rv.empty()) {
-    try {
-      size_t used = 0;
-      o.resource_version = std::stoull(rv, &used);
-      if (used != rv.size()) throw std::invalid_argument(rv);
-    } catch (const std::exception&) {
-      return JsonResponse(BadRequest("invalid resource version \"" + rv + "\""));
-    }
-  }
+  const auto rv = ResourceVersionParam(req.query);
+  if (!rv.ok()) return JsonResponse(BadRequest(rv.status().message()));
+  o.resource_version = *rv;
   const std::string initial = Param(req, "sendInitialEvents");
   if (!initial.empty()) o.send_initial_events = Truthy(initial);
   o.bookmarks = Truthy(Param(req, "allowWatchBookmarks"));
   std::chrono::seconds timeout = options_.default_watch_timeout;
-  const std::string timeout_text = Param(req, "timeoutSeconds");
-  if (!timeout_text.empty()) {
-    try {
-      timeout = std::min(timeout, std::chrono::seconds(std::stoll(timeout_text)));
-    } catch (const std::exception&) {
-      return JsonResponse(BadRequest("invalid timeoutSeconds \"" + timeout_text + "\""));
-    }
-  }
+  const auto timeout_param = CountParam(req.query, "timeoutSeconds", INT64_MAX);
+  if (!timeout_param.ok()) return JsonResponse(BadRequest(timeout_param.status().message()));
+  if (*timeout_param) timeout = std::min(timeout, std::chrono::seconds(**timeout_param));
   o.deadline = Clock::now() + timeout;
   o.drop_after = fault.drop_watch_after;
   o.api_version = t.type->ApiVersion(t.version);
@@ -659,7 +584,7 @@ Response Api::Watch(const Target& t, const Request& req, const FaultDecision& fa
 }
 
 ApiResult Api::Admit(const Target& t, json& object, const Request& req, std::vector<std::string>& warnings) const {
-  std::vector<SchemaError> errors = ValidateMeta(object);
+  std::vector<SchemaError> errors = ValidateMeta(*t.type, object);
   if (t.IsCrd()) {
     const auto crd_errors = ValidateCrd(object);
     errors.insert(errors.end(), crd_errors.begin(), crd_errors.end());
@@ -686,8 +611,10 @@ ApiResult Api::Admit(const Target& t, json& object, const Request& req, std::vec
   return {200, json()};
 }
 
-ApiResult Api::Replacement(const Target& t, const json& current, const json& incoming, const Request& req,
+ApiResult Api::Replacement(const Target& t, const json& current, const json& incoming_body, const Request& req,
                            std::vector<std::string>& warnings) const {
+  json incoming = incoming_body;
+  if (auto bad = ShapeError(*t.type, t.version, incoming)) return *bad;
   json next;
   if (t.subresource == "status") {
     next = current;
@@ -725,6 +652,7 @@ ApiResult Api::Create(const Target& t, const Request& req, std::vector<std::stri
 
 ApiResult Api::CreateObject(const Target& t, json body, const Request& req, std::vector<std::string>& warnings) {
   if (!body.is_object()) return BadRequest("the object provided is not a JSON object");
+  if (auto bad = ShapeError(*t.type, t.version, body)) return *bad;
   if (body.contains("kind") && body["kind"] != t.type->kind) {
     return BadRequest("the kind of the object (" + body["kind"].dump() + ") does not match the resource (" +
                       t.type->kind + ")");
@@ -812,6 +740,9 @@ ApiResult Api::Patch(const Target& t, const Request& req, std::vector<std::strin
         break;
       case Kind::kJson: {
         auto r = ApplyJsonPatch(current, *patch);
+        if (!r.ok() && r.status().code() == StatusCode::kOutOfRange) {
+          return Failure(413, "RequestEntityTooLarge", r.status().message());
+        }
         if (!r.ok()) return Failure(422, "Invalid", r.status().message());
         patched = std::move(*r);
         break;
@@ -841,43 +772,9 @@ ApiResult Api::Patch(const Target& t, const Request& req, std::vector<std::strin
 }
 
 ApiResult Api::Delete(const Target& t, const Request& req) {
-  DeleteOptions options;
-  if (!req.body.empty()) {
-    try {
-      json body;
-      if (MediaType(req.content_type) == kProtobufMediaType) {
-        auto decoded = DecodeKubernetesProtobuf(req.body);
-        if (!decoded.ok()) return BodyError(decoded.status());
-        if (decoded->value("kind", "") != "DeleteOptions") {
-          return BadRequest("the body of a delete request must be DeleteOptions, not " + decoded->value("kind", ""));
-        }
-        body = std::move(*decoded);
-      } else {
-        body = json::parse(req.body);
-      }
-      if (body.is_object()) {
-        options.propagation = body.value("propagationPolicy", options.propagation);
-        if (body.value("orphanDependents", false)) options.propagation = "Orphan";
-        if (body.contains("preconditions") && body["preconditions"].is_object()) {
-          const json& p = body["preconditions"];
-          if (p.contains("uid") && p["uid"].is_string()) options.precondition_uid = p["uid"].get<std::string>();
-          if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
-            options.precondition_resource_version = p["resourceVersion"].get<std::string>();
-          }
-        }
-        const json dry = body.value("dryRun", json::array());
-        options.dry_run = dry.is_array() && std::find(dry.begin(), dry.end(), "All") != dry.end();
-      }
-    } catch (const json::exception& e) {
-      return BadRequest(std::string("the DeleteOptions body is not valid JSON: ") + e.what());
-    }
-  }
-  if (!Param(req, "propagationPolicy").empty()) options.propagation = Param(req, "propagationPolicy");
-  if (Truthy(Param(req, "orphanDependents"))) options.propagation = "Orphan";
-  if (Param(req, "dryRun") == "All") options.dry_run = true;
-  if (options.propagation != "Background" && options.propagation != "Foreground" && options.propagation != "Orphan") {
-    return BadRequest("unsupported propagationPolicy \"" + options.propagation + "\"");
-  }
+  const auto read = ReadDeleteOptions(MediaType(req.content_type), req.body, req.query);
+  if (!read.ok()) return BodyError(read.status());
+  const DeleteOptions& options = *read;
   ApiResult r = store_.Delete(*t.type, t.ns, t.name, options);
   if (r.ok() && !options.dry_run) {
     if (t.type->group.empty() && t.type->plural == "namespaces" && r.code == 200) store_.DeleteNamespaceContents(t.name);
@@ -888,6 +785,10 @@ ApiResult Api::Delete(const Target& t, const Request& req) {
 }
 
 ApiResult Api::DeleteCollection(const Target& t, const Request& req) {
+  // Bad options are refused before anything is deleted, also when nothing matches.
+  if (auto read = ReadDeleteOptions(MediaType(req.content_type), req.body, req.query); !read.ok()) {
+    return BodyError(read.status());
+  }
   auto labels = LabelSelector::Parse(Param(req, "labelSelector"));
   if (!labels.ok()) return BadRequest(labels.status().message());
   auto fields = FieldSelector::Parse(Param(req, "fieldSelector"));

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
+
+#include "request_limits.h"
 
 namespace star::apiserver {
 namespace {
@@ -147,11 +150,27 @@ json ApplyMergePatch(json target, const json& patch) {
 
 StatusOr<json> ApplyJsonPatch(const json& target, const json& patch) {
   if (!patch.is_array()) return Status::InvalidArgument("json patch: the patch must be an array of operations");
+  if (patch.size() > kMaxJsonPatchOperations) {
+    return Status::OutOfRange("The allowed maximum operations in a JSON patch is " +
+                              std::to_string(kMaxJsonPatchOperations) + ", got " + std::to_string(patch.size()));
+  }
+  json result = target;
+  size_t copied = 0;
   try {
-    return target.patch(patch);
+    for (const auto& op : patch) {
+      if (op.is_object() && op.value("op", json()) == "copy" && op.contains("from") && op["from"].is_string()) {
+        copied += result.at(json::json_pointer(op["from"].get<std::string>())).dump().size();
+        if (copied > kMaxBodyBytes) {
+          return Status::OutOfRange("json patch: the values copied add up to more than " +
+                                    std::to_string(kMaxBodyBytes) + " bytes");
+        }
+      }
+      result.patch_inplace(json::array({op}));
+    }
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("json patch: ") + e.what());
   }
+  return result;
 }
 
 StatusOr<json> ApplyStrategicMergePatch(json target, const json& patch) {

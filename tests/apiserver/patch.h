@@ -1,6 +1,7 @@
 // The patch formats of PATCH requests.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 
 #include "star/core/status.h"
@@ -10,8 +11,13 @@ namespace star::apiserver {
 // application/merge-patch+json (RFC 7386): objects merge, null deletes, the rest replaces.
 nlohmann::json ApplyMergePatch(nlohmann::json target, const nlohmann::json& patch);
 
+// The most operations one JSON patch may have (the API server's limit).
+inline constexpr size_t kMaxJsonPatchOperations = 10000;
+
 // application/json-patch+json (RFC 6902). InvalidArgument when an operation fails
-// (a missing path, a failed test).
+// (a missing path, a failed test); OutOfRange (a 413) for more than
+// kMaxJsonPatchOperations operations or `copy` operations that together copy more than
+// kMaxBodyBytes (each doubling the object would otherwise grow it without bound).
 StatusOr<nlohmann::json> ApplyJsonPatch(const nlohmann::json& target, const nlohmann::json& patch);
 
 // application/strategic-merge-patch+json, approximated without the Go types' patch

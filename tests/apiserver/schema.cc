@@ -5,14 +5,27 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 
 namespace star::apiserver {
 namespace {
 
+// Patterns longer than this are not checked: std::regex's compiler recurses once per
+// nested group, and a request body can hold a pattern nested a million deep.
+constexpr size_t kMaxPatternLength = 1024;
+// Strings longer than this are not matched against a pattern but refused (422 Too
+// long): even without backtracking, a search costs up to length squared.
+constexpr size_t kMaxPatternSubject = 64 * 1024;
+
 // Each schema pattern compiled once (compiling dominated validating large objects);
-// nullptr for a pattern std::regex cannot compile. Thread-safe; entries are never removed.
+// nullptr for a pattern std::regex cannot compile or that is too long. Compiled in
+// libstdc++'s polynomial mode: matching walks the input in a loop instead of recursing
+// once per character (which overflows the stack on strings of ~100k characters) and
+// never backtracks exponentially; back-references, which RE2 lacks too, do not compile.
+// Thread-safe; entries are never removed.
 const std::regex* CompiledPattern(const std::string& pattern) {
+  if (pattern.size() > kMaxPatternLength) return nullptr;
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<std::regex>> cache;
   std::lock_guard lock(mu);
@@ -20,7 +33,7 @@ const std::regex* CompiledPattern(const std::string& pattern) {
   if (it == cache.end()) {
     std::unique_ptr<std::regex> re;
     try {
-      re = std::make_unique<std::regex>(pattern, std::regex::ECMAScript);
+      re = std::make_unique<std::regex>(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
     } catch (const std::regex_error&) {
     }
     it = cache.emplace(pattern, std::move(re)).first;
@@ -42,6 +55,20 @@ bool Flag(const json& schema, const char* key) {
 }
 
 std::string Quote(const std::string& s) { return json(s).dump(); }
+
+// A schema's count bound (maxLength, minItems, ...): nullopt unless a non-negative
+// integer.
+std::optional<size_t> Bound(const json& schema, const char* key) {
+  const json* v = Find(schema, key);
+  if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 0) return std::nullopt;
+  return v->get<size_t>();
+}
+
+// The schema's "type" ("" when absent or not a string).
+std::string TypeOf(const json& schema) {
+  const json* v = Find(schema, "type");
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
 
 // A number as Go's %v prints it (close enough for the bounds in messages).
 std::string FormatNumber(const json& v) {
@@ -200,7 +227,7 @@ class Validator {
 
   void Validate(const json& schema, const json& value, const std::string& path, bool root) {
     if (!schema.is_object()) return;
-    const std::string type = schema.value("type", std::string());
+    const std::string type = TypeOf(schema);
     if (value.is_null()) {
       if (Flag(schema, "nullable") || type.empty()) return;
       TypeError(path, type, value);
@@ -254,17 +281,18 @@ class Validator {
   void String(const json& schema, const json& value, const std::string& path) {
     const std::string& s = value.get_ref<const std::string&>();
     const size_t length = CodePoints(s);
-    if (const json* max = Find(schema, "maxLength"); max != nullptr && max->is_number()) {
-      if (length > max->get<size_t>()) {
-        Add(path, "FieldValueTooLong", "Too long: may not be longer than " + max->dump());
-      }
+    if (const auto max = Bound(schema, "maxLength"); max && length > *max) {
+      Add(path, "FieldValueTooLong", "Too long: may not be longer than " + std::to_string(*max));
     }
-    if (const json* min = Find(schema, "minLength"); min != nullptr && min->is_number()) {
-      if (length < min->get<size_t>()) {
-        Invalid(path, value, "should be at least " + min->dump() + " chars long");
-      }
+    if (const auto min = Bound(schema, "minLength"); min && length < *min) {
+      Invalid(path, value, "should be at least " + std::to_string(*min) + " chars long");
     }
-    if (const json* pattern = Find(schema, "pattern"); pattern != nullptr && pattern->is_string()) {
+    const json* pattern = Find(schema, "pattern");
+    if (pattern != nullptr && pattern->is_string() && s.size() > kMaxPatternSubject) {
+      Add(path, "FieldValueTooLong",
+          "Too long: may not be longer than " + std::to_string(kMaxPatternSubject) + " to be matched against '" +
+              pattern->get<std::string>() + "'");
+    } else if (pattern != nullptr && pattern->is_string()) {
       // A pattern std::regex cannot compile is not checked (the server uses RE2).
       const std::regex* re = CompiledPattern(pattern->get<std::string>());
       if (re != nullptr && !std::regex_search(s, *re)) {
@@ -309,16 +337,12 @@ class Validator {
       }
     }
     const json size = value.size();
-    if (const json* max = Find(schema, "maxItems"); max != nullptr && max->is_number()) {
-      if (value.size() > max->get<size_t>()) {
-        Add(path, "FieldValueTooMany",
-            "Too many: " + size.dump() + ": must have at most " + max->dump() + " items");
-      }
+    if (const auto max = Bound(schema, "maxItems"); max && value.size() > *max) {
+      Add(path, "FieldValueTooMany",
+          "Too many: " + size.dump() + ": must have at most " + std::to_string(*max) + " items");
     }
-    if (const json* min = Find(schema, "minItems"); min != nullptr && min->is_number()) {
-      if (value.size() < min->get<size_t>()) {
-        Invalid(path, size, "should have at least " + min->dump() + " items");
-      }
+    if (const auto min = Bound(schema, "minItems"); min && value.size() < *min) {
+      Invalid(path, size, "should have at least " + std::to_string(*min) + " items");
     }
   }
 
@@ -354,16 +378,12 @@ class Validator {
       }
     }
     const json count = value.size();
-    if (const json* max = Find(schema, "maxProperties"); max != nullptr && max->is_number()) {
-      if (value.size() > max->get<size_t>()) {
-        Add(path, "FieldValueTooMany",
-            "Too many: " + count.dump() + ": must have at most " + max->dump() + " items");
-      }
+    if (const auto max = Bound(schema, "maxProperties"); max && value.size() > *max) {
+      Add(path, "FieldValueTooMany",
+          "Too many: " + count.dump() + ": must have at most " + std::to_string(*max) + " items");
     }
-    if (const json* min = Find(schema, "minProperties"); min != nullptr && min->is_number()) {
-      if (value.size() < min->get<size_t>()) {
-        Invalid(path, count, "should have at least " + min->dump() + " properties");
-      }
+    if (const auto min = Bound(schema, "minProperties"); min && value.size() < *min) {
+      Invalid(path, count, "should have at least " + std::to_string(*min) + " properties");
     }
   }
 

@@ -588,7 +588,9 @@ TEST_F(ApiServerTest, ConcurrentWritesGetDistinctResourceVersions) {
   EXPECT_EQ(client_->Get(kWidgets).body["items"].size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
-TEST_F(ApiServerTest, MalformedObjectMetaIs422NamingTheFieldForBuiltInKindsToo) {
+// Wrong JSON types are a 400 (the Go types cannot decode them); a missing ownerReference
+// field is a 422.
+TEST_F(ApiServerTest, MalformedObjectMetaIsRefusedNamingTheFieldForBuiltInKindsToo) {
   const std::string pods = "/api/v1/namespaces/default/pods";
   auto pod = [](const json& meta) {
     json p = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", {{"containers", json::array()}}}};
@@ -603,13 +605,16 @@ TEST_F(ApiServerTest, MalformedObjectMetaIs422NamingTheFieldForBuiltInKindsToo) 
                         Case{{{"name", "a"}, {"labels", {{"app", 1}}}}, "metadata.labels[app]"},
                         Case{{{"name", "a"}, {"finalizers", {7}}}, "metadata.finalizers[0]"}}) {
     const Reply r = client_->Post(pods, pod(c.meta));
-    EXPECT_EQ(r.code, 422) << c.meta.dump();
+    EXPECT_EQ(r.code, 400) << c.meta.dump();
     EXPECT_NE(r.body.value("message", "").find(c.field), std::string::npos) << r.body.dump();
     EXPECT_EQ(client_->Get(pods + "/a").code, 404) << "nothing stored";
   }
   // A valid pod, then an update that breaks its metadata: refused, unchanged.
   ASSERT_EQ(client_->Post(pods, pod({{"name", "a"}, {"labels", {{"app", "x"}}}})).code, 201);
-  EXPECT_EQ(client_->Patch(pods + "/a", {{"metadata", {{"labels", {{"app", 2}}}}}}).code, 422);
+  EXPECT_EQ(client_->Patch(pods + "/a", {{"metadata", {{"labels", {{"app", 2}}}}}}).code, 400);
+  const Reply missing = client_->Post(pods, pod({{"name", "b"}, {"ownerReferences", {{{"uid", "u"}}}}}));
+  EXPECT_EQ(missing.code, 422);
+  EXPECT_NE(missing.body.value("message", "").find("metadata.ownerReferences[0].apiVersion"), std::string::npos);
   EXPECT_EQ(client_->Get(pods + "/a").body["metadata"]["labels"]["app"], "x");
   EXPECT_EQ(client_->Delete(pods + "/a").code, 200);
 }

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "object_meta.h"
+
 namespace star::apiserver {
 
 using nlohmann::json;
@@ -86,7 +88,8 @@ ApiResult Store::Create(const ResourceType& type, json object, bool dry_run) {
   Objects& objects = objects_[gr];
   std::string name = Meta(object, "name");
   if (name.empty()) {
-    const std::string prefix = Meta(object, "generateName");
+    // As the API server does, a long prefix is cut so that the name stays under 64.
+    const std::string prefix = Meta(object, "generateName").substr(0, kGenerateNamePrefix);
     if (prefix.empty()) {
       return Invalid(type.group, type.kind, "",
                      {{"metadata.name", "FieldValueRequired", "Required value: name or generateName is required"}});
@@ -381,6 +384,10 @@ void Store::Watch(const ResourceType& type, WatchOptions options, std::shared_pt
   w->sink = std::move(sink);
   w->last_bookmark = std::chrono::steady_clock::now();
   const WatchOptions& o = w->options;
+  if (o.drop_after && *o.drop_after <= 0) {  // fault injection: dropped before any event
+    w->sink->Close();
+    return;
+  }
   if (o.resource_version && *o.resource_version > 0) {
     if (*o.resource_version < compacted_through_) {
       const json event = {{"type", "ERROR"},

@@ -51,7 +51,7 @@ struct WatchOptions {
                                             // annotated k8s.io/initial-events-end
   bool bookmarks = false;                   // allowWatchBookmarks
   std::chrono::steady_clock::time_point deadline;  // the stream ends then (timeoutSeconds)
-  std::optional<int> drop_after;            // fault injection: close after N events
+  std::optional<int> drop_after;            // fault injection: close after N events (0: at once)
   // What the client sees of a stored object (its apiVersion, or a Table).
   std::function<nlohmann::json(const nlohmann::json&)> present;
   std::string api_version, kind;  // of BOOKMARK objects

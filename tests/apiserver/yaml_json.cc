@@ -6,6 +6,8 @@
 #include <limits>
 #include <regex>
 
+#include "request_limits.h"
+
 namespace star::apiserver {
 namespace {
 
@@ -48,28 +50,50 @@ json ResolvePlainScalar(const std::string& s) {
   return s;
 }
 
-json ToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      // "?" is the tag of a plain scalar; quoted ones carry "!" and stay strings.
-      if (node.Tag() == "?") return ResolvePlainScalar(node.Scalar());
-      return node.Scalar();
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& item : node) out.push_back(ToJson(item));
-      return out;
+// Plain scalars longer than this stay strings without being matched against the
+// patterns above (std::regex recurses once per character: a long digit string would
+// overflow the stack). No null, boolean or number of the core schema is this long.
+constexpr size_t kMaxResolvedScalar = 256;
+
+// YAML nodes to JSON, at most kMaxDepth deep and at most `budget` nodes in all: aliases
+// repeat what they name, and nested aliases ("billion laughs") would otherwise expand a
+// small document without bound.
+class Converter {
+ public:
+  explicit Converter(size_t budget) : budget_(budget) {}
+
+  StatusOr<json> ToJson(const YAML::Node& node, int depth) {
+    if (budget_ == 0) return Status::InvalidArgument("yaml: document contains excessive aliasing");
+    --budget_;
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return json(nullptr);
+      case YAML::NodeType::Scalar:
+        // "?" is the tag of a plain scalar; quoted ones carry "!" and stay strings.
+        if (node.Tag() == "?" && node.Scalar().size() <= kMaxResolvedScalar) return ResolvePlainScalar(node.Scalar());
+        return json(node.Scalar());
+      case YAML::NodeType::Sequence:
+      case YAML::NodeType::Map:
+        break;
     }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = ToJson(kv.second);
-      return out;
+    if (depth >= kMaxDepth) return Status::InvalidArgument(TooDeepMessage());
+    json out = node.IsSequence() ? json::array() : json::object();
+    for (const auto& item : node) {
+      if (node.IsSequence()) {
+        STAR_ASSIGN_OR_RETURN(json value, ToJson(item, depth + 1));
+        out.push_back(std::move(value));
+      } else {
+        STAR_ASSIGN_OR_RETURN(json value, ToJson(item.second, depth + 1));
+        out[item.first.as<std::string>()] = std::move(value);
+      }
     }
+    return out;
   }
-  return nullptr;
-}
+
+ private:
+  size_t budget_;
+};
 
 void Emit(YAML::Emitter& out, const json& v) {
   switch (v.type()) {
@@ -102,9 +126,11 @@ void Emit(YAML::Emitter& out, const json& v) {
 
 StatusOr<std::vector<json>> ParseYamlDocuments(const std::string& text) {
   std::vector<json> docs;
+  // Every node takes at least a character, but an alias repeats what it names.
+  Converter converter(text.size() + 1000);
   try {
     for (const auto& node : YAML::LoadAll(text)) {
-      json doc = ToJson(node);
+      STAR_ASSIGN_OR_RETURN(json doc, converter.ToJson(node, 0));
       if (!doc.is_null()) docs.push_back(std::move(doc));
     }
   } catch (const YAML::Exception& e) {

@@ -11,8 +11,10 @@ namespace star::apiserver {
 
 // Every non-empty document of a YAML stream (a JSON text is a YAML document too), with
 // plain scalars resolved like the YAML 1.2 core schema (null, true/false, integers,
-// floats; everything else, and every quoted scalar, is a string). InvalidArgument names
-// the line of a syntax error.
+// floats; everything else, every quoted scalar and plain scalars over 256 characters,
+// is a string). InvalidArgument names the line of a syntax error; also for nesting
+// deeper than kMaxDepth (request_limits.h) and for aliases that would expand the
+// documents beyond their length in nodes plus 1000.
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
 
 // The same for text that must hold exactly one document.
