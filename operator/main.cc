@@ -2,7 +2,8 @@
 // (star/operator/reconciler/manager.h, operator_controllers.h).
 //
 //   star-operator [--kubeconfig FILE] [--namespace NS] [--report-listen HOST:PORT]
-//                 [--report-url URL] [--metrics-listen HOST:PORT] [--leader-elect]
+//                 [--report-url URL] [--report-tls-cert-file FILE --report-tls-key-file FILE]
+//                 [--report-ca-file FILE] [--metrics-listen HOST:PORT] [--leader-elect]
 //                 [--identity ID] [--lease-duration 15s] [--renew-period 5s]
 //                 [--retry-period 2s] [--status-interval 2s] [--max-restarts 3]
 //                 [--restart-backoff 1s]
@@ -13,6 +14,11 @@
 // seconds, under 2/3 of --lease-duration, the time after which a leader that could not
 // renew stops leading); a standby, or a leader whose renewal failed, retries every
 // --retry-period (under --lease-duration).
+//
+// The report endpoint serves HTTPS (TLS 1.2 or later) given --report-tls-cert-file and
+// --report-tls-key-file (PEM; the certificate must name the host of the URL pods use);
+// --report-url must then be https://. --report-ca-file (PEM) is the CA workers verify
+// it with: pods get its text as STAR_REPORT_CA (without it, their system's CAs).
 //
 // Without --kubeconfig it runs in-cluster (service account), else $KUBECONFIG or
 // ~/.kube/config. Prints, once each is up:
@@ -47,6 +53,7 @@ void Log(const std::string& line) { std::cerr << "star-operator: " << line << st
 
 struct Flags {
   std::string kubeconfig, ns, report_listen = "0.0.0.0:8443", report_url;
+  std::string report_tls_cert_file, report_tls_key_file, report_ca_file;
   std::string metrics_listen = "0.0.0.0:8080", identity;
   bool leader_elect = false;
   int status_interval_ms = 2000, max_restarts = 3, restart_backoff_ms = 1000;
@@ -62,7 +69,15 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--report-listen", f.report_listen, "HOST:PORT of the report endpoint (port 0 = any)")
       ->capture_default_str();
   app.add_option("--report-url", f.report_url,
-                 "URL pods reach the report endpoint at (default: http://<report-listen>)");
+                 "URL pods reach the report endpoint at (default: http://<report-listen>, https:// with "
+                 "--report-tls-cert-file)");
+  app.add_option("--report-tls-cert-file", f.report_tls_cert_file,
+                 "Serve the report endpoint over HTTPS with this certificate (PEM; with --report-tls-key-file)");
+  app.add_option("--report-tls-key-file", f.report_tls_key_file,
+                 "The private key of --report-tls-cert-file (PEM)");
+  app.add_option("--report-ca-file", f.report_ca_file,
+                 "CA that workers verify the report endpoint with (PEM; pods get it as STAR_REPORT_CA; "
+                 "default: their system's CAs)");
   app.add_option("--metrics-listen", f.metrics_listen, "HOST:PORT for /metrics /healthz /readyz (\"\" = off)")
       ->capture_default_str();
   app.add_flag("--leader-elect", f.leader_elect, "Reconcile only while holding the Lease star-operator");
@@ -113,9 +128,19 @@ op::ManagerOptions ManagerOptionsOf(const Flags& f, const kube::ClientOptions& c
   return mo;
 }
 
+op::ReportEndpointOptions ReportOptionsOf(const Flags& f) {
+  op::ReportEndpointOptions ro;
+  ro.listen = f.report_listen;
+  ro.url = f.report_url;
+  ro.tls_cert_file = f.report_tls_cert_file;
+  ro.tls_key_file = f.report_tls_key_file;
+  ro.ca_file = f.report_ca_file;
+  return ro;
+}
+
 op::OperatorControllerOptions ControllerOptionsOf(const Flags& f) {
   op::OperatorControllerOptions co;
-  co.report = {f.report_listen, f.report_url};
+  co.report = ReportOptionsOf(f);
   co.status_interval = std::chrono::milliseconds(f.status_interval_ms);
   co.job.max_restarts = f.max_restarts;
   co.job.restart_backoff = std::chrono::milliseconds(f.restart_backoff_ms);
@@ -139,6 +164,7 @@ int main(int argc, char** argv) {
   AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
   if (Status s = CheckLeaseFlags(flags); !s.ok()) return Log(s.message()), 2;
+  if (auto tls = op::CheckReportTls(ReportOptionsOf(flags)); !tls.ok()) return Log(tls.status().message()), 2;
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -150,6 +150,7 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
         {{"name", "STAR_LISTEN_HOST"},
          {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
     };
+    if (!options.report_ca.empty()) env.push_back(EnvValue("STAR_REPORT_CA", options.report_ca));
     return env;
   };
   const std::string hash = PodTemplateHash(spec);

@@ -75,6 +75,37 @@ TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStor
   }
 }
 
+TEST(DesiredPods, AReportCaReachesEveryPodAsStarReportCaBesideTheHttpsUrl) {
+  const json job = Job(2, 1);
+  auto parsed = api::TrainingJobFromJson(job);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const std::string ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto pods = DesiredPods(job, parsed->spec, {"https://op.star.svc:8443", ca});
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 3u);
+  for (const json& p : *pods) {
+    auto env = Env(p);
+    EXPECT_EQ(env["STAR_CONTROLLER_URL"], "https://op.star.svc:8443") << p["metadata"]["name"];
+    EXPECT_EQ(env["STAR_REPORT_CA"], ca) << p["metadata"]["name"];
+  }
+}
+
+TEST(DesiredPods, WithoutAReportCaPodsGetNoStarReportCa) {
+  json job = Job(2);
+  // A template's own STAR_REPORT_CA is the user's: kept when the operator has none.
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["env"].push_back(
+      {{"name", "STAR_REPORT_CA"}, {"value", "/etc/ca.pem"}});
+  auto parsed = api::TrainingJobFromJson(job);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto pods = DesiredPods(job, parsed->spec, {"http://op:8443"});
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ(Env((*pods)[0])["STAR_REPORT_CA"], "/etc/ca.pem");
+  const auto plain = Pods(Job(2));
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(Env(plain[0]).count("STAR_REPORT_CA"), 0u);
+  EXPECT_EQ(Env(plain[1]).count("STAR_REPORT_CA"), 0u);
+}
+
 TEST(DesiredPods, ParameterServerZeroHostsTheStore) {
   const auto pods = Pods(Job(2, 1));
   ASSERT_EQ(pods.size(), 3u);

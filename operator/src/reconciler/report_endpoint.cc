@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "star/report/tls.h"
+
 namespace star::op {
 
 StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const std::string& flag) {
@@ -19,6 +21,28 @@ StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const 
   }
 }
 
+StatusOr<std::string> CheckReportTls(const ReportEndpointOptions& o) {
+  STAR_RETURN_IF_ERROR(report::CheckServerCertificate(o.tls_cert_file, o.tls_key_file, "--report-tls-cert-file",
+                                                      "--report-tls-key-file"));
+  const bool serves_https = !o.tls_cert_file.empty();
+  const bool url_https = o.url.empty() ? serves_https : o.url.rfind("https://", 0) == 0;
+  if (serves_https && !url_https) {
+    return Status::InvalidArgument("--report-url: must be https:// when the endpoint serves HTTPS "
+                                   "(--report-tls-cert-file), got \"" + o.url + "\"");
+  }
+  if (o.ca_file.empty()) return std::string();
+  if (!url_https) {
+    return Status::InvalidArgument("--report-ca-file: the report endpoint is plain HTTP; give "
+                                   "--report-tls-cert-file and --report-tls-key-file, or an https:// --report-url");
+  }
+  StatusOr<std::string> pem = report::ReadPemFile(o.ca_file);
+  if (!pem.ok()) return Status::InvalidArgument("--report-ca-file: " + pem.status().message());
+  if (Status s = report::CheckCaBundle(*pem); !s.ok()) {
+    return Status::InvalidArgument("--report-ca-file " + o.ca_file + ": " + s.message());
+  }
+  return pem;
+}
+
 StatusOr<std::unique_ptr<ReportEndpoint>> ReportEndpoint::Create(ReportEndpointOptions options,
                                                                  JobRegistry* registry, StatusRecords* records,
                                                                  OperatorMetrics* metrics) {
@@ -29,13 +53,19 @@ StatusOr<std::unique_ptr<ReportEndpoint>> ReportEndpoint::Create(ReportEndpointO
   if (!options.listen.empty()) {
     STAR_ASSIGN_OR_RETURN(address, SplitHostPort(options.listen, "report_listen"));
   }
+  STAR_ASSIGN_OR_RETURN(std::string report_ca, CheckReportTls(options));
   return std::unique_ptr<ReportEndpoint>(
-      new ReportEndpoint(std::move(options), std::move(address), registry, records, metrics));
+      new ReportEndpoint(std::move(options), std::move(address), std::move(report_ca), registry, records, metrics));
 }
 
 ReportEndpoint::ReportEndpoint(ReportEndpointOptions options, std::pair<std::string, int> address,
-                               JobRegistry* registry, StatusRecords* records, OperatorMetrics* metrics)
-    : options_(std::move(options)), address_(std::move(address)), registry_(registry), records_(records),
+                               std::string report_ca, JobRegistry* registry, StatusRecords* records,
+                               OperatorMetrics* metrics)
+    : options_(std::move(options)),
+      address_(std::move(address)),
+      report_ca_(std::move(report_ca)),
+      registry_(registry),
+      records_(records),
       metrics_(metrics) {}
 
 Status ReportEndpoint::Start() {
@@ -45,6 +75,8 @@ Status ReportEndpoint::Start() {
   ro.port = address_.second;
   ro.job_token = [this](const std::string& job) { return registry_->Token(job); };
   ro.serialize_handler = false;  // OnReport is thread-safe
+  ro.tls_cert_file = options_.tls_cert_file;
+  ro.tls_key_file = options_.tls_key_file;
   STAR_ASSIGN_OR_RETURN(server_,
                         report::ReportServer::Start(ro, [this](const api::WorkerReport& r) { return OnReport(r); }));
   return Status::Ok();

@@ -133,7 +133,7 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", spec.status().message()));
     return milliseconds(0);
   }
-  auto desired = DesiredPods(job, *spec, PodEnvOptions{deps_.endpoint->url()});
+  auto desired = DesiredPods(job, *spec, PodEnvOptions{deps_.endpoint->url(), deps_.endpoint->report_ca()});
   if (!desired.ok()) {
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", desired.status().message()));
     return milliseconds(0);

@@ -53,6 +53,9 @@ int WorkerRank(const nlohmann::json& pod);
 
 struct PodEnvOptions {
   std::string report_url;  // STAR_CONTROLLER_URL; the operator's --report-url
+  // STAR_REPORT_CA: the PEM text of the CA that verifies an https report_url (the
+  // operator's --report-ca-file). Default "" = not set.
+  std::string report_ca{};
 };
 
 // The ownerReference every owned object carries (needs metadata.uid of `job`).
@@ -64,8 +67,9 @@ nlohmann::json OwnerReference(const nlohmann::json& job);
 // unless the template sets one, and in every container the env STAR_RANK,
 // STAR_WORLD_SIZE, STAR_PARAMETER_SERVERS, STAR_STORE_URL, STAR_CONTROLLER_URL, STAR_JOB,
 // STAR_JOB_TOKEN (secretKeyRef <job>-token/token), STAR_LISTEN_HOST (fieldRef
-// status.podIP), and STAR_HOST_STORE=1 on the store host (worker 0, or PS 0 when there
-// are parameter servers). Existing env entries of those names are replaced.
+// status.podIP), STAR_REPORT_CA when options.report_ca is set, and STAR_HOST_STORE=1 on
+// the store host (worker 0, or PS 0 when there are parameter servers). Existing env
+// entries of those names are replaced.
 // InvalidArgument naming the field when a role has no template.spec.containers.
 StatusOr<std::vector<nlohmann::json>> DesiredPods(const nlohmann::json& job,
                                                   const api::TrainingJobSpec& spec,

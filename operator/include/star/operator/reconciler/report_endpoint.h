@@ -2,7 +2,9 @@
 // report, authenticated by its job's token (JobRegistry), feeds the job's control loop;
 // a new decision is recorded in status (StatusRecords) before any worker gets it.
 // Reports of different jobs do not wait on each other. Started by the Manager once the
-// caches synced, before any reconcile: pods get its URL as STAR_CONTROLLER_URL.
+// caches synced, before any reconcile: pods get its URL as STAR_CONTROLLER_URL and,
+// when it has one, the CA that verifies it as STAR_REPORT_CA. Plain HTTP unless given a
+// certificate (HTTPS, TLS 1.2 or later).
 #pragma once
 
 #include <memory>
@@ -27,12 +29,29 @@ struct ReportEndpointOptions {
   std::string listen = "127.0.0.1:0";
   // The URL pods reach it at; default "" = the endpoint's own URL.
   std::string url;
+  // HTTPS: the certificate (chain, leaf first; it must name the host of the URL pods
+  // use) and its key, PEM files: the operator's --report-tls-cert-file and
+  // --report-tls-key-file; both or neither. Default "" = plain HTTP.
+  std::string tls_cert_file{};
+  std::string tls_key_file{};
+  // The CA pods verify the endpoint with (--report-ca-file), a PEM file read at Create:
+  // its text reaches them as STAR_REPORT_CA. Default "" = none (pods use their system's
+  // CAs).
+  std::string ca_file{};
 };
+
+// Checks that the TLS options fit together, as star-operator checks its flags before it
+// starts: the certificate and key load (CheckServerCertificate), the CA file is a PEM CA
+// bundle, --report-url is https:// when the endpoint serves HTTPS, and a CA is given
+// only for an https endpoint. Returns the CA's PEM text ("" without one), or
+// InvalidArgument naming the flag ("--report-tls-key-file: must be set with
+// --report-tls-cert-file").
+StatusOr<std::string> CheckReportTls(const ReportEndpointOptions& options);
 
 class ReportEndpoint : public Runnable {
  public:
   // `registry`, `records` and `metrics` must outlive it. InvalidArgument naming
-  // report_listen when it is not HOST:PORT.
+  // report_listen when it is not HOST:PORT, or CheckReportTls's errors.
   static StatusOr<std::unique_ptr<ReportEndpoint>> Create(ReportEndpointOptions options, JobRegistry* registry,
                                                           StatusRecords* records, OperatorMetrics* metrics);
   // Listens. Unavailable when it cannot.
@@ -43,6 +62,8 @@ class ReportEndpoint : public Runnable {
   // What pods get as STAR_CONTROLLER_URL: options.url, else the endpoint's own URL once
   // started, else "".
   std::string url() const;
+  // What pods get as STAR_REPORT_CA: the PEM text of options.ca_file; "" = nothing.
+  const std::string& report_ca() const { return report_ca_; }
 
   // One report (what the server calls; thread-safe): the job's decision, if any.
   // std::invalid_argument for a report its job's loop refuses (a 400);
@@ -51,11 +72,12 @@ class ReportEndpoint : public Runnable {
   std::optional<api::Decision> OnReport(const api::WorkerReport& report);
 
  private:
-  ReportEndpoint(ReportEndpointOptions options, std::pair<std::string, int> address, JobRegistry* registry,
-                 StatusRecords* records, OperatorMetrics* metrics);
+  ReportEndpoint(ReportEndpointOptions options, std::pair<std::string, int> address, std::string report_ca,
+                 JobRegistry* registry, StatusRecords* records, OperatorMetrics* metrics);
 
   ReportEndpointOptions options_;
   std::pair<std::string, int> address_;  // host, port
+  std::string report_ca_;                // PEM; "" = none
   JobRegistry* registry_;
   StatusRecords* records_;
   OperatorMetrics* metrics_;
