@@ -306,6 +306,11 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(dep["spec"]["template"]["spec"]["volumes"],
                          [{"name": "report-tls", "secret": {"secretName": "star-report-tls"}}])
         self.assertFalse([a for a in container(one(render(), "Deployment"))["args"] if "tls" in a])
+        # Certificates from a public CA: workers use their system's CAs.
+        docs = render(*MATRIX["report-tls"], "--set", "operator.reportTLS.caKey=")
+        args = container(one(docs, "Deployment"))["args"]
+        self.assertIn("--report-tls-cert-file=/etc/star/report-tls/tls.crt", args)
+        self.assertFalse([a for a in args if a.startswith("--report-ca-file")])
 
     def test_named_release(self):
         docs = render(*MATRIX["named-release"])
