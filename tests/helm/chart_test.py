@@ -375,6 +375,11 @@ class SchemaTest(unittest.TestCase):
         self.assert_rejected(["--set", "operator.reportTLS.enabled=true"], "operator.reportTLS.secretName",
                              "execution error at (star/templates/operator-deployment.yaml")
 
+    def test_failed_fail(self):
+        self.assert_rejected(["--set", "operator.reportTLS.enabled=true,operator.reportTLS.secretName=s",
+                              "--set", "operator.reportURL=http://star.example:8443"],
+                             "operator.reportURL must be https://")
+
     def test_every_defined_level_closed(self):
         with open(os.path.join(CHART, "values.schema.json")) as f:
             schema = json.load(f)
