@@ -692,6 +692,7 @@ ApiResult Api::Update(const Target& t, const Request& req, std::vector<std::stri
   if (!parsed.ok()) return BodyError(parsed.status());
   json body = std::move(*parsed);
   if (!body.is_object()) return BadRequest("the object provided is not a JSON object");
+  if (auto bad = ShapeError(*t.type, t.version, body)) return *bad;
   if (body.contains("kind") && body["kind"] != t.type->kind) {
     return BadRequest("the kind of the object (" + body["kind"].dump() + ") does not match the resource (" +
                       t.type->kind + ")");
@@ -760,8 +761,9 @@ ApiResult Api::Patch(const Target& t, const Request& req, std::vector<std::strin
   ApiResult r = store_.Update(*t.type, t.ns, t.name, mutate, Param(req, "dryRun") == "All");
   if (r.code == 404 && kind == Kind::kApply && t.subresource.empty()) {
     json object = *patch;
-    if (object.is_object()) {
-      if (!object["metadata"].is_object()) object["metadata"] = json::object();
+    // A metadata of the wrong type is left for CreateObject to refuse.
+    if (object.is_object() && (object["metadata"].is_null() || object["metadata"].is_object())) {
+      if (object["metadata"].is_null()) object["metadata"] = json::object();
       object["metadata"]["name"] = t.name;
     }
     return CreateObject(t, std::move(object), req, warnings);

@@ -210,6 +210,8 @@ TEST_F(HardeningTest, WrongTypesInUpdatesPatchesAndStatusAre400AndChangeNothing)
        "application/strategic-merge-patch+json", "spec.containers[0].image"},
       {"PATCH", kPods + "/p", "metadata:\n  labels: 5\n", "application/apply-patch+yaml", "metadata.labels"},
       {"PATCH", kPods + "/q", "metadata:\n  labels: 5\n", "application/apply-patch+yaml", "metadata.labels"},
+      {"PATCH", kPods + "/q", "metadata: x\n", "application/apply-patch+yaml", "Pod.metadata"},
+      {"PUT", kPods + "/p", With(stored, "/metadata", "x").dump(), "application/json", "Pod.metadata"},
   };
   for (const Case& c : cases) {
     ExpectBadRequest(Send(c.method, c.path, c.body, c.type), c.field, c.method + " " + c.path + " " + c.body);
