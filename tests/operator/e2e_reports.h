@@ -41,6 +41,7 @@ struct StragglerReports {
   uint64_t seed = 7;
   double sigma = 0.05;
   int first_iteration = 1;
+  std::string ca_pem = "";  // the CA an https report endpoint is verified with ("" = system CAs)
 };
 
 // Sends `r` to `report_url` with `token`; *last (if not null) gets the newest decision
@@ -50,6 +51,7 @@ inline void SendReports(const std::string& report_url, const std::string& token,
   report::ReportClientOptions co;
   co.base_url = report_url;
   co.token = token;
+  co.ca_data = r.ca_pem;
   auto client = report::ReportClient::Create(co);
   ASSERT_TRUE(client.ok()) << client.status();
   std::mt19937_64 rng(r.seed);
