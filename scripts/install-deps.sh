@@ -13,6 +13,7 @@ PACKAGES=(
   libtorch-dev dataset-fashion-mnist
   libcgroup-dev libnl-3-dev libnl-route-3-dev iproute2
   libyaml-cpp-dev gnuplot-nox
+  clang clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds, runs the whole test suite.
 #   STAR_SANITIZE=1   run the suite under ASan + UBSan (separate build dir)
+#   STAR_FUZZ_SECONDS seconds each fuzz target runs after the suite (scripts/fuzz.sh; default
+#                     20); STAR_FUZZ=0 skips fuzzing (as STAR_SANITIZE=1 does)
 #   extra arguments go to ctest (e.g. -L core, -R Detector)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +19,11 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizers/lsan.su
 # cpprest's stream buffers have their type info in libcpprest.so: UBSan's vptr check
 # misreports them (scripts/sanitizers/ubsan.supp).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$PWD/scripts/sanitizers/ubsan.supp}
-cd "$BUILD_DIR"
-ctest --output-on-failure --timeout 600 -j "${STAR_JOBS:-$(nproc)}" "$@"
+(
+  cd "$BUILD_DIR"
+  ctest --output-on-failure --timeout 600 -j "${STAR_JOBS:-$(nproc)}" "$@"
+)
+# The fuzz targets (their own clang build in build-fuzz); not with the sanitizer suite.
+if [ "${STAR_SANITIZE:-0}" != 1 ] && [ "${STAR_FUZZ:-1}" != 0 ]; then
+  bash scripts/fuzz.sh
+fi

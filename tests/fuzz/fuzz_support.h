@@ -1,0 +1,78 @@
+// Helpers shared by the fuzz targets (tests/fuzz/*_fuzz.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace star::fuzz {
+
+// The input as text.
+inline std::string_view AsText(const uint8_t* data, size_t size) {
+  return std::string_view(reinterpret_cast<const char*>(data), size);
+}
+
+// The input parsed as JSON, or a discarded value when it is not JSON (never throws).
+inline nlohmann::json ParseJson(const uint8_t* data, size_t size) {
+  return nlohmann::json::parse(data, data + size, /*cb=*/nullptr, /*allow_exceptions=*/false);
+}
+
+// An invariant the decoder promises: when it does not hold, print what and abort, which
+// libFuzzer reports as a crash (and saves the input).
+inline void Check(bool ok, std::string_view what, const std::string& detail = "") {
+  if (ok) return;
+  std::fprintf(stderr, "invariant violated: %.*s\n%s\n", static_cast<int>(what.size()),
+               what.data(), detail.c_str());
+  std::abort();
+}
+
+// Through text and back, as on the wire: what a peer decodes from what we send.
+inline nlohmann::json OverTheWire(const nlohmann::json& j) {
+  return nlohmann::json::parse(j.dump());
+}
+
+// Known finding (tests/fuzz/findings/yaml-cpp-flow-then-comma.yaml): yaml-cpp 0.7 never
+// returns (it allocates until memory runs out) on a flow collection that closes at the
+// outermost level and is followed by ',' ("[a], n", "{a: 1}, n"). Whether `text` may do
+// that, judged roughly (quotes and comments skipped; it also flags "k: {a: 1}, n", which
+// is only an error): the YAML targets skip such inputs, unless STAR_FUZZ_KNOWN=1.
+inline bool MayHitYamlCppFlowHang(std::string_view text) {
+  static const bool feed_known = [] {
+    const char* v = std::getenv("STAR_FUZZ_KNOWN");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  if (feed_known) return false;
+  int depth = 0;
+  bool closed = false;  // the last significant character closed the outermost collection
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
+      const size_t end = text.find(c, i + 1);
+      if (end == std::string_view::npos) return false;
+      i = end;
+      closed = false;
+    } else if (c == '#') {
+      const size_t nl = text.find('\n', i);
+      if (nl == std::string_view::npos) return false;
+      i = nl;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+      closed = false;
+    } else if (c == '}' || c == ']') {
+      depth = depth > 0 ? depth - 1 : 0;
+      closed = depth == 0;
+    } else if (c == ',' && closed) {
+      return true;
+    } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+      closed = false;
+    }
+  }
+  return false;
+}
+
+}  // namespace star::fuzz
