@@ -59,7 +59,7 @@ function(star_module)
     target_include_directories(${ARG_TARGET} INTERFACE ${ARG_INCLUDE})
     target_link_libraries(${ARG_TARGET} INTERFACE ${ARG_DEPS})
   endif()
-  if(_tests)
+  if(_tests AND STAR_BUILD_TESTS)
     star_add_test(${ARG_TARGET}_test SOURCES ${_tests} LABELS ${ARG_LABEL}
                   LIBS ${ARG_TARGET} ${ARG_PRIVATE_DEPS} ${ARG_TEST_LIBS})
     target_include_directories(${ARG_TARGET}_test PRIVATE ${ARG_DIR}/..)
