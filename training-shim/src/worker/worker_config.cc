@@ -35,26 +35,6 @@ Status ParseBool(const std::string& name, const std::string& value, bool* out) {
   return Status::Ok();
 }
 
-// STAR_REPORT_CA: PEM text, or the name of a PEM file; either must hold a CA bundle.
-Status ReadReportCa(const std::string& value, WorkerConfig& c) {
-  if (value.empty()) return Status::Ok();
-  if (report::LooksLikePem(value)) {
-    if (Status s = report::CheckCaBundle(value); !s.ok()) return Status::InvalidArgument("STAR_REPORT_CA: " + s.message());
-    c.report_ca_data = value;
-    return Status::Ok();
-  }
-  StatusOr<std::string> pem = report::ReadPemFile(value);
-  if (!pem.ok()) {
-    return Status::InvalidArgument("STAR_REPORT_CA: neither PEM text (\"-----BEGIN ...\") nor a file: " +
-                                   pem.status().message());
-  }
-  if (Status s = report::CheckCaBundle(*pem); !s.ok()) {
-    return Status::InvalidArgument("STAR_REPORT_CA: file \"" + value + "\": " + s.message());
-  }
-  c.report_ca_file = value;
-  return Status::Ok();
-}
-
 // Reads the optional variables; each present one replaces the field.
 Status ReadOptional(const EnvLookup& env, WorkerConfig& c) {
   if (auto v = env("STAR_PARAMETER_SERVERS")) {
@@ -66,7 +46,7 @@ Status ReadOptional(const EnvLookup& env, WorkerConfig& c) {
   if (auto v = env("STAR_LISTEN_HOST")) c.listen_host = *v;
   if (auto v = env("STAR_CONTROLLER_URL")) c.controller_url = *v;
   if (auto v = env("STAR_JOB_TOKEN")) c.token = *v;
-  if (auto v = env("STAR_REPORT_CA")) STAR_RETURN_IF_ERROR(ReadReportCa(*v, c));
+  if (auto v = env("STAR_REPORT_CA")) STAR_RETURN_IF_ERROR(SetReportCa(*v, &c));
   if (auto v = env("STAR_REPORT_EVERY")) {
     STAR_RETURN_IF_ERROR(ParseNumber("STAR_REPORT_EVERY", *v, "an integer", &c.report_every));
   }
@@ -99,6 +79,27 @@ Status Validate(const WorkerConfig& c) {
   }
   if (c.report_every < 1) return bad("report_every", ">= 1", c.report_every);
   if (c.timeout.count() <= 0) return bad("timeout", "> 0 ms", c.timeout.count());
+  return Status::Ok();
+}
+
+Status SetReportCa(const std::string& value, WorkerConfig* c) {
+  if (value.empty()) return Status::Ok();
+  if (report::LooksLikePem(value)) {
+    if (Status s = report::CheckCaBundle(value); !s.ok()) {
+      return Status::InvalidArgument("STAR_REPORT_CA: " + s.message());
+    }
+    c->report_ca_data = value;
+    return Status::Ok();
+  }
+  StatusOr<std::string> pem = report::ReadPemFile(value);
+  if (!pem.ok()) {
+    return Status::InvalidArgument("STAR_REPORT_CA: neither PEM text (\"-----BEGIN ...\") nor a file: " +
+                                   pem.status().message());
+  }
+  if (Status s = report::CheckCaBundle(*pem); !s.ok()) {
+    return Status::InvalidArgument("STAR_REPORT_CA: file \"" + value + "\": " + s.message());
+  }
+  c->report_ca_file = value;
   return Status::Ok();
 }
 

@@ -63,6 +63,13 @@ struct WorkerConfig {
 // + world_size (3), got 4").
 [[nodiscard]] Status Validate(const WorkerConfig& config);
 
+// Sets config's report CA from a STAR_REPORT_CA value (for trainers that take it from a
+// flag): PEM text (starts with "-----BEGIN") -> report_ca_data, anything else is a PEM
+// file's path -> report_ca_file; "" changes nothing. InvalidArgument naming
+// STAR_REPORT_CA when the text is not a PEM CA bundle or the file cannot be read or is
+// not one.
+[[nodiscard]] Status SetReportCa(const std::string& value, WorkerConfig* config);
+
 // Returns the value of an environment variable, or nullopt when it is not set.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
