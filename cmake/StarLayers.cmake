@@ -8,15 +8,16 @@
 # beside it (the agent linking the operator, the operator linking the shim, ...).
 
 set(STAR_LAYER_PREFIXES
-  star_core core   star_kube kube   star_report report   star_shim shim
+  star_core core   star_yaml yaml   star_kube kube   star_report report   star_shim shim
   star_agent agent   star_operator operator   star_local cli   star_cli cli)
 set(STAR_LAYER_ALLOWED_core "")
-set(STAR_LAYER_ALLOWED_kube core)
+set(STAR_LAYER_ALLOWED_yaml core)
+set(STAR_LAYER_ALLOWED_kube core yaml)
 set(STAR_LAYER_ALLOWED_report core)
 set(STAR_LAYER_ALLOWED_shim core report)
-set(STAR_LAYER_ALLOWED_agent core kube)
-set(STAR_LAYER_ALLOWED_operator core kube report)
-set(STAR_LAYER_ALLOWED_cli core kube report shim agent operator)
+set(STAR_LAYER_ALLOWED_agent core yaml kube)
+set(STAR_LAYER_ALLOWED_operator core yaml kube report)
+set(STAR_LAYER_ALLOWED_cli core yaml kube report shim agent operator)
 # Targets some targets must not reach even where their components may: `star local`
 # runs the operator's control loop, never its Kubernetes half.
 set(STAR_LAYER_DENY_star_local star_operator_reconciler star_kube)

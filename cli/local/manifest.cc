@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "star/core/api/json_reader.h"
+#include "star/yaml/syntax.h"
 
 namespace star::local {
 namespace {
@@ -274,6 +275,7 @@ std::string DocumentList(const std::vector<size_t>& indices) {
 }  // namespace
 
 StatusOr<std::vector<json>> YamlToJson(std::string_view text, const std::string& name) {
+  STAR_RETURN_IF_ERROR(yaml::CheckSyntax(text, name));  // before yaml-cpp: see star/yaml/syntax.h
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));

@@ -207,13 +207,23 @@ TEST(YamlToJson, RejectsDuplicateKeysAndAliasBombsWithTheirPosition) {
 // Regression (found by tests/fuzz/manifest_fuzz): a byte that is not UTF-8 in a key or a
 // scalar went into the JSON, and the first dump() of the job (its report, an error
 // message) threw nlohmann's type_error 316 and terminated `star local`.
+// Regression (found by tests/fuzz/manifest_fuzz): yaml-cpp 0.7 never returned on a ','
+// outside flow collections, allocating until memory ran out.
+TEST(YamlToJson, RefusesACommaOutsideFlowCollectionsInsteadOfHanging) {
+  for (const char* text : {"[a], n", "spec: {a: 1}, n\n", "kind: TrainingJob\n, a\n"}) {
+    auto parsed = YamlToJson(text, "h.yaml");
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.status().message().rfind("h.yaml:", 0), 0u) << parsed.status();
+  }
+}
+
 TEST(YamlToJson, RejectsTextThatIsNotUtf8WithItsPosition) {
   auto value = YamlToJson("spec:\n  template: {spe\xe3: 1}\n", "v.yaml");
   ASSERT_FALSE(value.ok());
-  EXPECT_EQ(value.status().message(), "v.yaml:2:14: not valid UTF-8");
+  EXPECT_EQ(value.status().message(), "v.yaml:2:18: not valid UTF-8 (invalid trailing UTF-8 octet)");
   auto key = YamlToJson("a: b\nke\xff: 1\n", "k.yaml");
   ASSERT_FALSE(key.ok());
-  EXPECT_EQ(key.status().message(), "k.yaml:2:1: not valid UTF-8");
+  EXPECT_EQ(key.status().message(), "k.yaml:2:3: not valid UTF-8 (invalid leading UTF-8 octet)");
   // Overlong forms, surrogates and code points above U+10FFFF are not UTF-8 either.
   for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
     EXPECT_FALSE(YamlToJson(std::string("x: \"") + bad + "\"\n", "u.yaml").ok()) << bad;
@@ -271,7 +281,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"ContainerWithoutName", WithContainer("{image: x}"),
             kContainer0 + ".name: required field is missing"},
         // YAML and document selection
-        Bad{"BadYaml", "spec: [1, 2\n", "job.yaml:2:1: end of sequence flow not found"},
+        Bad{"BadYaml", "spec: [1, 2\n", "job.yaml:2:1: did not find expected ',' or ']'"},
         Bad{"DuplicateKey", kHead + "metadata: {name: k}\n", "job.yaml:4:1: duplicate key \"metadata\""},
         Bad{"Empty", "", "job.yaml: no TrainingJob document (the file is empty)"},
         Bad{"OnlyComments", "# nothing\n---\n", "job.yaml: no TrainingJob document (the file is empty)"},

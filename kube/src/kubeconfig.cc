@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "star/kube/client.h"
+#include "star/yaml/syntax.h"
 
 namespace star::kube {
 namespace {
@@ -112,6 +113,11 @@ class Kubeconfig {
   StatusOr<std::string> Base64Field(const YAML::Node& map, const std::string& key, const std::string& at) const {
     STAR_ASSIGN_OR_RETURN(std::string text, OptionalString(map, key, at + "." + key));
     if (text.empty()) return text;
+    // yaml-cpp 0.7's DecodeBase64 reads out of its table on bytes >= 0x80: check first.
+    if (text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \t\r\n") !=
+        std::string::npos) {
+      return Bad(at + "." + key, "not base64");
+    }
     const std::vector<unsigned char> bytes = YAML::DecodeBase64(text);
     if (bytes.empty()) return Bad(at + "." + key, "not base64");
     return std::string(bytes.begin(), bytes.end());
@@ -250,6 +256,7 @@ StatusOr<ClientOptions> OptionsFromKubeconfig(const std::string& path, const std
   if (!fs::exists(file, ec)) return Status::NotFound("kubeconfig " + file + ": no such file");
   auto text = ReadFile(file);
   if (!text.ok()) return Status::InvalidArgument("kubeconfig " + text.status().message());
+  STAR_RETURN_IF_ERROR(yaml::CheckSyntax(*text, "kubeconfig " + file));  // see star/yaml/syntax.h
   YAML::Node root;
   try {
     root = YAML::Load(*text);

@@ -210,6 +210,13 @@ TEST_F(KubeconfigTest, ErrorsNameTheFileAndTheField) {
                    "users:\n- name: u\n  user: {tokenFile: missing.token}\n");
   EXPECT_NE(s.message().find("users[0].user.tokenFile"), std::string::npos) << s;
 
+  // Bytes yaml-cpp's base64 decoder would read out of its table with; text it never returns on.
+  s = error(base + cluster + "users:\n- name: u\n  user: {client-certificate-data: \"\xc3\xa9t\xc3\xa9\", client-key-data: YmFy}\n");
+  EXPECT_NE(s.message().find("users[0].user.client-certificate-data: not base64"), std::string::npos) << s;
+  s = error(base + "clusters: [a], n\n");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("kubeconfig " + dir_.path() + "/bad:"), std::string::npos) << s;
+
   s = error(base, "other");
   EXPECT_NE(s.message().find("contexts: no entry named \"other\""), std::string::npos) << s;
 

@@ -1,13 +1,13 @@
 // `star local JOB.yaml` (local::ParseManifest) on any bytes: YAML to JSON, the document
 // picked, TrainingJobFromJson and the pod-template reads. A job it accepts validates like
 // the CRD and survives ToJson -> TrainingJobFromJson unchanged; CPU amounts are >= 0.
-// Inputs that may hit a known yaml-cpp hang are skipped (fuzz_support.h).
+// Its findings are in the seed corpus: text that is not UTF-8, and the ',' on which
+// yaml-cpp 0.7 never returns (star::yaml::CheckSyntax refuses it first).
 #include "fuzz_support.h"
 #include "local/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace star;
-  if (fuzz::MayHitYamlCppFlowHang(fuzz::AsText(data, size))) return 0;
   StatusOr<local::LocalJob> local = local::ParseManifest(fuzz::AsText(data, size), "fuzz.yaml");
   if (!local.ok()) return 0;
   fuzz::Check(api::Validate(local->job.spec).ok(), "an accepted spec validates",
