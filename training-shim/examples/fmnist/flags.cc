@@ -52,6 +52,16 @@ void AddJobFlags(CLI::App& app, Flags* flags) {
       ->envname("STAR_CONTROLLER_URL");
   app.add_option("--token", flags->token, "bearer token for the report endpoint")
       ->envname("STAR_JOB_TOKEN");
+  app.add_option("--report-ca", flags->report_ca,
+                 "CA (PEM text, or a PEM file) an https controller is verified with (default: the system's)")
+      ->envname("STAR_REPORT_CA")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            shim::WorkerConfig probe;
+            const Status s = shim::SetReportCa(value, &probe);
+            return s.ok() ? std::string() : s.message();
+          },
+          "PEM"));
   app.add_option("--report-every", flags->report_every, "iterations per WorkerReport")
       ->envname("STAR_REPORT_EVERY")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--metrics", flags->metrics, "HOST:PORT of the Prometheus endpoint (off if empty)")
@@ -102,6 +112,7 @@ shim::WorkerConfig WorkerConfigOf(const Flags& flags) {
   c.listen_host = flags.listen_host;
   c.controller_url = flags.controller;
   c.token = flags.token;
+  (void)shim::SetReportCa(flags.report_ca, &c);  // checked when the flag was parsed
   c.report_every = flags.report_every;
   c.metrics_address = flags.metrics;
   c.timeout = std::chrono::milliseconds(flags.timeout_ms);

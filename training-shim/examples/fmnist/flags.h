@@ -34,6 +34,7 @@ struct Flags {
   std::string listen_host = "127.0.0.1";  // address peers reach this worker at (Gloo)
   std::string job = "fmnist";      // job name: store key prefix, reports, metrics label
   std::string controller;          // controller base URL for reports ("" = no reports)
+  std::string report_ca;           // STAR_REPORT_CA: PEM text or file ("" = system CAs)
   std::string token;               // bearer token for the report endpoint
   int64_t report_every = 10;       // iterations per WorkerReport
   std::string metrics;             // host:port of the Prometheus endpoint ("" = off)
