@@ -12,8 +12,10 @@ PACKAGES=(
   libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev
   libtorch-dev dataset-fashion-mnist
   libcgroup-dev libnl-3-dev libnl-route-3-dev iproute2
-  libyaml-cpp-dev gnuplot-nox
+  libyaml-cpp-dev libyaml-dev gnuplot-nox
   clang clang-14 libclang-rt-14-dev
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev
+  python3-yaml
 )
 
 missing=()
