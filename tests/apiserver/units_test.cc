@@ -195,6 +195,15 @@ TEST(ParseDurationTest, Units) {
   EXPECT_FALSE(ParseDuration("-1s").ok());
 }
 
+TEST(YamlTest, ACommaOutsideFlowCollectionsIsRefusedInsteadOfHanging) {
+  for (const char* text : {"[a], n", "kind: Pod\n, a\n"}) {
+    auto docs = ParseYamlDocuments(text);
+    ASSERT_FALSE(docs.ok()) << text;
+    EXPECT_EQ(docs.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(docs.status().message().rfind("yaml:", 0), 0u) << docs.status();
+  }
+}
+
 TEST(YamlTest, ScalarsResolveLikeTheCoreSchema) {
   auto doc = ParseYamlDocument("a: 1\nb: 1.5\nc: true\nd: ~\ne: '1'\nf: hello\ng: [x, 2]\nh: \"true\"\n");
   ASSERT_TRUE(doc.ok()) << doc.status();

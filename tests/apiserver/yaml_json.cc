@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "request_limits.h"
+#include "star/yaml/syntax.h"
 
 namespace star::apiserver {
 namespace {
@@ -125,6 +126,8 @@ void Emit(YAML::Emitter& out, const json& v) {
 }  // namespace
 
 StatusOr<std::vector<json>> ParseYamlDocuments(const std::string& text) {
+  // yaml-cpp 0.7 never returns on some malformed text: libyaml checks it first.
+  STAR_RETURN_IF_ERROR(yaml::CheckSyntax(text, "yaml"));
   std::vector<json> docs;
   // Every node takes at least a character, but an alias repeats what it names.
   Converter converter(text.size() + 1000);

@@ -35,11 +35,12 @@ Status Failure(const yaml_parser_t& parser, std::string_view text, const std::st
 
 }  // namespace
 
-Status CheckSyntax(std::string_view text, const std::string& what) {
+Status CheckSyntax(std::string_view text, const std::string& what, int max_depth) {
   yaml_parser_t parser;
   if (yaml_parser_initialize(&parser) == 0) return Status::Internal(what + ": libyaml: cannot start a parser");
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
   Status result;
+  int depth = 0;
   for (bool done = false; !done;) {
     yaml_event_t event;
     if (yaml_parser_parse(&parser, &event) == 0) {
@@ -47,6 +48,14 @@ Status CheckSyntax(std::string_view text, const std::string& what) {
       break;
     }
     done = event.type == YAML_STREAM_END_EVENT;
+    if (event.type == YAML_SEQUENCE_START_EVENT || event.type == YAML_MAPPING_START_EVENT) ++depth;
+    if (event.type == YAML_SEQUENCE_END_EVENT || event.type == YAML_MAPPING_END_EVENT) --depth;
+    if (depth > max_depth) {
+      result = Status::InvalidArgument(what + ":" + std::to_string(event.start_mark.line + 1) + ":" +
+                                       std::to_string(event.start_mark.column + 1) + ": nested deeper than " +
+                                       std::to_string(max_depth) + " levels");
+      done = true;
+    }
     yaml_event_delete(&event);
   }
   yaml_parser_delete(&parser);

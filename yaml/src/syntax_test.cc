@@ -29,6 +29,13 @@ TEST(CheckSyntaxTest, RefusesUnclosedCollectionsAtTheirPosition) {
   EXPECT_EQ(s.message(), "f:2:2: did not find expected ',' or ']'") << s;
 }
 
+TEST(CheckSyntaxTest, StopsAtTheDepthLimit) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const Status s = CheckSyntax(deep, "d", 1000);
+  EXPECT_EQ(s.message(), "d:1:1001: nested deeper than 1000 levels") << s;
+  EXPECT_TRUE(CheckSyntax(std::string(50, '[') + std::string(50, ']'), "d", 50).ok());
+}
+
 TEST(CheckSyntaxTest, NamesTheByteThatIsNotUtf8) {
   const Status s = CheckSyntax("a: b\nke\xff: 1\n", "k.yaml");
   EXPECT_EQ(s.message(), "k.yaml:2:3: not valid UTF-8 (invalid leading UTF-8 octet)") << s;

@@ -11,7 +11,9 @@ namespace star::yaml {
 
 // OK when `text` parses as a YAML stream (any number of documents). Otherwise
 // InvalidArgument "<what>:LINE:COLUMN: <libyaml's problem>" (from 1), or
-// "<what>:LINE:COLUMN: not valid UTF-8 (...)" for bytes that are not UTF-8.
-Status CheckSyntax(std::string_view text, const std::string& what);
+// "<what>:LINE:COLUMN: not valid UTF-8 (...)" for bytes that are not UTF-8, or
+// "<what>:LINE:COLUMN: nested deeper than MAX levels" past `max_depth` collections (the
+// check stops there: libyaml's time grows with the square of the nesting).
+Status CheckSyntax(std::string_view text, const std::string& what, int max_depth = 1000);
 
 }  // namespace star::yaml
