@@ -6,6 +6,7 @@
 #include <cctype>
 #include <functional>
 #include <set>
+#include <tuple>
 
 namespace star::apiserver {
 
@@ -97,6 +98,25 @@ std::vector<TypePtr> BuiltinTypes() {
                           {Column("Holder", ".spec.holderIdentity"), AgeColumn()}));
   types.push_back(Builtin("events.k8s.io", "v1", "events", "event", "Event", {"ev"}, true, false,
                           {Column("Reason", ".reason"), Column("Note", ".note"), AgeColumn()}));
+  // What the Helm chart installs (helm/star): workloads, accounts and RBAC.
+  types.push_back(Builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", {"sa"}, true, false,
+                          {AgeColumn()}));
+  types.push_back(Builtin("apps", "v1", "deployments", "deployment", "Deployment", {"deploy"}, true, true,
+                          {Column("Ready", ".status.readyReplicas", "integer"),
+                           Column("Up-to-date", ".status.updatedReplicas", "integer"),
+                           Column("Available", ".status.availableReplicas", "integer"), AgeColumn()},
+                          {"all"}));
+  types.push_back(Builtin("apps", "v1", "daemonsets", "daemonset", "DaemonSet", {"ds"}, true, true,
+                          {Column("Desired", ".status.desiredNumberScheduled", "integer"),
+                           Column("Ready", ".status.numberReady", "integer"), AgeColumn()},
+                          {"all"}));
+  for (const auto& [plural, singular, kind, namespaced] :
+       {std::tuple{"roles", "role", "Role", true}, {"rolebindings", "rolebinding", "RoleBinding", true},
+        {"clusterroles", "clusterrole", "ClusterRole", false},
+        {"clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false}}) {
+    types.push_back(
+        Builtin("rbac.authorization.k8s.io", "v1", plural, singular, kind, {}, namespaced, false, {AgeColumn()}));
+  }
   auto crd = std::make_shared<ResourceType>(*Builtin(
       "apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
       "CustomResourceDefinition", {"crd", "crds"}, false, true,
