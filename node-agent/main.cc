@@ -85,7 +85,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags& f) {
   CLI::App app{"star-agent: makes this node match its NodeAllocation"};
   app.add_option("--node", f.node, "This node's name (the NodeAllocation's name)")->required();
   CLI::Option_group* sources = app.add_option_group("source", "Where the allocation comes from");
-  sources->add_option("--allocation-file", f.file, "NodeAllocation JSON file to apply");
+  sources->add_option("--allocation-file", f.file, "NodeAllocation file to apply (JSON or YAML)");
   sources->add_option("--kubeconfig", f.kubeconfig,
                       "Watch the NodeAllocation through this kubeconfig's API server");
   sources->add_flag("--in-cluster", f.in_cluster,

@@ -32,17 +32,6 @@ struct LocalJob {
   int64_t server_cpu_millicores = 0;
 };
 
-// YAML (JSON included) -> one JSON value per document, in order; an empty document is null.
-// Scalars: quoted (or block, or tagged !!str) -> string; plain scalars that read as an
-// int64 -> integer, as a YAML 1.2 float ("0.5", "1e3", ".5") -> number, true/false (any
-// of true, True, TRUE) -> bool, null/~/empty -> null; everything else (e.g. "500m") ->
-// string. Errors are InvalidArgument "<name>:<line>:<column>: <reason>" (1-based): yaml-cpp's
-// parse errors, duplicate mapping keys, non-scalar keys, keys or scalars that are not
-// well-formed UTF-8, nesting deeper than 512 levels, and documents that expand (through
-// aliases) to more than 1,000,000 values.
-StatusOr<std::vector<nlohmann::json>> YamlToJson(std::string_view text,
-                                                 const std::string& name_for_errors);
-
 // Reads ONE TrainingJob: the file's only document, or in a multi-document file the single
 // document whose kind is TrainingJob (none or several -> error). The document is decoded
 // by api::TrainingJobFromJson. Errors are InvalidArgument prefixed with the file name:

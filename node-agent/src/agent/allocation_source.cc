@@ -1,3 +1,4 @@
+#include "star/yaml/to_json.h"
 #include "star/agent/allocation_source.h"
 
 #include <sys/stat.h>
@@ -34,10 +35,14 @@ StatusOr<DesiredState> DesiredStateFromJson(const nlohmann::json& j, const std::
 }
 
 StatusOr<DesiredState> DesiredStateFromText(const std::string& text, const std::string& node) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument("not valid JSON");
-  if (!j.is_object()) return Status::InvalidArgument("must be a JSON object (a NodeAllocation)");
-  return DesiredStateFromJson(j, node);
+  // JSON, or YAML as `kubectl get nodeallocation NODE -o yaml` prints it.
+  STAR_ASSIGN_OR_RETURN(std::vector<nlohmann::json> docs, yaml::ToJson(text, "allocation"));
+  if (docs.size() != 1) {
+    return Status::InvalidArgument("allocation: want one document (a NodeAllocation), found " +
+                                   std::to_string(docs.size()));
+  }
+  if (!docs[0].is_object()) return Status::InvalidArgument("must be a JSON or YAML object (a NodeAllocation)");
+  return DesiredStateFromJson(docs[0], node);
 }
 
 FileSource::FileSource(std::string path, std::string node)

@@ -43,13 +43,26 @@ TEST(AllocationSourceTest, DecodesAllocationAndInterfaceAnnotations) {
   EXPECT_EQ(d->interfaces, (InterfaceMap{{kUid, "veth9"}}));
 }
 
+TEST(AllocationSourceTest, ReadsTheYamlKubectlPrints) {
+  const std::string yaml = std::string("apiVersion: star.dev/v1alpha1\nkind: NodeAllocation\n") +
+                           "metadata:\n  name: node-1\n  annotations:\n    ifname.star.dev/" + kUid +
+                           ": veth9\nspec:\n  pods:\n  - namespace: ns\n    name: p\n    uid: " + kUid +
+                           "\n    cpu:\n      quotaMillicores: 500\n";
+  auto d = DesiredStateFromText(yaml, "node-1");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->allocation.spec.pods.size(), 1u);
+  EXPECT_EQ(d->allocation.spec.pods[0].cpu.quota_millicores, 500);
+  EXPECT_EQ(d->interfaces, (InterfaceMap{{kUid, "veth9"}}));
+}
+
 TEST(AllocationSourceTest, RejectsMalformedAndHostileInputNamingTheField) {
   struct Case {
     std::string text;
     std::string mentions;
   };
   const std::vector<Case> cases = {
-      {"{", "JSON"},
+      {"{", "allocation:"},
+      {"a: 1\n---\nb: 2\n", "want one document"},
       {"[1]", "object"},
       {Doc("node-2", 500), "node-2"},
       {Doc("node-1", -5), "quotaMillicores"},

@@ -28,7 +28,8 @@ struct DesiredState {
 
 // Decodes a NodeAllocation object (api::NodeAllocationFromJson) plus the interface
 // annotations, and checks it is for node `node`. InvalidArgument naming the field on any
-// error (bad JSON, schema, hostile uid or interface name, another node's object).
+// error (bad JSON or YAML, schema, hostile uid or interface name, another node's
+// object). The text may be JSON or YAML (`kubectl get nodeallocation NODE -o yaml`).
 [[nodiscard]] StatusOr<DesiredState> DesiredStateFromJson(const nlohmann::json& j,
                                                           const std::string& node);
 [[nodiscard]] StatusOr<DesiredState> DesiredStateFromText(const std::string& text,
