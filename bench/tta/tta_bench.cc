@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
 
   json results = json::object();
   results["job"] = job_path;
-  results["target_accuracy"] = job->job.spec.training.target_accuracy;
+  results["target_accuracy"] = job->job.spec.training.target_accuracy.value_or(0);
   results["workers"] = job->job.spec.workers.replicas;
   results["scenarios"] = json::array();
   std::map<std::string, json> full;  // "scenario/policy" -> report

@@ -65,13 +65,13 @@ void PrintTimeline(const nlohmann::json& r) {
   char line[512];
   const auto& tta = r["tta_seconds"];
   std::snprintf(line, sizeof(line),
-                "policy %s: %s; %.1f s wall, %lld iterations, final accuracy %s (target %.3f)\n",
+                "policy %s: %s; %.1f s wall, %lld iterations, final accuracy %s (target %s)\n",
                 r["policy"].get<std::string>().c_str(),
-                tta.is_null() ? "target not reached"
+                tta.is_null() ? (r["target_accuracy"].is_null() ? "no target" : "target not reached")
                               : ("target reached in " + std::to_string(tta.get<double>()).substr(0, 6) + " s").c_str(),
                 r["wall_seconds"].get<double>(), static_cast<long long>(r["iterations"].get<int64_t>()),
                 r["final_accuracy"].is_null() ? "-" : std::to_string(r["final_accuracy"].get<double>()).substr(0, 6).c_str(),
-                r["target_accuracy"].get<double>());
+                r["target_accuracy"].is_null() ? "none" : std::to_string(r["target_accuracy"].get<double>()).substr(0, 5).c_str());
   std::cerr << line;
 }
 

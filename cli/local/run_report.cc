@@ -46,7 +46,8 @@ json BuildReport(const ReportInputs& in) {
           {"architecture", std::string(api::ToString(in.spec->architecture))},
           {"outcome", in.outcome},
           {"tta_seconds", in.tta ? json(*in.tta) : json(nullptr)},
-          {"target_accuracy", in.spec->training.target_accuracy},
+          {"target_accuracy", in.spec->training.target_accuracy ? json(*in.spec->training.target_accuracy)
+                                                                 : json(nullptr)},
           {"final_accuracy", in.final_accuracy ? json(*in.final_accuracy) : json(nullptr)},
           {"iterations", in.iterations},
           {"wall_seconds", in.wall_seconds},
@@ -76,19 +77,20 @@ std::string ProgressLine(const ProgressInputs& in) {
   }
   std::string line = "[" + Fixed(in.t, 1) + "s] iteration " + std::to_string(in.iteration) +
                      "  accuracy " + (in.accuracy ? Fixed(*in.accuracy, 3) : std::string("-")) +
-                     "/" + Fixed(in.target_accuracy, 3) + "  mode " + mode + "  stragglers " +
+                     (in.target_accuracy ? "/" + Fixed(*in.target_accuracy, 3) : std::string()) + "  mode " + mode +
+                     "  stragglers " +
                      ListOf(in.stragglers) + "  amp " + ListOf(amp);
   // ETA: the accuracy slope over the last few evaluations, extrapolated to the target.
   const json& curve = *in.accuracy_curve;
   const size_t m = curve.size();
-  if (m >= 3 && !in.target_reached) {
+  if (m >= 3 && !in.target_reached && in.target_accuracy) {
     const auto& a = curve[m - 3];
     const auto& b = curve[m - 1];
     const double slope = (b[1].get<double>() - a[1].get<double>()) /
                          std::max(1e-9, b[0].get<double>() - a[0].get<double>());
     if (slope > 0) {
       // Evaluations trail the run: extrapolate from the last snapshot's time.
-      const double at = b[0].get<double>() + (in.target_accuracy - b[1].get<double>()) / slope;
+      const double at = b[0].get<double>() + (*in.target_accuracy - b[1].get<double>()) / slope;
       line += "  eta " + Fixed(std::max(0.0, at - in.t), 0) + "s";
     }
   }

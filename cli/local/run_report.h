@@ -49,7 +49,7 @@ struct ProgressInputs {
   double t = 0;
   int64_t iteration = 0;
   std::optional<double> accuracy;
-  double target_accuracy = 0;
+  std::optional<double> target_accuracy;  // none: no TTA
   const api::Decision* current = nullptr;
   std::vector<int> stragglers;
   const nlohmann::json* accuracy_curve = nullptr;  // required

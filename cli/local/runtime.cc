@@ -389,7 +389,8 @@ void Runner::ReadEvaluator(int fd) {
     std::lock_guard<std::mutex> lock(mu_);
     accuracy_curve_.push_back({t, acc});
     final_accuracy_ = acc;
-    if (!tta_ && acc >= spec_.training.target_accuracy) tta_ = t;
+    const auto& target = spec_.training.target_accuracy;
+    if (!tta_ && target && acc >= *target) tta_ = t;
     cv_.notify_all();
   }
   std::free(line);
@@ -514,7 +515,7 @@ void Runner::Finish(const std::string& outcome, Status status, RunResult* result
     std::lock_guard<std::mutex> lock(mu_);
     if (tta_) {
       AddEvent({*tta_, "target_reached", -1,
-                "accuracy >= " + Fixed(spec_.training.target_accuracy, 3)});
+                "accuracy >= " + Fixed(spec_.training.target_accuracy.value_or(0), 3)});
     }
   }
   AddEvent({wall, "stop", -1, outcome});

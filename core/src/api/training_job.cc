@@ -320,9 +320,9 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
                                                        std::to_string(n) + "), got " +
                                                        std::to_string(t.global_batch_size));
   }
-  if (!(t.target_accuracy > 0) || !(t.target_accuracy <= 1)) {
+  if (t.target_accuracy && (!(*t.target_accuracy > 0) || !(*t.target_accuracy <= 1))) {
     return Invalid(at("training.targetAccuracy"),
-                   "must be in (0, 1], got " + FormatNumber(t.target_accuracy));
+                   "must be in (0, 1], got " + FormatNumber(*t.target_accuracy));
   }
   if (t.max_iterations) {
     STAR_RETURN_IF_ERROR(AtLeast(at("training.maxIterations"), *t.max_iterations, 1));
@@ -368,8 +368,12 @@ void ReadTraining(ObjectReader& parent, TrainingSpec* out) {
   const json* f = Section(parent, "training", Need::kRequired);
   if (f == nullptr) return;
   ObjectReader tr(*f, parent.FieldPath("training"));
-  tr.Int("globalBatchSize", &out->global_batch_size)
-      .Number("targetAccuracy", &out->target_accuracy);
+  tr.Int("globalBatchSize", &out->global_batch_size);
+  if (tr.ok() && tr.Has("targetAccuracy")) {
+    double v = 0;
+    tr.Number("targetAccuracy", &v);
+    out->target_accuracy = v;
+  }
   if (tr.ok() && tr.Has("maxIterations")) {
     int64_t v = 0;
     tr.Int("maxIterations", &v);
@@ -461,8 +465,8 @@ StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const json& j, const std::stri
 }
 
 json ToJson(const TrainingJobSpec& s) {
-  json training = {{"globalBatchSize", s.training.global_batch_size},
-                   {"targetAccuracy", s.training.target_accuracy}};
+  json training = {{"globalBatchSize", s.training.global_batch_size}};
+  if (s.training.target_accuracy) training["targetAccuracy"] = *s.training.target_accuracy;
   if (s.training.max_iterations) training["maxIterations"] = *s.training.max_iterations;
   json sync = {{"policy", ToString(s.synchronization.policy)},
                {"selector", ToString(s.synchronization.selector)}};

@@ -99,7 +99,7 @@ TEST(TrainingJob, RealisticFmnistJobDecodes) {
   EXPECT_EQ(job->spec.workers.replicas, 4);
   EXPECT_FALSE(job->spec.parameter_servers.has_value());
   EXPECT_EQ(job->spec.training.global_batch_size, 256);
-  EXPECT_DOUBLE_EQ(job->spec.training.target_accuracy, 0.88);
+  EXPECT_DOUBLE_EQ(job->spec.training.target_accuracy.value_or(-1), 0.88);
   EXPECT_EQ(job->spec.training.max_iterations, 20000);
   EXPECT_EQ(job->spec.synchronization.min_k, 2);
   EXPECT_EQ(job->spec.mitigation.detection.threshold, 3.0);
@@ -180,6 +180,16 @@ TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
   auto status_back = TrainingJobStatusFromJson(ToJson(st));
   ASSERT_TRUE(status_back.ok()) << status_back.status();
   EXPECT_EQ(*status_back, st);
+}
+
+TEST(TrainingJob, TargetAccuracyIsOptionalAndLeftOutWhenAbsent) {
+  json doc = MinimalJob();
+  doc["spec"]["training"].erase("targetAccuracy");
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_FALSE(job->spec.training.target_accuracy.has_value());
+  EXPECT_FALSE(ToJson(*job)["spec"]["training"].contains("targetAccuracy"));
+  EXPECT_TRUE(Validate(job->spec).ok());
 }
 
 TEST(TrainingJob, DefaultsAreAppliedOnDecode) {

@@ -69,7 +69,9 @@ struct ReplicaSpec {
 
 struct TrainingSpec {
   int64_t global_batch_size = 0;          // required; >= 1 and >= workers.replicas
-  double target_accuracy = 0;             // required; in (0, 1]
+  // Optional, in (0, 1]: the test accuracy whose time is the job's TTA. Without it the job
+  // runs to maxIterations or until its workers exit, and reports no TTA.
+  std::optional<double> target_accuracy;
   std::optional<int64_t> max_iterations;  // >= 1 when set; unset = no limit
 
   friend bool operator==(const TrainingSpec&, const TrainingSpec&) = default;
