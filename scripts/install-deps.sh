@@ -15,7 +15,7 @@ PACKAGES=(
   libyaml-cpp-dev libyaml-dev gnuplot-nox
   clang clang-14 libclang-rt-14-dev
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev
-  python3-yaml
+  python3-yaml prometheus
 )
 
 missing=()

@@ -234,7 +234,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(cm["metadata"]["labels"]["team"], "ml")
         self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
         docs = render("--set", "dashboards.enabled=true,dashboards.folder=")
-        self.assertNotIn("annotations", one(docs, "ConfigMap")["metadata"])
+        self.assertNotIn("annotations", one(docs, "ConfigMap", "release-name-star-dashboard-star-job")["metadata"])
 
     def test_private_registry(self):
         docs = render(*MATRIX["private-registry"])
