@@ -195,6 +195,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(sm["apiVersion"], "monitoring.coreos.com/v1")
         self.assertEqual(sm["metadata"]["labels"]["release"], "prom")
         self.assertEqual(sm["spec"]["endpoints"][0]["port"], "metrics")
+        self.assertIs(sm["spec"]["endpoints"][0]["honorLabels"], True, "the metrics' own job label is kept")
         # It selects both Services, and each has a port named metrics.
         sel = sm["spec"]["selector"]
         selected = []
