@@ -47,9 +47,6 @@ METRICS_TO_ADD = {
     # target accuracy is reached (the convergence model behind the mode selection); set
     # with JobState. Job dashboard: Estimated time to accuracy.
     "star_job_estimated_tta_seconds": "gauge",
-    # counter {job, worker}: worker reports the report endpoint accepted
-    # (ReportEndpoint::OnReport). Job dashboard: Reports per second.
-    "star_job_reports_total": "counter",
     # gauge {job, pod, node}: CPU millicores the operator's reallocation allocates to the
     # pod in its NodeAllocation (Reallocator apply / undo). Nodes dashboard: CPU planned
     # against applied.

@@ -36,6 +36,10 @@ OperatorMetrics::OperatorMetrics()
                      .Name("star_job_decisions_total")
                      .Help("Decisions issued by the job's control loop")
                      .Register(*registry_)),
+      reports_(prometheus::BuildCounter()
+                   .Name("star_job_reports_total")
+                   .Help("Worker reports the report endpoint accepted")
+                   .Register(*registry_)),
       decision_latency_(prometheus::BuildHistogram()
                             .Name("star_job_decision_latency_seconds")
                             .Help("Control-loop time on a report that produced a decision")
@@ -59,6 +63,11 @@ void OperatorMetrics::Decision(const std::string& job, double latency_seconds) {
   std::lock_guard lock(mu_);
   decisions_.Add({{"job", job}}).Increment();
   decision_latency_.Observe(latency_seconds);
+}
+
+void OperatorMetrics::Report(const std::string& job) {
+  std::lock_guard lock(mu_);
+  reports_.Add({{"job", job}}).Increment();
 }
 
 void OperatorMetrics::Reallocation(const std::string& job, const std::string& outcome) {
@@ -85,6 +94,7 @@ void OperatorMetrics::ForgetJob(const std::string& job) {
   }
   stragglers_.Remove(&stragglers_.Add({{"job", job}}));
   decisions_.Remove(&decisions_.Add({{"job", job}}));
+  reports_.Remove(&reports_.Add({{"job", job}}));
   for (const char* o : kReallocationOutcomes) {
     reallocations_.Remove(&reallocations_.Add({{"job", job}, {"outcome", o}}));
   }

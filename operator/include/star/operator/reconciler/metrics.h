@@ -8,6 +8,7 @@
 //   star_job_sync_mode{job,mode}                 1 for the job's mode in force, else 0
 //   star_job_stragglers{job}                     current stragglers
 //   star_job_decisions_total{job}                decisions issued by the job's loop
+//   star_job_reports_total{job}                  worker reports the endpoint accepted
 //   star_job_decision_latency_seconds            time the control loop took on a report
 //                                                that produced a new decision
 //   star_job_reallocations_total{job,outcome}    resource reallocation plans by outcome:
@@ -35,6 +36,7 @@ class OperatorMetrics {
   // result: "success", "error" or "requeue".
   void Reconciled(const std::string& result, double seconds);
   void Decision(const std::string& job, double latency_seconds);
+  void Report(const std::string& job);
   void JobState(const std::string& job, std::optional<api::SyncMode> mode, int stragglers);
   // outcome: "applied", "skipped" or "error".
   void Reallocation(const std::string& job, const std::string& outcome);
@@ -50,6 +52,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& sync_mode_;
   prometheus::Family<prometheus::Gauge>& stragglers_;
   prometheus::Family<prometheus::Counter>& decisions_;
+  prometheus::Family<prometheus::Counter>& reports_;
   prometheus::Histogram& decision_latency_;
   prometheus::Family<prometheus::Counter>& reallocations_;
 };
