@@ -1,0 +1,65 @@
+# STAR's images, multi-stage. Targets:
+#   operator  star-operator (runs as a non-root user)
+#   agent     star-agent (the node agent DaemonSet)
+#   trainer   star-fmnist and the training shim (the example job's pods), with Fashion-MNIST
+#
+#   podman build --target operator -t star-operator .      (or docker build)
+#   --build-arg BUILD_IMAGE=... BASE_IMAGE=...   images to build on and to run on
+#
+# The builder compiles only the three binaries (no tests, no benchmarks, no CUDA).
+ARG BUILD_IMAGE=debian:bookworm
+ARG BASE_IMAGE=debian:bookworm-slim
+
+FROM ${BUILD_IMAGE} AS build
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+      build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libglpk-dev \
+      libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev \
+      libtorch-dev libcgroup-dev libnl-3-dev libnl-route-3-dev libyaml-cpp-dev libyaml-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF \
+      -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=OFF -DSTAR_WITH_TORCH=ON \
+    && cmake --build /build --target star-operator star-agent star-fmnist \
+    && mkdir -p /out \
+    && cp /build/operator/star-operator /build/node-agent/star-agent \
+          /build/training-shim/examples/fmnist/star-fmnist /out/ \
+    && strip /out/*
+
+# What every runtime image has: CA certificates (the API server's CA may be a public one)
+# and the libraries all three binaries link.
+FROM ${BASE_IMAGE} AS runtime
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+      ca-certificates libcpprest2.10 libssl3 libyaml-cpp0.7 libyaml-0-2 libprometheus-cpp-core1.0 \
+    && rm -rf /var/lib/apt/lists/*
+LABEL org.opencontainers.image.source="https://github.com/star-dev/star" \
+      org.opencontainers.image.licenses="Apache-2.0"
+
+FROM runtime AS operator
+COPY --from=build /out/star-operator /usr/bin/star-operator
+# 65532: the conventional non-root user of distroless images; the chart's
+# securityContext asks for runAsNonRoot.
+USER 65532:65532
+EXPOSE 8443 8080
+ENTRYPOINT ["/usr/bin/star-operator"]
+CMD ["--in-cluster"]
+
+FROM runtime AS agent
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+      libcgroup2 libnl-3-200 libnl-route-3-200 \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/star-agent /usr/bin/star-agent
+# Root: it writes cgroup files and tc qdiscs on the host (the chart grants NET_ADMIN).
+ENTRYPOINT ["/usr/bin/star-agent"]
+
+FROM runtime AS trainer
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+      libtorch1.13 libgloo0 libprometheus-cpp-pull1.0 dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/star-fmnist /usr/bin/star-fmnist
+USER 65532:65532
+ENTRYPOINT ["/usr/bin/star-fmnist"]
