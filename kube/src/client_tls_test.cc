@@ -133,6 +133,18 @@ TEST_F(ClientTlsTest, BadCaOrCertificateFilesAreErrorsOfCreate) {
       << s;
 }
 
+TEST_F(ClientTlsTest, TheEmulatorRefusesTlsFilesItCannotReadAtStart) {
+  const CertifiedKey serving = ca_.IssueServer({"localhost"});
+  apiserver::ApiServerOptions o;
+  o.tls.cert_file = WriteTextFile(dir_.path() + "/server.crt", serving.cert);
+  o.tls.key_file = WriteTextFile(dir_.path() + "/server.key", serving.key);
+  o.tls.ca_file = dir_.path() + "/absent-ca.crt";
+  apiserver::ApiServer server(o);
+  const Status s = server.Start();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("tls.ca_file " + o.tls.ca_file + ": cannot be read"), std::string::npos) << s;
+}
+
 TEST_F(ClientTlsTest, ClientCertificatesAuthenticateWhenTheServerRequiresThem) {
   apiserver::ApiServerOptions required;
   required.tls.client_ca_file = WriteTextFile(dir_.path() + "/client-ca.crt", ca_.cert_pem());

@@ -84,7 +84,7 @@ StatusOr<std::function<void(boost::asio::ssl::context&)>> TlsSetup(const ApiServ
     }
   };
   for (const auto& [file, what] : {std::pair{tls.cert_file, "tls.cert_file"}, {tls.key_file, "tls.key_file"},
-                                   {tls.client_ca_file, "tls.client_ca_file"}}) {
+                                   {tls.client_ca_file, "tls.client_ca_file"}, {tls.ca_file, "tls.ca_file"}}) {
     if (!file.empty()) STAR_RETURN_IF_ERROR(ReadTextFile(file, what).status());
   }
   try {
