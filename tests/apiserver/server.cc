@@ -113,20 +113,6 @@ bool IsPublic(const std::string& path) {
   return path == "/healthz" || path == "/livez" || path == "/readyz" || path == "/version";
 }
 
-void Reply(http::http_request& req, const http::http_response& resp) {
-  try {
-    req.reply(resp).then([](pplx::task<void> t) {
-      try {
-        t.get();
-      } catch (const std::exception&) {
-        // The client went away.
-      }
-    });
-  } catch (const std::exception&) {
-    // The client went away.
-  }
-}
-
 }  // namespace
 
 struct ApiServer::Impl {
@@ -153,6 +139,41 @@ struct ApiServer::Impl {
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<Delayed>> delayed;
   std::uint64_t seq = 0;
   std::thread timer;
+  // Replies not yet sent in full (a watch's until its stream ends). cpprest's listener
+  // close() races with a connection still writing (a segfault in asio's reactor), so Stop
+  // closes it only once these are done.
+  std::mutex reply_mu;
+  int replying = 0;  // guarded by reply_mu
+  std::condition_variable replied;
+
+  void Reply(http::http_request& req, const http::http_response& resp) {
+    {
+      std::lock_guard<std::mutex> lock(reply_mu);
+      ++replying;
+    }
+    auto done = [this] {
+      std::lock_guard<std::mutex> lock(reply_mu);
+      if (--replying == 0) replied.notify_all();
+    };
+    try {
+      req.reply(resp).then([done](pplx::task<void> t) {
+        try {
+          t.get();
+        } catch (const std::exception&) {
+          // The client went away.
+        }
+        done();
+      });
+    } catch (const std::exception&) {
+      done();  // the client went away
+    }
+  }
+
+  // Waits (bounded) until every reply has been sent in full.
+  void AwaitReplies(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(reply_mu);
+    replied.wait_for(lock, limit, [&] { return replying == 0; });
+  }
 
   void Handle(http::http_request req) {
     Request r;
@@ -186,6 +207,9 @@ struct ApiServer::Impl {
       http::http_response resp(http::status_codes::OK);
       resp.set_body(buf.create_istream(), "application/json");
       resp.headers().add("Cache-Control", "no-cache, private");
+      // The connection ends with the watch: no read of a next request that Stop's close of
+      // the listener could race with.
+      resp.headers().add("Connection", "close");
       stream = resp;
       return std::make_shared<BufferSink>(buf);
     };
@@ -208,7 +232,7 @@ struct ApiServer::Impl {
       Reply(req, resp);
       return;
     }
-    delayed.push(Delayed{Clock::now() + out.delay, seq++, [req, resp]() mutable { Reply(req, resp); }});
+    delayed.push(Delayed{Clock::now() + out.delay, seq++, [this, req, resp]() mutable { Reply(req, resp); }});
     cv.notify_all();
   }
 
@@ -298,6 +322,7 @@ void ApiServer::Stop() {
   if (impl_->timer.joinable()) impl_->timer.join();
   impl_->api.Shutdown();
   for (auto& reply : pending) reply();
+  impl_->AwaitReplies(std::chrono::seconds(10));
   if (impl_->listener) {
     try {
       impl_->listener->close().wait();

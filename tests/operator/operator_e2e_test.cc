@@ -181,7 +181,7 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
 TEST_F(OperatorE2eTest, ChangingReplicasRestartsTheGangWithTheNewWorldSize) {
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sc", 2)).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return Pods("sc").size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return Pods("sc").size() == 2; })) << ReadFile(dir_.path() + "/operator.log");
   std::set<std::string> old_uids;
   for (const json& p : Pods("sc")) old_uids.insert(p["metadata"]["uid"].get<std::string>());
   for (int i = 0; i < 2; ++i) SetPodPhase("sc-worker-" + std::to_string(i), "Running", "node-0");
