@@ -6,7 +6,7 @@
 
 namespace star::op {
 namespace {
-constexpr const char* kReallocationOutcomes[] = {"applied", "skipped", "error"};
+constexpr const char* kReallocationOutcomes[] = {"applied", "skipped", "error", "undone"};
 constexpr api::SyncMode kModes[] = {api::SyncMode::kSsgd, api::SyncMode::kFixedK,
                                     api::SyncMode::kGroups, api::SyncMode::kAsgd};
 }
@@ -32,9 +32,13 @@ OperatorMetrics::OperatorMetrics()
                       .Name("star_job_stragglers")
                       .Help("Workers currently detected as stragglers")
                       .Register(*registry_)),
+      worker_straggler_(prometheus::BuildGauge()
+                            .Name("star_job_worker_straggler")
+                            .Help("1 while the control loop flags the worker with this cause and kind")
+                            .Register(*registry_)),
       decisions_(prometheus::BuildCounter()
                      .Name("star_job_decisions_total")
-                     .Help("Decisions issued by the job's control loop")
+                     .Help("Decisions issued by the job's control loop, per kind of change")
                      .Register(*registry_)),
       reports_(prometheus::BuildCounter()
                    .Name("star_job_reports_total")
@@ -46,10 +50,18 @@ OperatorMetrics::OperatorMetrics()
                             .Register(*registry_)
                             .Add({}, prometheus::Histogram::BucketBoundaries{
                                          0.00001, 0.0001, 0.001, 0.01, 0.1, 1})),
+      tta_(prometheus::BuildGauge()
+               .Name("star_job_estimated_tta_seconds")
+               .Help("Job time at which the control loop estimates the target accuracy is reached")
+               .Register(*registry_)),
       reallocations_(prometheus::BuildCounter()
                          .Name("star_job_reallocations_total")
                          .Help("Resource reallocation plans by outcome")
-                         .Register(*registry_)) {
+                         .Register(*registry_)),
+      cpu_allocation_(prometheus::BuildGauge()
+                          .Name("star_job_cpu_allocation")
+                          .Help("CPU millicores the job's reallocation plan gives the pod")
+                          .Register(*registry_)) {
   for (const char* r : {"success", "error", "requeue"}) reconcile_total_.Add({{"result", r}});
 }
 
@@ -59,10 +71,14 @@ void OperatorMetrics::Reconciled(const std::string& result, double seconds) {
   reconcile_seconds_.Observe(seconds);
 }
 
-void OperatorMetrics::Decision(const std::string& job, double latency_seconds) {
+void OperatorMetrics::Decision(const std::string&, double latency_seconds) {
   std::lock_guard lock(mu_);
-  decisions_.Add({{"job", job}}).Increment();
   decision_latency_.Observe(latency_seconds);
+}
+
+void OperatorMetrics::Decisions(const std::string& job, const std::set<std::string>& kinds) {
+  std::lock_guard lock(mu_);
+  for (const std::string& kind : kinds) decisions_.Add({{"job", job}, {"kind", kind}}).Increment();
 }
 
 void OperatorMetrics::Report(const std::string& job) {
@@ -83,7 +99,44 @@ void OperatorMetrics::JobState(const std::string& job, std::optional<api::SyncMo
         .Set(mode && *mode == m ? 1 : 0);
   }
   stragglers_.Add({{"job", job}}).Set(stragglers);
-  decisions_.Add({{"job", job}});
+  for (const char* kind : kDecisionKinds) decisions_.Add({{"job", job}, {"kind", kind}});
+}
+
+void OperatorMetrics::WorkerStragglers(const std::string& job,
+                                       const std::vector<api::StragglerStatus>& flagged) {
+  std::lock_guard lock(mu_);
+  std::set<prometheus::Gauge*>& series = series_[job].straggler;
+  for (prometheus::Gauge* g : series) g->Set(0);
+  for (const api::StragglerStatus& s : flagged) {
+    prometheus::Gauge& g = worker_straggler_.Add({{"job", job},
+                                                  {"worker", std::to_string(s.worker)},
+                                                  {"cause", std::string(api::ToString(s.cause))},
+                                                  {"kind", std::string(api::ToString(s.kind))}});
+    g.Set(1);
+    series.insert(&g);
+  }
+}
+
+void OperatorMetrics::EstimatedTta(const std::string& job, std::optional<double> seconds) {
+  std::lock_guard lock(mu_);
+  prometheus::Gauge& g = tta_.Add({{"job", job}});
+  if (seconds) {
+    g.Set(*seconds);
+  } else {
+    tta_.Remove(&g);
+  }
+}
+
+void OperatorMetrics::CpuAllocations(const std::string& job, const std::vector<PodCpu>& pods) {
+  std::lock_guard lock(mu_);
+  std::vector<prometheus::Gauge*>& series = series_[job].cpu;
+  for (prometheus::Gauge* g : series) cpu_allocation_.Remove(g);
+  series.clear();
+  for (const PodCpu& p : pods) {
+    prometheus::Gauge& g = cpu_allocation_.Add({{"job", job}, {"pod", p.pod}, {"node", p.node}});
+    g.Set(static_cast<double>(p.millicores));
+    series.push_back(&g);
+  }
 }
 
 void OperatorMetrics::ForgetJob(const std::string& job) {
@@ -93,11 +146,17 @@ void OperatorMetrics::ForgetJob(const std::string& job) {
     sync_mode_.Remove(&g);
   }
   stragglers_.Remove(&stragglers_.Add({{"job", job}}));
-  decisions_.Remove(&decisions_.Add({{"job", job}}));
+  for (const char* kind : kDecisionKinds) decisions_.Remove(&decisions_.Add({{"job", job}, {"kind", kind}}));
   reports_.Remove(&reports_.Add({{"job", job}}));
+  tta_.Remove(&tta_.Add({{"job", job}}));
   for (const char* o : kReallocationOutcomes) {
     reallocations_.Remove(&reallocations_.Add({{"job", job}, {"outcome", o}}));
   }
+  auto it = series_.find(job);
+  if (it == series_.end()) return;
+  for (prometheus::Gauge* g : it->second.straggler) worker_straggler_.Remove(g);
+  for (prometheus::Gauge* g : it->second.cpu) cpu_allocation_.Remove(g);
+  series_.erase(it);
 }
 
 std::string OperatorMetrics::Serialize() const {

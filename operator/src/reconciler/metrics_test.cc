@@ -19,5 +19,93 @@ TEST(OperatorMetricsTest, AcceptedReportsAreCountedPerJobAndForgotten) {
   EXPECT_NE(text.find("star_job_reports_total{job=\"team/b\"} 1"), std::string::npos) << text;
 }
 
+bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
+
+TEST(OperatorMetricsTest, AFlaggedWorkerIsOneUntilItRecoversThenZero) {
+  OperatorMetrics m;
+  api::StragglerStatus s;
+  s.worker = 2;
+  s.cause = api::StragglerCause::kCommunication;
+  s.kind = api::StragglerKind::kStatic;
+  m.WorkerStragglers("team/a", {s});
+  const std::string series =
+      "star_job_worker_straggler{cause=\"communication\",job=\"team/a\",kind=\"static\",worker=\"2\"}";
+  std::string text = m.Serialize();
+  EXPECT_TRUE(Has(text, series + " 1")) << text;
+  m.WorkerStragglers("team/a", {});
+  text = m.Serialize();
+  EXPECT_TRUE(Has(text, series + " 0")) << text;
+  m.ForgetJob("team/a");
+  EXPECT_EQ(m.Serialize().find("star_job_worker_straggler{"), std::string::npos) << m.Serialize();
+}
+
+TEST(OperatorMetricsTest, AReclassifiedStragglerMovesToItsNewSeries) {
+  OperatorMetrics m;
+  api::StragglerStatus s;
+  s.worker = 0;
+  m.WorkerStragglers("team/a", {s});
+  s.kind = api::StragglerKind::kStatic;
+  m.WorkerStragglers("team/a", {s});
+  const std::string text = m.Serialize();
+  EXPECT_TRUE(Has(text, "star_job_worker_straggler{cause=\"compute\",job=\"team/a\",kind=\"dynamic\",worker=\"0\"} 0"))
+      << text;
+  EXPECT_TRUE(Has(text, "star_job_worker_straggler{cause=\"compute\",job=\"team/a\",kind=\"static\",worker=\"0\"} 1"))
+      << text;
+}
+
+TEST(OperatorMetricsTest, DecisionsAreCountedPerKindFromZero) {
+  OperatorMetrics m;
+  m.JobState("team/a", api::SyncMode::kSsgd, 0);
+  std::string text = m.Serialize();
+  for (const char* kind : kDecisionKinds) {
+    EXPECT_TRUE(Has(text, "star_job_decisions_total{job=\"team/a\",kind=\"" + std::string(kind) + "\"} 0")) << text;
+  }
+  m.Decisions("team/a", {"sync_mode", "amp"});
+  m.Decisions("team/a", {"amp"});
+  text = m.Serialize();
+  EXPECT_TRUE(Has(text, "star_job_decisions_total{job=\"team/a\",kind=\"sync_mode\"} 1")) << text;
+  EXPECT_TRUE(Has(text, "star_job_decisions_total{job=\"team/a\",kind=\"amp\"} 2")) << text;
+  EXPECT_TRUE(Has(text, "star_job_decisions_total{job=\"team/a\",kind=\"batch\"} 0")) << text;
+  m.ForgetJob("team/a");
+  EXPECT_EQ(m.Serialize().find("job=\"team/a\""), std::string::npos) << m.Serialize();
+}
+
+TEST(OperatorMetricsTest, EstimatedTtaIsSetAndRemovedWithoutAnEstimate) {
+  OperatorMetrics m;
+  m.EstimatedTta("team/a", 340.5);
+  EXPECT_TRUE(Has(m.Serialize(), "star_job_estimated_tta_seconds{job=\"team/a\"} 340.5")) << m.Serialize();
+  m.EstimatedTta("team/a", std::nullopt);
+  EXPECT_EQ(m.Serialize().find("star_job_estimated_tta_seconds{"), std::string::npos) << m.Serialize();
+  m.EstimatedTta("team/a", 12);
+  m.ForgetJob("team/a");
+  EXPECT_EQ(m.Serialize().find("star_job_estimated_tta_seconds{"), std::string::npos) << m.Serialize();
+}
+
+TEST(OperatorMetricsTest, CpuAllocationsFollowThePlanAndGoWithIt) {
+  OperatorMetrics m;
+  m.CpuAllocations("team/a", {{"team/a-worker-0", "n1", 2500}, {"team/b-worker-1", "n1", 500}});
+  m.CpuAllocations("team/c", {{"team/c-worker-0", "n2", 1000}});
+  std::string text = m.Serialize();
+  EXPECT_TRUE(Has(text, "star_job_cpu_allocation{job=\"team/a\",node=\"n1\",pod=\"team/a-worker-0\"} 2500")) << text;
+  EXPECT_TRUE(Has(text, "star_job_cpu_allocation{job=\"team/a\",node=\"n1\",pod=\"team/b-worker-1\"} 500")) << text;
+  m.CpuAllocations("team/a", {{"team/a-worker-0", "n1", 3000}});
+  text = m.Serialize();
+  EXPECT_TRUE(Has(text, "star_job_cpu_allocation{job=\"team/a\",node=\"n1\",pod=\"team/a-worker-0\"} 3000")) << text;
+  EXPECT_EQ(text.find("pod=\"team/b-worker-1\""), std::string::npos) << text;
+  m.CpuAllocations("team/a", {});  // undone
+  m.ForgetJob("team/c");
+  EXPECT_EQ(m.Serialize().find("star_job_cpu_allocation{"), std::string::npos) << m.Serialize();
+}
+
+TEST(OperatorMetricsTest, UndoneReallocationsAreCountedAndForgotten) {
+  OperatorMetrics m;
+  m.Reallocation("team/a", "applied");
+  m.Reallocation("team/a", "undone");
+  std::string text = m.Serialize();
+  EXPECT_TRUE(Has(text, "star_job_reallocations_total{job=\"team/a\",outcome=\"undone\"} 1")) << text;
+  m.ForgetJob("team/a");
+  EXPECT_EQ(m.Serialize().find("star_job_reallocations_total{"), std::string::npos) << m.Serialize();
+}
+
 }  // namespace
 }  // namespace star::op
