@@ -123,6 +123,26 @@ TEST(JobControlLoop, CleanRunIssuesNoDecisionAndRecordsNothing) {
   EXPECT_GE(loop.rounds(), 300 / kReportEvery);
 }
 
+TEST(JobControlLoop, EstimatedTtaExtrapolatesTheRateSoFarToMaxIterations) {
+  api::TrainingJobSpec spec = Spec(api::SyncPolicy::kAuto, true, true);
+  spec.training.max_iterations = 1000;
+  JobControlLoop loop = MakeLoop(spec);
+  EXPECT_FALSE(loop.estimated_tta_seconds());  // no report yet
+  RunJob(loop, 200, [](int, int64_t) { return 1.0; });
+  // 200 iterations at time 200 x 0.15 = 30 s: 1000 at 150 s.
+  ASSERT_TRUE(loop.estimated_tta_seconds());
+  EXPECT_DOUBLE_EQ(*loop.estimated_tta_seconds(), 150.0);
+
+  spec.training.target_accuracy.reset();
+  JobControlLoop untargeted = MakeLoop(spec);
+  RunJob(untargeted, 20, [](int, int64_t) { return 1.0; });
+  EXPECT_FALSE(untargeted.estimated_tta_seconds());
+  spec = Spec(api::SyncPolicy::kAuto, true, true);  // no maxIterations
+  JobControlLoop unbounded = MakeLoop(spec);
+  RunJob(unbounded, 20, [](int, int64_t) { return 1.0; });
+  EXPECT_FALSE(unbounded.estimated_tta_seconds());
+}
+
 TEST(JobControlLoop, ComputeStragglerGetsAmpAndLosesItAfterRecoveryWithHysteresis) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, true, false));
   RunResult r = RunJob(loop, 600, [](int w, int64_t i) {

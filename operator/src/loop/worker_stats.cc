@@ -22,12 +22,20 @@ void JobControlLoop::RecordSample(const api::WorkerReport& r) {
   }
   wd.next = static_cast<int>((static_cast<size_t>(wd.next) + 1) % cap);
   max_iteration_ = std::max(max_iteration_, r.iteration);
+  latest_time_ = std::max(latest_time_, r.time_seconds);
   // Exponential moving averages of compute per sample, with and without AMP.
   constexpr double kAlpha = 0.3;
   const double per_sample = r.compute_seconds / r.local_batch;
   double& ema = r.amp ? wd.ema_amp : wd.ema_fp32;
   ema = ema > 0 ? (1 - kAlpha) * ema + kAlpha * per_sample : per_sample;
   if (r.amp) ++wd.amp_samples;
+}
+
+std::optional<double> JobControlLoop::estimated_tta_seconds() const {
+  const auto& target = spec_.training.target_accuracy;
+  const auto& max = spec_.training.max_iterations;
+  if (!target || !max || max_iteration_ <= 0 || latest_time_ <= 0) return std::nullopt;
+  return latest_time_ * static_cast<double>(*max) / static_cast<double>(max_iteration_);
 }
 
 int64_t JobControlLoop::UpdateBatch(int worker) const {

@@ -217,6 +217,7 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   u.mode = d ? d->mode : api::SyncMode::kSsgd;
   u.status = std::move(status);
   u.stragglers = static_cast<int>(st.stragglers.size());
+  u.estimated_tta_seconds = job.loop->estimated_tta_seconds();
   return u;
 }
 

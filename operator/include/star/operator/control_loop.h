@@ -127,6 +127,12 @@ class JobControlLoop {
   [[nodiscard]] int num_workers() const { return n_; }
   // Completed rounds.
   [[nodiscard]] int64_t rounds() const { return rounds_; }
+  // The job time (time_seconds) at which the target accuracy is estimated to be reached.
+  // The loop sees no accuracy: spec.training.maxIterations stands for the iterations the
+  // target needs, reached at the mean rate so far, i.e. latest time_seconds x
+  // maxIterations / largest iteration reported. nullopt without targetAccuracy or
+  // maxIterations, or before a report with iteration > 0 and time_seconds > 0.
+  [[nodiscard]] std::optional<double> estimated_tta_seconds() const;
 
  private:
   struct WorkerData {
@@ -227,6 +233,7 @@ class JobControlLoop {
   int reported_count_ = 0;
   int64_t rounds_ = 0;
   int64_t max_iteration_ = -1;
+  double latest_time_ = 0;  // the largest time_seconds reported
   bool adapt_batches_ = false;  // a static straggler was seen (sticky)
   std::optional<api::Decision> decision_;
   Setting in_force_;  // the baseline before any decision

@@ -37,6 +37,7 @@ struct JobUpdate {
   int64_t decision_epoch = 0;
   // The loop's resource needs changed since the last Drain (its reallocation is due).
   bool needs_changed = false;
+  std::optional<double> estimated_tta_seconds;  // JobControlLoop::estimated_tta_seconds
 };
 
 // A worker its job's loop flags, as status records it: its latest straggler event's
