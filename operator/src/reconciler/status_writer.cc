@@ -1,8 +1,59 @@
 #include "star/operator/reconciler/status_writer.h"
 
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "reconciler/loop_events.h"
 
 namespace star::op {
+namespace {
+
+// A decision's change: its star_job_decisions_total kind and its place among the events
+// of one decision (JobControlLoop::RecordChanges: mode, then AMP per worker, then
+// batches); nullopt for other events.
+struct Change {
+  const char* kind;
+  int order;
+};
+std::optional<Change> ChangeOf(EventKind kind) {
+  switch (kind) {
+    case EventKind::kMode: return Change{"sync_mode", 0};
+    case EventKind::kAmpOn:
+    case EventKind::kAmpOff: return Change{"amp", 1};
+    case EventKind::kBatches: return Change{"batch", 2};
+    case EventKind::kStraggler:
+    case EventKind::kRecovered: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::set<std::string>> DecisionKinds(const std::vector<TimelineEvent>& events) {
+  std::vector<std::set<std::string>> out;
+  std::optional<Change> previous;  // the previous event's, when it was a decision's change
+  double previous_t = 0;
+  for (const TimelineEvent& e : events) {
+    const std::optional<Change> change = ChangeOf(e.kind);
+    const bool same = change && previous && previous_t == e.t &&
+                      (previous->order < change->order || (previous->order == 1 && change->order == 1));
+    if (change && !same) out.emplace_back();
+    if (change) out.back().insert(change->kind);
+    previous = change;
+    previous_t = e.t;
+  }
+  return out;
+}
+
+void RecordJobMetrics(OperatorMetrics* metrics, const JobUpdate& u) {
+  metrics->JobState(u.key, u.mode, u.stragglers);
+  auto status = api::TrainingJobStatusFromJson(u.status, "status");
+  metrics->WorkerStragglers(u.key, status.ok() ? status->stragglers : std::vector<api::StragglerStatus>{});
+  metrics->EstimatedTta(u.key, u.estimated_tta_seconds);
+  for (const std::set<std::string>& kinds : DecisionKinds(u.events)) metrics->Decisions(u.key, kinds);
+}
 
 Status StatusWriter::Start() {
   thread_ = std::thread([this] { Run(); });
@@ -31,7 +82,7 @@ void StatusWriter::Run() {
 
 void StatusWriter::WriteOnce() {
   for (JobUpdate& u : registry_->Drain()) {
-    manager_->metrics()->JobState(u.key, u.mode, u.stragglers);
+    RecordJobMetrics(manager_->metrics(), u);
     auto job = manager_->cache().Get(Kind::kTrainingJob, u.key);
     if (!job) continue;
     const std::string key = u.key;

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "star/operator/reconciler/controller.h"
 #include "star/operator/reconciler/event_recorder.h"
@@ -16,6 +19,15 @@
 #include "star/operator/reconciler/status_records.h"
 
 namespace star::op {
+
+// The kinds (kDecisionKinds) of each decision whose changes `events` hold, in order: a
+// decision's changes are consecutive loop events at one time, in the order mode, amp_on /
+// amp_off, batches (one entry per decision).
+std::vector<std::set<std::string>> DecisionKinds(const std::vector<TimelineEvent>& events);
+
+// A drained job's metrics: sync mode, stragglers (per worker too), the estimated TTA and
+// the decisions among its new loop events.
+void RecordJobMetrics(OperatorMetrics* metrics, const JobUpdate& u);
 
 class StatusWriter : public Runnable {
  public:
