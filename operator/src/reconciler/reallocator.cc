@@ -70,6 +70,8 @@ Status Reallocator::Annotate(json* job, const json& value) {
 Status Reallocator::Undo(json* job, const std::string& key, const PhaseDecision& d) {
   STAR_RETURN_IF_ERROR(Annotate(job, nullptr));
   nodes_->SetPlan(key, {});
+  manager_->metrics()->Reallocation(key, "undone");
+  manager_->metrics()->CpuAllocations(key, {});
   events_->Emit(*job, {"Normal", "ReallocationUndone",
                        std::string(d.phase == api::JobPhase::kRunning ? "no worker needs resources any more"
                                                                      : "job not running") +
@@ -79,7 +81,8 @@ Status Reallocator::Undo(json* job, const std::string& key, const PhaseDecision&
 
 Status Reallocator::Plan(json* job, const std::string& key, const JobSnapshot& snap,
                          const std::map<std::string, json>& observed) {
-  auto out = PlanJobReallocation(InputFor(key, snap, observed));
+  const ReallocationInput in = InputFor(key, snap, observed);
+  auto out = PlanJobReallocation(in);
   OperatorMetrics* metrics = manager_->metrics();
   if (!out.ok()) {
     events_->Emit(*job, {"Warning", "ReallocationSkipped", out.status().message()});
@@ -96,7 +99,22 @@ Status Reallocator::Plan(json* job, const std::string& key, const JobSnapshot& s
   nodes_->SetPlan(key, out->overrides);
   events_->Emit(*job, {"Normal", "Reallocated", out->message});
   metrics->Reallocation(key, "applied");
+  metrics->CpuAllocations(key, PodCpusOf(in, out->overrides));
   return Status::Ok();
+}
+
+std::vector<PodCpu> Reallocator::PodCpusOf(const ReallocationInput& in,
+                                           const std::map<std::string, PodOverride>& overrides) {
+  std::map<std::string, std::string> names;  // uid -> "<namespace>/<name>"
+  for (const api::NodeAllocation& a : in.allocations) {
+    for (const api::PodAllocation& p : a.spec.pods) names[p.uid] = p.namespace_ + "/" + p.name;
+  }
+  std::vector<PodCpu> out;
+  for (const auto& [uid, o] : overrides) {
+    auto it = names.find(uid);
+    out.push_back({it != names.end() ? it->second : uid, o.node, o.cpu_millicores});
+  }
+  return out;
 }
 
 // The pods of the workers that need resources, and the NodeAllocations and allocatable CPU of their nodes.

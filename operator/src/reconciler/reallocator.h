@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/job_registry.h"
 #include "star/operator/reconciler/manager.h"
+#include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/node_allocation_reconciler.h"
 #include "star/operator/reconciler/reallocation.h"
 
@@ -41,6 +43,11 @@ class Reallocator {
   [[nodiscard]] Status Reallocate(nlohmann::json* job, const std::string& key, const api::TrainingJobSpec& spec,
                                   const PhaseDecision& d, const std::map<std::string, nlohmann::json>& observed);
   void Forget(const std::string& key);  // a job that is gone
+
+  // star_job_cpu_allocation of a plan: the CPU `overrides` give each pod, named
+  // "<namespace>/<name>" from the NodeAllocations in `in` (by uid; else the uid).
+  static std::vector<PodCpu> PodCpusOf(const ReallocationInput& in,
+                                       const std::map<std::string, PodOverride>& overrides);
 
  private:
   Status Undo(nlohmann::json* job, const std::string& key, const PhaseDecision& d);
