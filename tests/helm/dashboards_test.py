@@ -37,21 +37,7 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Metrics panels query that the code does not register yet. Each is a proposal: its type,
 # labels and where it would be emitted. Remove an entry when the code registers it (the
 # test fails until then, so the list never goes stale).
-METRICS_TO_ADD = {
-    # gauge {job, worker, cause, kind}: 1 while the control loop flags the worker
-    # (cause compute|communication, kind dynamic|static), 0 once recovered; set in
-    # OperatorMetrics from the loop's straggler / recovered timeline events
-    # (StatusWriter::WriteOnce), removed by ForgetJob. Workers dashboard: Straggler state.
-    "star_job_worker_straggler": "gauge",
-    # gauge {job}: the control loop's estimate of the job time, seconds, at which the
-    # target accuracy is reached (the convergence model behind the mode selection); set
-    # with JobState. Job dashboard: Estimated time to accuracy.
-    "star_job_estimated_tta_seconds": "gauge",
-    # gauge {job, pod, node}: CPU millicores the operator's reallocation allocates to the
-    # pod in its NodeAllocation (Reallocator apply / undo). Nodes dashboard: CPU planned
-    # against applied.
-    "star_job_cpu_allocation": "gauge",
-}
+METRICS_TO_ADD = {}
 
 # Values the template variables take when an expression is checked.
 VALUES = {
