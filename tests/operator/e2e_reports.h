@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "star/core/api/decision.h"
 #include "star/core/api/worker_report.h"
@@ -42,6 +44,8 @@ struct StragglerReports {
   double sigma = 0.05;
   int first_iteration = 1;
   std::string ca_pem = "";  // the CA an https report endpoint is verified with ("" = system CAs)
+  // Sees every report once it has been accepted (e.g. a worker's metrics); may be empty.
+  std::function<void(const api::WorkerReport&)> observe = nullptr;
 };
 
 // Sends `r` to `report_url` with `token`; *last (if not null) gets the newest decision
@@ -69,14 +73,16 @@ inline void SendReports(const std::string& report_url, const std::string& token,
       auto sent = (*client)->Send(rep);
       ASSERT_TRUE(sent.ok()) << sent.status();
       if (last != nullptr && *sent) *last = **sent;
+      if (r.observe) r.observe(rep);
     }
   }
 }
 
 // Job default/fm's 4 workers report 150 iterations; worker 0 computes 3x slower from
 // iteration 30 (with some noise: identical times leave the detector no spread to judge by).
-inline void SendSlowWorkerZeroReports(const std::string& report_url, const std::string& token) {
-  SendReports(report_url, token, {"default/fm", 4, 150, 0, 30, 3.0, 11, 0.03});
+inline void SendSlowWorkerZeroReports(const std::string& report_url, const std::string& token,
+                                      std::function<void(const api::WorkerReport&)> observe = nullptr) {
+  SendReports(report_url, token, {"default/fm", 4, 150, 0, 30, 3.0, 11, 0.03, 1, "", std::move(observe)});
 }
 
 // After SendSlowWorkerZeroReports: 100 more iterations in which worker 0 is as fast as

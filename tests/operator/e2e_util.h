@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,6 +155,23 @@ inline bool Eventually(const std::function<bool()>& ok,
   return ok();
 }
 
+// A port the kernel just had free on 127.0.0.1.
+inline int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
 // A TrainingJob in namespace default with `workers` workers of 500m CPU each.
 inline std::string JobYaml(const std::string& name, int workers) {
   return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
@@ -234,11 +253,11 @@ class OperatorTest : public EmulatorTest {
     EmulatorTest::TearDown();
   }
 
-  // Starts star-operator (report endpoint on a free loopback port, no metrics endpoint,
-  // status every 200 ms, restart backoff 100 ms, then `extra`) and waits for its report URL.
+  // Starts star-operator (report endpoint on a free loopback port, metrics endpoint on
+  // metrics_listen_, status every 200 ms, restart backoff 100 ms, then `extra`) and waits for its report URL.
   void StartOperator(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen",
-                                     "127.0.0.1:0", "--metrics-listen", "", "--status-interval", "200ms",
+                                     "127.0.0.1:0", "--metrics-listen", metrics_listen_, "--status-interval", "200ms",
                                      "--restart-backoff", "100ms"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     ASSERT_TRUE(op_.Start(argv, dir_.path() + "/operator.log"));
@@ -254,6 +273,7 @@ class OperatorTest : public EmulatorTest {
 
   OperatorProcess op_;
   std::string report_url_;
+  std::string metrics_listen_;  // star-operator's --metrics-listen ("" = none), set before StartOperator
 };
 #endif
 

@@ -3,8 +3,6 @@
 // its /metrics, /healthz and /readyz endpoint, read over HTTP.
 #include <gtest/gtest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "http_get.h"
 // After gtest: cpprest defines a macro U that breaks gtest's templates.
 #include <cpprest/http_client.h>
 
@@ -28,48 +27,12 @@ namespace {
 using nlohmann::json;
 using apiserver::testing::ProcessResult;
 using e2e::Eventually;
+using e2e::FreePort;
+using e2e::Get;
+using e2e::HttpReply;
 using e2e::JobYaml;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
-
-// A port the kernel just had free on 127.0.0.1.
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-struct HttpReply {
-  int status = -1;  // -1: no answer
-  std::string body;
-  std::string content_type;
-};
-
-HttpReply Get(const std::string& base, const std::string& path) {
-  HttpReply out;
-  try {
-    web::http::client::http_client_config config;
-    config.set_timeout(std::chrono::seconds(10));
-    web::http::client::http_client client(base, config);
-    web::http::http_response r = client.request(web::http::methods::GET, path).get();
-    out.status = r.status_code();
-    out.content_type = r.headers().content_type();
-    out.body = r.extract_string(true).get();
-  } catch (const std::exception& e) {
-    out.body = e.what();
-  }
-  return out;
-}
 
 // The sample value of the first line of Prometheus text that starts with `series` and a
 // space (e.g. `star_operator_reconcile_total{result="success"}`).
