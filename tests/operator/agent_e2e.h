@@ -209,7 +209,8 @@ class OperatorAgentTest : public OperatorTest {
   }
 
   // node-0 (4 CPUs), star-operator and star-agent (its /metrics on `agent_metrics`, "" =
-  // none), and two running jobs: fm (4 workers of 1 CPU, worker 0 on node-0, Guaranteed)
+  // none), and two running jobs: fm (4 workers of 1 CPU, worker 0 on node-0, Guaranteed,
+  // 1000 iterations at most: the operator estimates when it ends)
   // and nb (1 worker, request 500m, limit 2, on node-0, Burstable); returns once node-0's
   // cgroups hold each pod's limit.
   void StartOnNode0(NodePod& fm0, NodePod& nb0, const std::string& agent_metrics = "") {
@@ -219,7 +220,7 @@ class OperatorAgentTest : public OperatorTest {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     StartOperator();
     StartAgent(agent_metrics);
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("fm", 4, "1", "1")).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("fm", 4, "1", "1", 1000)).exit_code, 0);
     ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("nb", 1, "500m", "2")).exit_code, 0);
     ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; })) << Logs();
     MakePodCgroup("fm-worker-0", "", fm0);

@@ -17,15 +17,17 @@
 
 namespace star::op::e2e {
 
-// A job in namespace default of `workers` pods with CPU request and limit as given.
+// A job in namespace default of `workers` pods with CPU request and limit as given (and
+// spec.training.maxIterations when `max_iterations` > 0).
 inline std::string ReallocJob(const std::string& name, int workers, const std::string& request,
-                              const std::string& limit) {
+                              const std::string& limit, int max_iterations = 0) {
   return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
          "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
          "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
          "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
          "              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit + "}\n"
-         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
+         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n" +
+         (max_iterations > 0 ? "    maxIterations: " + std::to_string(max_iterations) + "\n" : std::string()) +
          "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
 }
 
