@@ -79,6 +79,19 @@ StatusOr<json> RolePod(const json& job, const api::ReplicaSpec& role, const std:
               {"spec", std::move(spec)}};
 }
 
+// A worker's first container serves its star_worker_* metrics on kWorkerMetricsPort, named
+// for the PodMonitor; what the template already sets is kept.
+void ServeWorkerMetrics(json& pod) {
+  json& c = pod["spec"]["containers"][0];
+  bool has_env = false, has_port = false;
+  for (const json& e : c.value("env", json::array())) has_env |= e.value("name", "") == "STAR_METRICS_ADDRESS";
+  for (const json& p : c.value("ports", json::array())) has_port |= p.value("name", "") == kWorkerMetricsPortName;
+  if (!has_env) c["env"].push_back(EnvValue("STAR_METRICS_ADDRESS", "0.0.0.0:" + std::to_string(kWorkerMetricsPort)));
+  if (!has_port) {
+    c["ports"].push_back({{"name", kWorkerMetricsPortName}, {"containerPort", kWorkerMetricsPort}, {"protocol", "TCP"}});
+  }
+}
+
 }  // namespace
 
 std::string WorkerPodName(const std::string& job, int rank) {
@@ -160,6 +173,7 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
     if (ps == 0 && i == 0) env.push_back(EnvValue("STAR_HOST_STORE", "1"));
     STAR_ASSIGN_OR_RETURN(json pod, RolePod(job, spec.workers, "spec.workers", "worker", i,
                                             WorkerPodName(name, i), env));
+    ServeWorkerMetrics(pod);
     pods.push_back(std::move(pod));
   }
   for (int i = 0; i < ps; ++i) {

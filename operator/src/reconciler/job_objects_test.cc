@@ -106,6 +106,32 @@ TEST(DesiredPods, WithoutAReportCaPodsGetNoStarReportCa) {
   EXPECT_EQ(Env(plain[1]).count("STAR_REPORT_CA"), 0u);
 }
 
+TEST(DesiredPods, AWorkersFirstContainerServesItsMetricsOnTheNamedPort) {
+  json job = Job(2, 1);
+  json sidecar = {{"name", "sidecar"}, {"image", "s"}};
+  job["spec"]["workers"]["template"]["spec"]["containers"].push_back(sidecar);
+  const auto pods = Pods(job);
+  ASSERT_EQ(pods.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(Env(pods[i])["STAR_METRICS_ADDRESS"], "0.0.0.0:9400");
+    const json& ports = pods[i]["spec"]["containers"][0]["ports"];
+    ASSERT_EQ(ports.size(), 1u) << ports;
+    EXPECT_EQ(ports[0]["name"], "star-metrics");
+    EXPECT_EQ(ports[0]["containerPort"], 9400);
+    EXPECT_FALSE(pods[i]["spec"]["containers"][1].contains("ports")) << "one endpoint per pod";
+  }
+  EXPECT_EQ(Env(pods[2]).count("STAR_METRICS_ADDRESS"), 0u) << "parameter servers are no workers";
+
+  // What the template sets is the user's.
+  json& c = job["spec"]["workers"]["template"]["spec"]["containers"][0];
+  c["env"].push_back({{"name", "STAR_METRICS_ADDRESS"}, {"value", "0.0.0.0:9999"}});
+  c["ports"] = {{{"name", "star-metrics"}, {"containerPort", 9999}}};
+  const auto own = Pods(job);
+  ASSERT_EQ(own.size(), 3u);
+  EXPECT_EQ(Env(own[0])["STAR_METRICS_ADDRESS"], "0.0.0.0:9999");
+  EXPECT_EQ(own[0]["spec"]["containers"][0]["ports"].size(), 1u);
+}
+
 TEST(DesiredPods, ParameterServerZeroHostsTheStore) {
   const auto pods = Pods(Job(2, 1));
   ASSERT_EQ(pods.size(), 3u);

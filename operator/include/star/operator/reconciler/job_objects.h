@@ -38,6 +38,10 @@ inline constexpr char kRestartsAnnotation[] = "star.dev/restarts";
 // from the job's current one (the template or a replica count changed) is outdated.
 inline constexpr char kPodTemplateHashAnnotation[] = "star.dev/pod-template-hash";
 inline constexpr int kStorePort = 29500;
+// The port of a worker's Prometheus endpoint (STAR_METRICS_ADDRESS 0.0.0.0:9400 and the
+// container port named star-metrics, which the chart's PodMonitor scrapes).
+inline constexpr int kWorkerMetricsPort = 9400;
+inline constexpr char kWorkerMetricsPortName[] = "star-metrics";
 
 std::string WorkerPodName(const std::string& job, int rank);
 std::string PsPodName(const std::string& job, int index);
@@ -69,7 +73,9 @@ nlohmann::json OwnerReference(const nlohmann::json& job);
 // STAR_JOB_TOKEN (secretKeyRef <job>-token/token), STAR_LISTEN_HOST (fieldRef
 // status.podIP), STAR_REPORT_CA when options.report_ca is set, and STAR_HOST_STORE=1 on
 // the store host (worker 0, or PS 0 when there are parameter servers). Existing env
-// entries of those names are replaced.
+// entries of those names are replaced. A worker's first container also serves its
+// metrics: STAR_METRICS_ADDRESS=0.0.0.0:kWorkerMetricsPort (unless the template sets it)
+// and a container port named kWorkerMetricsPortName (unless it has one of that name).
 // InvalidArgument naming the field when a role has no template.spec.containers.
 StatusOr<std::vector<nlohmann::json>> DesiredPods(const nlohmann::json& job,
                                                   const api::TrainingJobSpec& spec,
