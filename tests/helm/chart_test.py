@@ -206,6 +206,14 @@ class RenderMatrixTest(unittest.TestCase):
                 selected.append(svc["metadata"]["name"])
                 self.assertIn("metrics", [p["name"] for p in svc["spec"]["ports"]])
         self.assertEqual(sorted(selected), ["release-name-star-agent", "release-name-star-operator"])
+        # The workers: every TrainingJob worker pod, on the port the operator names.
+        pm = one(docs, "PodMonitor")
+        self.assertEqual(pm["metadata"]["labels"]["release"], "prom")
+        endpoint = pm["spec"]["podMetricsEndpoints"][0]
+        self.assertEqual(endpoint["port"], "star-metrics")
+        self.assertIs(endpoint["honorLabels"], True)
+        self.assertEqual(pm["spec"]["namespaceSelector"], {"any": True})
+        self.assertIn({"key": "star.dev/job", "operator": "Exists"}, pm["spec"]["selector"]["matchExpressions"])
         rule = one(docs, "PrometheusRule")
         with open(os.path.join(CHART, "rules", "star-rules.yaml")) as f:
             self.assertEqual(rule["spec"]["groups"], yaml.safe_load(f)["groups"])
@@ -223,9 +231,16 @@ class RenderMatrixTest(unittest.TestCase):
         star_job = one(docs, "ConfigMap", "release-name-star-dashboard-star-job")
         self.assertEqual(json.loads(star_job["data"]["star-job.json"])["uid"], "star-job")
 
+    def test_worker_pod_monitor_follows_the_watched_namespace_and_can_be_off(self):
+        docs = render(*MATRIX["monitoring"], "--set", "operator.watchNamespace=team")
+        self.assertEqual(one(docs, "PodMonitor")["spec"]["namespaceSelector"], {"matchNames": ["team"]})
+        docs = render(*MATRIX["monitoring"], "--set", "serviceMonitor.workers=false")
+        self.assertEqual(find(docs, "PodMonitor"), [])
+        one(docs, "ServiceMonitor")
+
     def test_monitoring_off_by_default(self):
         docs = render()
-        for kind in ("ServiceMonitor", "PrometheusRule", "ConfigMap"):
+        for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"):
             self.assertEqual(find(docs, kind), [], kind)
 
     def test_dashboard_labels_and_folder(self):
