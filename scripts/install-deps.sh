@@ -16,6 +16,7 @@ PACKAGES=(
   clang clang-14 libclang-rt-14-dev
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev
   python3-yaml prometheus
+  podman runc mmdebstrap  # the image tests (tests/image); runc: their runtime (podman alone brings crun)
 )
 
 missing=()
