@@ -1,61 +1,143 @@
 #!/usr/bin/env bash
 # The container images (Dockerfile) built and run with podman, as root:
-#   build     the three targets, on a base image made from Debian's archive (mmdebstrap)
+#   build     the three targets, on a base image made from Debian's archive (mmdebstrap);
+#             the builder stage is built once (tagged) and reused by the three targets
 #   operator  the operator image against the API emulator on the host network: a
 #             TrainingJob applied with kubectl becomes pods
 #   agent     the agent image with the host's cgroup hierarchy: a NodeAllocation file
 #             (YAML) sets a test cgroup's CPU quota, and an empty one restores it
 #   trainer   the trainer image trains a few iterations on Fashion-MNIST
+#   clean     removes everything the others made
 # Usage: image_test.sh build|operator|agent|trainer|clean  (build first; the others reuse
-# its images; clean removes them and the base image)
-# Environment: STAR_SOURCE_DIR, STAR_APISERVER_BINARY, STAR_KUBECTL, STAR_IMAGE_TAG.
-# Runs only with STAR_IMAGE_TESTS=1 (the build takes about ten minutes on two cores);
-# exit 77 (skipped) otherwise, and without root, podman or mmdebstrap.
+# its images; clean last)
+# Environment: STAR_SOURCE_DIR, STAR_APISERVER_BINARY, STAR_KUBECTL, and STAR_IMAGE_STATE:
+# the directory that holds everything the tests make (podman's storage, images and
+# containers, the base tarball, the build context, logs), so that nothing outside it is
+# touched but the test cgroups, and removing it removes them all. `build` starts by removing
+# what a killed earlier run left there; `clean` removes it.
+# Runs by default; STAR_IMAGE_TESTS=0 skips it (exit 77), as do a user other than root and a
+# missing podman, runc or mmdebstrap (scripts/install-deps.sh installs them).
 set -euo pipefail
 
-SRC=${STAR_SOURCE_DIR:?}
-TAG=${STAR_IMAGE_TAG:-star-image-test}
-BASE=localhost/star-test-debian:bookworm
-PODMAN=(podman --runtime runc --cgroup-manager cgroupfs)
-RUN=("${PODMAN[@]}" run --rm --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network host)
-
 skip() { echo "SKIPPED: $*"; exit 77; }
-[ "${STAR_IMAGE_TESTS:-0}" = 1 ] || skip "set STAR_IMAGE_TESTS=1 to build and run the images"
-[ "$(id -u)" = 0 ] || skip "needs root (podman build --isolation chroot)"
-command -v podman >/dev/null || skip "podman not installed (apt-get install podman runc)"
-command -v mmdebstrap >/dev/null || skip "mmdebstrap not installed"
+[ "${STAR_IMAGE_TESTS:-1}" != 0 ] || skip "STAR_IMAGE_TESTS=0"
+[ "$(id -u)" = 0 ] || skip "needs root (podman build --isolation chroot, a test cgroup)"
+for tool in podman runc mmdebstrap; do
+  command -v $tool >/dev/null ||
+    skip "$tool is not installed (bash scripts/install-deps.sh installs podman, runc and mmdebstrap)"
+done
 
-WORK=$(mktemp -d /tmp/star-image-test-XXXXXX)
+SRC=${STAR_SOURCE_DIR:?}
+STATE=${STAR_IMAGE_STATE:?}
+case "$STATE" in /*/*) ;; *) echo "STAR_IMAGE_STATE must be an absolute path below /: '$STATE'" >&2; exit 2 ;; esac
+# Names outside STATE (cgroups) carry this, so that two build directories do not collide.
+ID=$(printf %s "$STATE" | md5sum | cut -c1-8)
+TAG=test
+BASE=localhost/star-test-debian:bookworm
+BUILDER=localhost/star-build:$TAG
+CGROUP=star-image-test-$ID
+PODMAN=(podman --root "$STATE/storage" --runroot "$STATE/run" --tmpdir "$STATE/tmp"
+  --runtime runc --cgroup-manager cgroupfs)
+RUN=("${PODMAN[@]}" run --rm --cgroup-parent "/$CGROUP/containers" --ulimit nofile=1024:1024
+  --ulimit nproc=1024:1024 --network host)
+
+# Removes the cgroups below CGROUP that no process is in: the containers' (podman's cgroupfs
+# manager leaves conmon's behind) and the agent's test cgroup.
+remove_cgroups() {
+  local h
+  for h in /sys/fs/cgroup/*/"$CGROUP"; do
+    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+}
+
+remove_container() {
+  "${PODMAN[@]}" rm --force --time 0 "$1" >/dev/null 2>&1 || true
+  remove_cgroups
+}
+
+# Removes everything below STATE (containers, images, mounts, files) and the test cgroups.
+purge() {
+  if [ -d "$STATE/storage" ]; then
+    "${PODMAN[@]}" rm --all --force --time 0 >/dev/null 2>&1 || true
+    "${PODMAN[@]}" rmi --all --force >/dev/null 2>&1 || true
+  fi
+  # Mounts a killed run may have left (image layers, mmdebstrap's /proc and /dev), deepest first.
+  local m
+  findmnt -rn -o TARGET | awk -v p="$STATE/" 'index($0, p) == 1' | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
+  rm -rf --one-file-system "$STATE" 2>/dev/null || rm -rf --one-file-system "$STATE" || true
+  remove_cgroups
+  [ ! -e "$STATE" ] || { echo "image_test: could not remove $STATE"; return 1; }
+  local h
+  for h in /sys/fs/cgroup/*/"$CGROUP"; do
+    [ ! -d "$h" ] || { echo "image_test: could not remove the cgroup $h"; return 1; }
+  done
+}
+
+case "${1:-}" in
+  build | operator | agent | trainer | clean) ;;
+  *) echo "usage: $0 build|operator|agent|trainer|clean" >&2; exit 2 ;;
+esac
+# What a killed earlier run left.
+[ "$1" != build ] || purge
+# This run's files, removed when it ends; CLEANUP's commands run then too, last first.
+mkdir -p "$STATE/tmp"
+WORK=$(mktemp -d "$STATE/work-$1-XXXXXX")
 CLEANUP=()
 cleanup() {
-  for c in "${CLEANUP[@]}"; do eval "$c" || true; done
-  rm -rf "$WORK"
+  local i
+  for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do eval "${CLEANUP[i]}" || true; done
+  rm -rf --one-file-system "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
-# The base image: Debian's minbase from the archive (no registry is reachable), made once.
-base_image() {
-  if "${PODMAN[@]}" image exists "$BASE"; then return; fi
-  echo "image_test: making $BASE with mmdebstrap"
-  mmdebstrap --quiet --variant=minbase bookworm "$WORK/base.tar"
-  "${PODMAN[@]}" import "$WORK/base.tar" "$BASE" >/dev/null
+# Runs `podman build` with a log whose lines start with the seconds since it started; prints
+# when each step started, and the log's last lines on failure.
+podman_build() {
+  local name=$1; shift
+  local start=$SECONDS log=$STATE/build-$name.log line
+  "${PODMAN[@]}" build --layers --isolation chroot --network host \
+    --build-arg BUILD_IMAGE="$BASE" --build-arg BASE_IMAGE="$BASE" \
+    -f "$CTX/Dockerfile" "$@" "$CTX" 2>&1 |
+    while IFS= read -r line; do printf '%4d %s\n' $((SECONDS - start)) "$line"; done >"$log" ||
+    { tail -50 "$log"; echo "FAIL: podman build ($name)"; exit 1; }
+  grep -E '^ *[0-9]+ (\[[0-9/]+\] )?(STEP|--> Using cache)' "$log" | cut -c1-110 | sed 's/^/  /'
+  echo "image_test: built $name in $((SECONDS - start)) s"
 }
 
 build() {
-  base_image
+  local start=$SECONDS
+  # One copy of the sources is the context of every build: the builder stage's layers are
+  # then reused by the three targets (its COPY is cached by content), and the binaries all
+  # come from the same sources even if the tree changes meanwhile. .dockerignore still applies.
+  CTX=$STATE/context
+  mkdir "$CTX"
+  tar -C "$SRC" --exclude=./.git --exclude='./build*' --exclude=./out -cf - . | tar -C "$CTX" -xf -
+
+  # The base image: Debian's minbase from the archive (no registry is reachable).
+  local t=$SECONDS
+  TMPDIR=$STATE/tmp mmdebstrap --quiet --variant=minbase bookworm "$WORK/base.tar"
+  "${PODMAN[@]}" import "$WORK/base.tar" "$BASE" >/dev/null
+  rm -f "$WORK/base.tar"
+  echo "image_test: made $BASE with mmdebstrap in $((SECONDS - t)) s"
+
+  # The builder stage once (apt and the compile), then the targets on its cached layers.
+  podman_build builder --target build -t "$BUILDER"
   for target in operator agent trainer; do
-    local start=$SECONDS
-    "${PODMAN[@]}" build --isolation chroot --network host --target "$target" \
-      --build-arg BUILD_IMAGE="$BASE" --build-arg BASE_IMAGE="$BASE" \
-      -t "localhost/star-$target:$TAG" -f "$SRC/Dockerfile" "$SRC" >"$WORK/build-$target.log" 2>&1 ||
-      { tail -50 "$WORK/build-$target.log"; echo "FAIL: podman build --target $target"; exit 1; }
-    echo "image_test: built star-$target in $((SECONDS - start)) s," \
+    podman_build "star-$target" --target "$target" -t "localhost/star-$target:$TAG"
+    grep -A1 "STEP.*RUN cmake" "$STATE/build-star-$target.log" | grep -q "Using cache" ||
+      { echo "FAIL: star-$target compiled again instead of reusing the builder's layers"; exit 1; }
+    echo "image_test: star-$target is" \
       "$("${PODMAN[@]}" image inspect --format '{{.Size}}' "localhost/star-$target:$TAG") bytes"
   done
   # The operator runs as a non-root user.
   local user
   user=$("${PODMAN[@]}" image inspect --format '{{.Config.User}}' "localhost/star-operator:$TAG")
   [ "$user" = "65532:65532" ] || { echo "FAIL: the operator image runs as '$user'"; exit 1; }
+  echo "image_test: built the three images in $((SECONDS - start)) s"
 }
 
 # Polls `cmd` until it succeeds, at most `n` times, a second apart.
@@ -76,25 +158,26 @@ operator() {
   CLEANUP+=("kill $api; wait $api")
   eventually 30 grep -q "listening on" "$WORK/apiserver.out"
   chmod 0644 "$kc"
-  "${RUN[@]}" -d --name "star-operator-$TAG-$$" -v "$kc:/etc/star/kubeconfig:ro" \
+  local name=star-operator-$ID
+  CLEANUP+=("remove_container $name")
+  "${RUN[@]}" -d --name "$name" -v "$kc:/etc/star/kubeconfig:ro" \
     "localhost/star-operator:$TAG" --kubeconfig /etc/star/kubeconfig --report-listen 127.0.0.1:0 \
     --metrics-listen "" >/dev/null
-  CLEANUP+=("${PODMAN[*]} rm -f star-operator-$TAG-$$ >/dev/null")
   local kubectl=("${STAR_KUBECTL:?}" --kubeconfig "$kc" --cache-dir "$WORK/cache")
   sed -e 's/replicas: 4/replicas: 2/' "$SRC/examples/fmnist-job.yaml" | "${kubectl[@]}" apply -f - >/dev/null
   local job
   job=$("${kubectl[@]}" get tj -o jsonpath='{.items[0].metadata.name}')
   pods() { [ "$("${kubectl[@]}" get pods -l "star.dev/job=$job" -o name | wc -l)" -ge 2 ]; }
-  eventually 60 pods || { "${PODMAN[@]}" logs "star-operator-$TAG-$$" | tail -30; echo "FAIL: no pods"; exit 1; }
+  eventually 60 pods || { "${PODMAN[@]}" logs "$name" | tail -30; echo "FAIL: no pods"; exit 1; }
   echo "image_test: the operator image made the pods of $job:" $("${kubectl[@]}" get pods -o name)
 }
 
 agent() {
-  local uid=5b1e7c3a-9d2f-4e6b-8a1c-3f5d7e9b0a2c root=star-image-test-$$ cpu=/sys/fs/cgroup/cpu
+  local uid=5b1e7c3a-9d2f-4e6b-8a1c-3f5d7e9b0a2c root=$CGROUP/agent cpu=/sys/fs/cgroup/cpu
   [ -f $cpu/cpu.cfs_quota_us ] || skip "no cgroup v1 cpu hierarchy at $cpu"
   local pod=$cpu/$root/kubepods/burstable/pod$uid
+  CLEANUP+=(remove_cgroups)
   mkdir -p "$pod"
-  CLEANUP+=("rmdir $pod $cpu/$root/kubepods/burstable $cpu/$root/kubepods $cpu/$root")
   echo 200000 >"$pod/cpu.cfs_quota_us"
   printf 'apiVersion: star.dev/v1alpha1\nkind: NodeAllocation\nmetadata:\n  name: node-1\nspec:\n  pods:\n  - namespace: ns\n    name: p\n    uid: %s\n    cpu: {quotaMillicores: 500, weight: 100}\n' \
     "$uid" >"$WORK/a.yaml"
@@ -110,6 +193,7 @@ agent() {
 }
 
 trainer() {
+  CLEANUP+=("remove_cgroups")
   local out
   out=$("${RUN[@]}" "localhost/star-trainer:$TAG" --world 1 --max-iterations 5 --no-eval --log-every 1 2>&1) ||
     { echo "$out" | tail -20; echo "FAIL: the trainer image"; exit 1; }
@@ -118,13 +202,10 @@ trainer() {
 }
 
 clean() {
-  for target in operator agent trainer; do "${PODMAN[@]}" rmi -f "localhost/star-$target:$TAG" >/dev/null 2>&1 || true; done
-  "${PODMAN[@]}" rmi -f "$BASE" >/dev/null 2>&1 || true
-  "${PODMAN[@]}" image prune -f >/dev/null 2>&1 || true  # the builder's intermediate layers
-  echo "image_test: removed the images"
+  local start=$SECONDS
+  purge
+  echo "image_test: removed the images, the containers, $STATE and the test cgroups" \
+    "in $((SECONDS - start)) s"
 }
 
-case "${1:-}" in
-  build | operator | agent | trainer | clean) "$1" ;;
-  *) echo "usage: $0 build|operator|agent|trainer|clean" >&2; exit 2 ;;
-esac
+"$1"
