@@ -71,9 +71,9 @@ void OperatorMetrics::Reconciled(const std::string& result, double seconds) {
   reconcile_seconds_.Observe(seconds);
 }
 
-void OperatorMetrics::Decision(const std::string&, double latency_seconds) {
+void OperatorMetrics::DecisionLatency(double seconds) {
   std::lock_guard lock(mu_);
-  decision_latency_.Observe(latency_seconds);
+  decision_latency_.Observe(seconds);
 }
 
 void OperatorMetrics::Decisions(const std::string& job, const std::set<std::string>& kinds) {

@@ -97,7 +97,7 @@ std::optional<api::Decision> ReportEndpoint::OnReport(const api::WorkerReport& r
   auto d = registry_->Observe(report, &latency, &fresh);
   if (!d.ok()) throw std::invalid_argument(d.status().message());
   metrics_->Report(report.job);
-  if (fresh) metrics_->Decision(report.job, latency);
+  if (fresh) metrics_->DecisionLatency(latency);
   Status recorded = records_->RecordDecision(report.job);
   if (!recorded.ok()) throw std::runtime_error(recorded.message());
   return *d;

@@ -74,7 +74,7 @@ class OperatorMetrics {
   void Reconciled(const std::string& result, double seconds);
   // The latency of the loop on a report that produced a new decision (the decision's
   // kinds are counted by Decisions).
-  void Decision(const std::string& job, double latency_seconds);
+  void DecisionLatency(double seconds);
   // One decision of `job` with the given kinds (each one of kDecisionKinds).
   void Decisions(const std::string& job, const std::set<std::string>& kinds);
   void Report(const std::string& job);
