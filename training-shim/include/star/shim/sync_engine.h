@@ -63,6 +63,10 @@
 
 namespace star::shim {
 
+namespace internal {
+class ModeCore;
+}  // namespace internal
+
 // Plain SGD: v = momentum * v + (g + weight_decay * p); p -= lr * v (v = g without
 // momentum), where g = summed gradient / summed batch.
 struct SgdOptions {
@@ -129,45 +133,25 @@ class SyncEngine {
   Status Schedule(const api::Decision& decision);
 
   std::span<const float> params() const { return params_; }
-  int64_t iteration() const { return iteration_; }
-  api::SyncMode mode() const { return mode_; }
+  int64_t iteration() const;
+  api::SyncMode mode() const;
   int rank() const;
   int size() const;
   // fixed_k: whether this worker is a child (not in the ring). False in other modes.
-  bool is_child() const { return parent_ >= 0; }
+  bool is_child() const;
 
  private:
-  struct ChildInbox;  // fixed-k parent: gradients received from children
-  SyncEngine(std::unique_ptr<Collective> world, std::unique_ptr<Collective> p2p,
-             std::vector<float> params, SgdOptions optimizer, EngineOptions options);
+  SyncEngine(std::unique_ptr<internal::ModeCore> core, std::vector<float> params,
+             SgdOptions optimizer);
 
   StatusOr<StepStats> StepImpl(std::span<const float> grad, int64_t batch);
-  Status ApplyDecision(const api::Decision* decision, StepStats& stats);
-  Status FinishFixedKAsParent(StepStats& stats);
-  Status CheckConsistent(const api::Decision* decision);
-  Status Reconcile(api::SyncMode old_mode);
-  Status SetUp(const api::Decision& decision);
-  void StopInbox();
-  // Applies buf = [gradient sum (P), batch, gradients summed] as one update.
-  void Update(const std::vector<float>& buf, StepStats& stats);
+  // Applies sum = [gradient sum (P), batch, gradients summed] as one update.
+  void Update(const std::vector<float>& sum, StepStats& stats);
 
-  std::unique_ptr<Collective> world_;
-  std::unique_ptr<Collective> p2p_;    // child -> parent gradients only
-  std::unique_ptr<Collective> local_;  // ring (fixed_k) or own group (groups); null if alone
+  std::unique_ptr<internal::ModeCore> core_;  // the modes and switches (engine/mode_core.h)
   std::vector<float> params_;
   std::vector<float> velocity_;
-  std::vector<float> step_buf_;  // Step's message buffer, kept to avoid reallocating
-  std::vector<float> carry_;  // child gradients (P) + batch taken at a switch
   SgdOptions optimizer_;
-  EngineOptions options_;
-  int64_t iteration_ = 0;
-  int64_t switches_ = 0;
-  api::SyncMode mode_ = api::SyncMode::kSsgd;
-  int parent_ = -1;            // fixed_k child: parent's world rank
-  std::vector<int> children_;  // fixed_k parent: world ranks
-  std::unique_ptr<ChildInbox> inbox_;
-  std::map<int64_t, api::Decision> pending_;  // by apply_at_iteration
-  Status failed_;
 };
 
 }  // namespace star::shim
