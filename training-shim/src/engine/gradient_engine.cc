@@ -18,6 +18,7 @@ api::SyncMode GradientEngine::mode() const { return core_->mode(); }
 int GradientEngine::rank() const { return core_->rank(); }
 int GradientEngine::size() const { return core_->size(); }
 bool GradientEngine::is_child() const { return core_->is_child(); }
+bool GradientEngine::state_needed() const { return core_->StateNeeded(); }
 
 StatusOr<std::unique_ptr<GradientEngine>> GradientEngine::Create(std::unique_ptr<Collective> world,
                                                                  std::span<float> state,

@@ -122,7 +122,11 @@ TEST(GradientEngine, SwitchesKeepTheStateConsistent) {
       Sgd sgd{.lr = 0.1f, .momentum = 0.5f};
       std::mt19937 rng(static_cast<unsigned>(r));
       for (int s = 0; engine->iteration() < 16 && s < 64; ++s) {
-        STAR_ASSIGN_OR_RETURN(BeginStats begin, engine->BeginIteration(state));
+        // Without state_needed() the state is not gathered: a scratch buffer must do.
+        const bool needed = engine->state_needed();
+        std::vector<float> scratch(state.size(), -99.0f);
+        STAR_ASSIGN_OR_RETURN(BeginStats begin, engine->BeginIteration(needed ? state : scratch));
+        if (scratch != std::vector<float>(state.size(), -99.0f)) return Status::Internal("scratch written");
         if (begin.switched) sgd.Reset();
         if (engine->iteration() >= 16) break;
         if (engine->mode() == api::SyncMode::kGroups) {

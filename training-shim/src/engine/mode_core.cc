@@ -350,6 +350,11 @@ Status ModeCore::Publish(std::span<float> state, StepStats& stats, bool* switche
   return Status::Ok();
 }
 
+bool ModeCore::StateNeeded() const {
+  if (is_child()) return awaiting_parent_ && !parent_finished_;
+  return !contributors_.empty() || (!finished_ && pending_.count(iteration_) > 0);
+}
+
 Status ModeCore::ReceiveFromParent(std::span<float> state, StepStats& stats, bool* switched) {
   const size_t s = state_size_;
   const Clock::time_point t0 = Clock::now();

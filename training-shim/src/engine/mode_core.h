@@ -73,6 +73,11 @@ class ModeCore {
   // to its last gradient. Others: nothing. Later Exchanges only sum locally.
   Status Finish(std::span<float> state);
 
+  // Whether the next Publish + ApplyDue read or write the state (a parent answers its
+  // children, a child awaits its parent, or a decision is due): when false the caller
+  // may skip gathering the state.
+  bool StateNeeded() const;
+
   // [gradient sum (grad_size), batch, gradients summed] after Exchange.
   const std::vector<float>& sum() const { return buf_; }
   int64_t iteration() const { return iteration_; }

@@ -80,6 +80,11 @@ class GradientEngine {
   // See the header comment. Idempotent.
   Status Finish(std::span<float> state);
 
+  // Whether the next BeginIteration reads or writes the state (a fixed-k parent or child
+  // exchanges it, or a decision is due); when false, any buffer of the right size will
+  // do and it is left unchanged: the caller may skip gathering the model's state.
+  bool state_needed() const;
+
   int64_t iteration() const;
   api::SyncMode mode() const;
   int rank() const;

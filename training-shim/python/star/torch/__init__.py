@@ -1,0 +1,30 @@
+"""STAR for PyTorch scripts: a DistributedDataParallel whose gradients go through STAR's
+sync engine, per-worker batches and mixed precision from the job's decisions, and the
+job's accuracy curve.
+
+    import star.torch as st
+    st.init()                                  # STAR_* environment, or keyword arguments
+    model = st.DistributedDataParallel(model)  # gradients go through STAR's engine
+    sampler = st.AdaptiveBatchSampler(dataset, batch_size=64)
+    for x, y in torch.utils.data.DataLoader(dataset, batch_sampler=sampler):
+        with st.step():                        # times the iteration; autocast when AMP is on
+            loss = loss_fn(model(x), y)
+            loss.backward()
+        optimizer.step(); optimizer.zero_grad()
+        if step % 50 == 0 and st.rank() == 0:
+            st.report_accuracy(evaluate(model))
+    st.shutdown()
+"""
+
+from star.errors import ConfigError, PeerError, StarError, StateError
+from star.torch._ddp import DistributedDataParallel
+from star.torch._runtime import (init, is_initialized, iteration, mode, rank, report_accuracy,
+                                 shutdown, world_size)
+from star.torch._sampler import AdaptiveBatchSampler
+from star.torch._step import step
+
+__all__ = [
+    "AdaptiveBatchSampler", "ConfigError", "DistributedDataParallel", "PeerError", "StarError",
+    "StateError", "init", "is_initialized", "iteration", "mode", "rank", "report_accuracy",
+    "shutdown", "step", "world_size",
+]

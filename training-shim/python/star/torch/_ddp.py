@@ -1,0 +1,117 @@
+"""star.torch.DistributedDataParallel: PyTorch's DDP with a communication hook that hands
+the gradients to STAR's engine (SSGD, fixed-k, groups) instead of an all-reduce.
+
+DDP runs on a process group of its own of size 1, so its own collectives never wait on a
+slow peer; every byte between workers goes through the engine. The engine keeps the
+model's state (parameters, then float buffers such as BatchNorm statistics) consistent
+across mode switches: at a switch it reconciles that state over all workers and the
+optimizers over the model's parameters start afresh (their state is cleared), as STAR's
+C++ engine resets its momentum."""
+
+import datetime
+import gc
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from star import _star
+from star.errors import ConfigError, StateError
+from star.torch import _runtime
+from star.torch._state import ModelState
+
+
+class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
+    """DDP over STAR: `model = star.torch.DistributedDataParallel(model, **ddp_kwargs)`
+    after star.torch.init(), on every worker. Collective: every worker's constructor
+    meets the others' (rank 0's state is copied to every worker, as DDP does). Takes
+    DDP's keyword arguments except process_group. CPU tensors go to the engine without a
+    copy; CUDA tensors are staged through host memory."""
+
+    def __init__(self, module, **ddp_kwargs):
+        rt = _runtime.require("DistributedDataParallel")
+        if rt.model is not None:
+            raise StateError("star.torch.DistributedDataParallel: this process already wraps a model "
+                             "(one per process)")
+        if "process_group" in ddp_kwargs:
+            raise ConfigError("star.torch.DistributedDataParallel: process_group: STAR brings its own")
+        timeout = datetime.timedelta(milliseconds=rt.config.timeout_ms)
+        group = dist.ProcessGroupGloo(dist.HashStore(), 0, 1, timeout)
+        super().__init__(module, process_group=group, **ddp_kwargs)
+        self._star_state = ModelState(module)
+        if self._star_state.grad_size == 0:
+            raise ConfigError("star.torch.DistributedDataParallel: the model has no trainable parameters")
+        self._star_state.gather()
+        rt.engine = _star.Engine(rt.config, self._star_state.flat, self._star_state.grad_size)
+        self._star_state.scatter()  # rank 0's
+        self._star_grad = np.zeros(self._star_state.grad_size, dtype=np.float32)
+        self._star_buckets = []     # (bucket, future) of this backward pass
+        self.register_comm_hook(rt, _hook)
+        rt.model = self
+
+    # -- used by step() and shutdown() --------------------------------------------------
+
+    def _star_begin(self, rt):
+        """The engine's BeginIteration with the model's state, when the engine needs it;
+        clears the optimizers' state after a switch. Returns its stats."""
+        needed = rt.engine.state_needed
+        if needed:
+            self._star_state.gather()
+        stats = rt.engine.begin_iteration(self._star_state.flat)
+        if needed:
+            self._star_state.scatter()
+        if stats["switched"]:
+            self._star_reset_optimizers()
+        return stats
+
+    def _star_reset_optimizers(self):
+        """Clears the state (momentum, moments) of every optimizer over these parameters:
+        after a switch the workers' states would differ."""
+        params = {id(p) for p in self.module.parameters()}
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.optim.Optimizer) and any(
+                    id(p) in params for g in obj.param_groups for p in g["params"]):
+                obj.state.clear()
+
+    def _star_finish(self, rt):
+        self._star_state.gather()
+        rt.engine.finish(self._star_state.flat)
+
+    def _star_detach(self):
+        self._star_buckets = []
+
+
+def _hook(rt, bucket):
+    """DDP communication hook: collects the buckets of one backward pass; the last one
+    exchanges them all at once through the engine (without the GIL) and resolves every
+    bucket's future with the averaged gradient."""
+    model = rt.model
+    future = torch.futures.Future()
+    model._star_buckets.append((bucket, future))
+    if not bucket.is_last():
+        return future
+    buckets, model._star_buckets = model._star_buckets, []
+    step = rt.step
+    if step is None:
+        for _, f in buckets:
+            f.set_exception(StateError("star.torch: backward() ran outside `with star.torch.step():`; "
+                                       "STAR exchanges gradients only inside a step"))
+        return future
+    state = model._star_state
+    grad = torch.from_numpy(model._star_grad)
+    with torch.no_grad():
+        for b, _ in buckets:
+            for p, g in zip(b.parameters(), b.gradients()):
+                grad[state.grad_slice(p)].copy_(g.reshape(-1))
+    try:
+        step.exchange(model._star_grad)
+    except Exception as e:  # noqa: BLE001 - handed to every waiting future
+        for _, f in buckets:
+            f.set_exception(e)
+        return future
+    with torch.no_grad():
+        for b, f in buckets:
+            for p, g in zip(b.parameters(), b.gradients()):
+                g.copy_(grad[state.grad_slice(p)].view_as(g))
+            f.set_result(b.buffer())
+    return future
