@@ -1,5 +1,6 @@
 // star: the command-line tool. `star local` runs a TrainingJob on this machine (see
-// local/runtime.h); tool verbs over the decision core (detect, select, plan-batches).
+// local/runtime.h); `star sim` simulates one at cluster scale (sim/simulator.h); tool
+// verbs over the decision core (detect, select, plan-batches).
 // JSON on stdout, errors on stderr with a non-zero exit.
 //
 // Exit codes: 0 success, 1 bad input or a failure while running, 2 bad usage,
@@ -13,6 +14,7 @@
 
 #include "input.h"
 #include "local/command.h"
+#include "sim/command.h"
 #include "star/core/batch/planner.h"
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
@@ -97,6 +99,7 @@ struct Args {
   std::string select_input;
   std::string plan_input;
   star::local::LocalArgs local;
+  star::sim::SimArgs sim;
   int busy_threads = 1;
   double busy_seconds = 60;
 };
@@ -156,6 +159,21 @@ CLI::App* AddLocal(CLI::App& app, star::local::LocalArgs& args) {
   return local;
 }
 
+CLI::App* AddSim(CLI::App& app, star::sim::SimArgs& args) {
+  auto* sim = app.add_subcommand(
+      "sim", "Simulate a job at cluster scale: simulated workers (SCENARIO.json) against the "
+             "STAR control loop; prints each policy's time to accuracy");
+  sim->add_option("SCENARIO.json", args.scenario, "the scenario (JSON); - for stdin")->required();
+  sim->add_option("--policy", args.policy,
+                  "auto (default) | ssgd | asgd | fixed-k | groups | amp | boa | all");
+  sim->add_option("--selector", args.selector, "heuristic (default) | ml");
+  sim->add_option("--model", args.model, "the ML selector's model file (with --selector ml)");
+  sim->add_option("--seed", args.seed, "replaces the scenario's seed");
+  sim->add_option("--trace", args.trace,
+                  "write every worker iteration as CSV (star detect's trace form)");
+  return sim;
+}
+
 CLI::App* AddBusy(CLI::App& app, int& threads, double& seconds) {
   auto* busy = app.add_subcommand("busy", "Spin N threads for S seconds (a co-located neighbor)");
   busy->group("");  // internal: started by `star local`
@@ -200,6 +218,7 @@ int main(int argc, char** argv) {
   const CLI::App* select = AddSelect(app, args.select_input);
   const CLI::App* plan = AddPlanBatches(app, args.plan_input);
   const CLI::App* local = AddLocal(app, args.local);
+  const CLI::App* sim = AddSim(app, args.sim);
   const CLI::App* busy = AddBusy(app, args.busy_threads, args.busy_seconds);
   if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
 
@@ -207,6 +226,7 @@ int main(int argc, char** argv) {
   if (*select) return RunSelect(args.select_input);
   if (*plan) return RunPlanBatches(args.plan_input);
   if (*local) return star::local::RunLocalCommand(args.local);
+  if (*sim) return star::sim::RunSimCommand(args.sim, std::cout, std::cerr);
   if (*busy) return star::local::RunBusy(args.busy_threads, args.busy_seconds);
   return 2;
 }

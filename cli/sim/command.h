@@ -1,0 +1,28 @@
+// The `star sim` verb (what cli/main.cc dispatches to): simulates SCENARIO.json under one
+// policy or all of them and prints
+//   {"results":[{"policy":P,"tta_seconds":X|null,"updates":U,"iterations":I,"decisions":D},...]}
+// on stdout (simulator.h). Bad input (flags, the scenario, its fields) is reported on
+// stderr naming the flag or field, with exit status 1 and nothing on stdout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace star::sim {
+
+struct SimArgs {
+  std::string scenario;                // SCENARIO.json ("-" = stdin)
+  std::string policy = "auto";         // --policy: auto|ssgd|asgd|fixed-k|groups|amp|boa|all
+  std::string selector = "heuristic";  // --selector: heuristic|ml
+  std::string model;                   // --model FILE (with --selector ml); "" = none
+  std::optional<int64_t> seed;         // --seed N: replaces the scenario's seed, >= 0
+  std::string trace;                   // --trace FILE.csv; "" = none
+};
+
+// Runs the verb; writes the result to `out` and errors to `err`. Returns the exit status:
+// 0 done (whether or not a policy reached the target), 1 bad input or a failure.
+int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err);
+
+}  // namespace star::sim

@@ -1,0 +1,72 @@
+#include "sim/mode_engine.h"
+
+#include <algorithm>
+
+#include "star/core/batch/baseline.h"
+
+namespace star::sim {
+
+Setting BaselineSetting(int workers, int64_t batch_per_worker) {
+  Setting s;
+  s.mode = api::SyncMode::kSsgd;
+  s.k = workers;
+  s.batches = batch::EqualBatches(batch_per_worker * workers, workers);
+  s.amp.assign(static_cast<size_t>(workers), 0);
+  return s;
+}
+
+Setting SettingOf(const api::Decision& d, const Setting& previous, int workers) {
+  Setting s = previous;
+  s.mode = d.mode;
+  s.k = std::clamp(d.k, 1, workers);
+  s.order.clear();
+  s.groups.clear();
+  std::vector<char> listed(static_cast<size_t>(workers), 0);
+  for (const auto& g : d.groups) {
+    std::vector<int> group;
+    for (int w : g) {
+      if (w < 0 || w >= workers || listed[static_cast<size_t>(w)]) continue;
+      listed[static_cast<size_t>(w)] = 1;
+      group.push_back(w);
+      s.order.push_back(w);
+    }
+    if (!group.empty()) s.groups.push_back(std::move(group));
+  }
+  for (int w = 0; w < workers; ++w) {
+    if (listed[static_cast<size_t>(w)]) continue;
+    s.order.push_back(w);
+    s.groups.push_back({w});
+  }
+  if (s.mode == api::SyncMode::kSsgd) s.k = workers;
+  for (const api::WorkerSetting& ws : d.workers) {
+    if (ws.worker < 0 || ws.worker >= workers) continue;
+    s.batches[static_cast<size_t>(ws.worker)] = std::max<int64_t>(1, ws.batch);
+    s.amp[static_cast<size_t>(ws.worker)] = ws.amp ? 1 : 0;
+  }
+  return s;
+}
+
+std::unique_ptr<ModeEngine> MakeEngine(SimState& state, const Setting& setting, double start) {
+  const int n = state.scenario->workers;
+  std::vector<int> all(static_cast<size_t>(n));
+  for (int w = 0; w < n; ++w) all[static_cast<size_t>(w)] = w;
+  switch (setting.mode) {
+    case api::SyncMode::kGroups:
+      // The parameter-server architecture has no groups mode; run them as all-reduce groups.
+      return MakeGroupsEngine(state, setting, setting.groups, start);
+    case api::SyncMode::kAsgd:
+      return MakeParameterServerEngine(state, setting, start);  // ASGD needs a server
+    case api::SyncMode::kSsgd:
+    case api::SyncMode::kFixedK:
+      break;
+  }
+  if (state.architecture == api::Architecture::kParameterServer) {
+    return MakeParameterServerEngine(state, setting, start);
+  }
+  if (setting.mode == api::SyncMode::kFixedK && setting.k < n) {
+    return MakeFixedKEngine(state, setting, start);
+  }
+  return MakeGroupsEngine(state, setting, {std::move(all)}, start);
+}
+
+}  // namespace star::sim

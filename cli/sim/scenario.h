@@ -1,0 +1,98 @@
+// Scenario: what `star sim` simulates: one job's workers, how long their iterations take,
+// the contention episodes that slow them, and the convergence target (ALGORITHMS.md
+// section 2). Times are simulated seconds from the job's start.
+//
+// JSON form (the contract of ARCHITECTURE.md, "Simulator", plus optional fields):
+//   {"architecture": "AllReduce" | "ParameterServer",      optional, default AllReduce
+//    "workers": N,                                         required, >= 1
+//    "batch_per_worker": B,                                required, >= 1
+//    "noise_scale": PHI,                                   required, >= 0
+//    "min_updates": S,                                     required, > 0
+//    "compute_seconds_per_sample": C,                      required, > 0
+//    "communication_seconds": M,                           required, >= 0
+//    "jitter": J,                                          optional, in [0, 1], default 0
+//    "episodes": [{"worker": W, "start": T0, "end": T1, "cpu": F, "bandwidth": F}, ...],
+//    "seed": K,                                            optional, >= 0, default 1
+//    ... and the optional fields of Scenario below, under their names}
+// An episode needs cpu or bandwidth (or both); start defaults to 0; without end it lasts
+// to the end of the run. Unknown fields are rejected everywhere.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "star/core/api/types.h"
+#include "star/core/status.h"
+
+namespace star::sim {
+
+// Default AMP speedup of a worker's compute (Korel reports 1.3-2x for bf16/fp16 on
+// contended workers; not calibrated against this project's testbed yet).
+inline constexpr double kDefaultAmpSpeedup = 1.6;
+// Default staleness penalty: a gradient computed on parameters s updates old counts its
+// samples at 1 / (1 + penalty x s) (see progress.h). Not calibrated yet.
+inline constexpr double kDefaultStalenessPenalty = 0.1;
+// Default extra CPU and bandwidth ASGD needs over SSGD: the low ends of STAR's measured
+// 44-351% and 38-427% (ALGORITHMS.md section 3).
+inline constexpr double kDefaultAsgdCpuOverhead = 0.44;
+inline constexpr double kDefaultAsgdBandwidthOverhead = 0.38;
+// Default bound on simulated time, as a multiple of the clean SSGD estimate
+// (CleanSsgdSeconds): a policy that has not reached the target by then reports null.
+inline constexpr double kDefaultTimeLimitFactor = 100;
+
+// A contention episode on one worker over [start, end) simulated seconds.
+struct Episode {
+  int worker = 0;                   // rank in [0, workers)
+  double start = 0;                 // >= 0
+  std::optional<double> end;        // > start; nullopt = to the end of the run
+  std::optional<double> cpu;        // in (0, 1]: fraction of its compute speed kept
+  std::optional<double> bandwidth;  // in (0, 1]: fraction of its link kept
+};
+
+struct Scenario {
+  api::Architecture architecture = api::Architecture::kAllReduce;
+  int workers = 1;
+  int64_t batch_per_worker = 1;
+  double noise_scale = 0;                 // phi, in samples
+  double min_updates = 1;                 // updates at infinite batch the target needs
+  double compute_seconds_per_sample = 0;  // a clean worker's compute, full precision
+  double communication_seconds = 0;       // a clean worker's communication per iteration
+  // Relative spread of every compute and communication time: each is multiplied by a
+  // log-normal factor of mean 1 and standard deviation about `jitter`. Default 0.
+  double jitter = 0;
+  std::vector<Episode> episodes;
+  uint64_t seed = 1;
+  // Optional fields (JSON name = field name):
+  int report_every = 2;  // iterations per WorkerReport, >= 1 (local mode's default)
+  double amp_speedup = kDefaultAmpSpeedup;  // compute speedup with AMP on, >= 1
+  double staleness_penalty = kDefaultStalenessPenalty;            // >= 0
+  double asgd_cpu_overhead = kDefaultAsgdCpuOverhead;              // >= 0
+  double asgd_bandwidth_overhead = kDefaultAsgdBandwidthOverhead;  // >= 0
+  // Parameter servers of a ParameterServer job (and of the one ASGD runs on), >= 1.
+  int parameter_servers = 1;
+  // Seconds a parameter server spends applying one gradient (split across the servers:
+  // each holds 1/parameter_servers of the model); gradients queue for it. >= 0,
+  // default 0 (the servers are never the bottleneck).
+  double server_update_seconds = 0;
+  // TrainingJob spec.synchronization.minK, in [1, workers] when set.
+  std::optional<int> min_k;
+  // Simulated seconds after which a run stops without reaching the target; > 0.
+  // Default kDefaultTimeLimitFactor x CleanSsgdSeconds(scenario).
+  std::optional<double> max_seconds;
+};
+
+// Decodes and validates a scenario document. Errors name the field:
+// "workers: must be >= 1, got 0", "episodes[1].cpu: must be in (0, 1], got 2",
+// "episodes[0].worker: must be < workers (4), got 7", "foo: unknown field".
+[[nodiscard]] StatusOr<Scenario> ScenarioFromJson(const nlohmann::json& j);
+
+// The TTA of SSGD without any episode or jitter: min_updates x (1 + phi / (n B)) x
+// (B x compute_seconds_per_sample + communication_seconds).
+[[nodiscard]] double CleanSsgdSeconds(const Scenario& s);
+// max_seconds, or its default.
+[[nodiscard]] double TimeLimitSeconds(const Scenario& s);
+
+}  // namespace star::sim

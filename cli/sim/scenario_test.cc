@@ -1,0 +1,123 @@
+#include "sim/scenario.h"
+
+#include <gtest/gtest.h>
+
+namespace star::sim {
+namespace {
+
+using nlohmann::json;
+
+json Contract() {
+  return json::parse(R"({"architecture": "AllReduce", "workers": 64, "batch_per_worker": 32,
+    "noise_scale": 1000, "min_updates": 2000,
+    "compute_seconds_per_sample": 0.002, "communication_seconds": 0.05, "jitter": 0.05,
+    "episodes": [{"worker": 3, "start": 100, "end": 400, "cpu": 0.4},
+                 {"worker": 7, "start": 0, "bandwidth": 0.3}],
+    "seed": 1})");
+}
+
+std::string ErrorOf(const json& j) {
+  auto s = ScenarioFromJson(j);
+  return s.ok() ? "" : s.status().message();
+}
+
+TEST(ScenarioFromJson, DecodesTheContractScenario) {
+  auto s = ScenarioFromJson(Contract());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->architecture, api::Architecture::kAllReduce);
+  EXPECT_EQ(s->workers, 64);
+  EXPECT_EQ(s->batch_per_worker, 32);
+  EXPECT_EQ(s->noise_scale, 1000);
+  EXPECT_EQ(s->min_updates, 2000);
+  EXPECT_EQ(s->compute_seconds_per_sample, 0.002);
+  EXPECT_EQ(s->communication_seconds, 0.05);
+  EXPECT_EQ(s->jitter, 0.05);
+  EXPECT_EQ(s->seed, 1u);
+  ASSERT_EQ(s->episodes.size(), 2u);
+  EXPECT_EQ(s->episodes[0].worker, 3);
+  EXPECT_EQ(s->episodes[0].start, 100);
+  EXPECT_EQ(s->episodes[0].end, 400);
+  EXPECT_EQ(s->episodes[0].cpu, 0.4);
+  EXPECT_FALSE(s->episodes[0].bandwidth);
+  EXPECT_FALSE(s->episodes[1].end);  // lasts to the end
+  EXPECT_EQ(s->episodes[1].bandwidth, 0.3);
+}
+
+TEST(ScenarioFromJson, OptionalFieldsKeepTheirDocumentedDefaults) {
+  json j = Contract();
+  j.erase("architecture");
+  j.erase("jitter");
+  j.erase("seed");
+  j.erase("episodes");
+  auto s = ScenarioFromJson(j);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->architecture, api::Architecture::kAllReduce);
+  EXPECT_EQ(s->jitter, 0);
+  EXPECT_EQ(s->seed, 1u);
+  EXPECT_TRUE(s->episodes.empty());
+  EXPECT_EQ(s->report_every, 2);
+  EXPECT_EQ(s->amp_speedup, kDefaultAmpSpeedup);
+  EXPECT_EQ(s->staleness_penalty, kDefaultStalenessPenalty);
+  EXPECT_EQ(s->asgd_cpu_overhead, kDefaultAsgdCpuOverhead);
+  EXPECT_EQ(s->asgd_bandwidth_overhead, kDefaultAsgdBandwidthOverhead);
+  EXPECT_EQ(s->parameter_servers, 1);
+  EXPECT_FALSE(s->min_k);
+  EXPECT_DOUBLE_EQ(TimeLimitSeconds(*s), kDefaultTimeLimitFactor * CleanSsgdSeconds(*s));
+}
+
+TEST(ScenarioFromJson, RefusesBadFieldsNamingThem) {
+  json j = Contract();
+  j["workers"] = 0;
+  EXPECT_EQ(ErrorOf(j), "workers: must be >= 1, got 0");
+
+  j = Contract();
+  j["episodes"][1]["cpu"] = 2;
+  EXPECT_EQ(ErrorOf(j), "episodes[1].cpu: must be in (0, 1], got 2");
+
+  j = Contract();
+  j["episodes"][0]["bandwidth"] = 0;
+  EXPECT_EQ(ErrorOf(j), "episodes[0].bandwidth: must be in (0, 1], got 0");
+
+  j = Contract();
+  j["episodes"][0]["worker"] = 64;
+  EXPECT_EQ(ErrorOf(j), "episodes[0].worker: must be < workers (64), got 64");
+
+  j = Contract();
+  j["episodes"][0]["end"] = 100;
+  EXPECT_EQ(ErrorOf(j), "episodes[0].end: must be > 100, got 100");
+
+  j = Contract();
+  j["episodes"][0].erase("cpu");
+  EXPECT_EQ(ErrorOf(j), "episodes[0].cpu: an episode needs cpu or bandwidth (or both)");
+
+  j = Contract();
+  j["batch_per_worker"] = 1.5;
+  EXPECT_NE(ErrorOf(j).find("batch_per_worker: "), std::string::npos);
+
+  j = Contract();
+  j["compute_seconds_per_sample"] = 0;
+  EXPECT_EQ(ErrorOf(j), "compute_seconds_per_sample: must be > 0, got 0");
+
+  j = Contract();
+  j["architecture"] = "Ring";
+  EXPECT_NE(ErrorOf(j).find("architecture: "), std::string::npos);
+
+  j = Contract();
+  j["min_k"] = 65;
+  EXPECT_EQ(ErrorOf(j), "min_k: must be <= workers (64), got 65");
+
+  j = Contract();
+  j["wrokers"] = 3;
+  EXPECT_EQ(ErrorOf(j), "wrokers: unknown field");
+
+  j = Contract();
+  j["episodes"][1]["cpus"] = 0.5;
+  EXPECT_EQ(ErrorOf(j), "episodes[1].cpus: unknown field");
+
+  j = Contract();
+  j.erase("min_updates");
+  EXPECT_EQ(ErrorOf(j), "min_updates: required field is missing");
+}
+
+}  // namespace
+}  // namespace star::sim

@@ -1,0 +1,177 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "sim/mode_engine.h"
+#include "sim/progress.h"
+#include "sim/worker_model.h"
+#include "star/operator/control_loop.h"
+
+namespace star::sim {
+namespace {
+
+// Per worker: the iterations since its last report.
+struct Pending {
+  int steps = 0;
+  double compute = 0, communication = 0, wait = 0;
+};
+
+class Run {
+ public:
+  Run(const Scenario& s, const api::TrainingJobSpec& spec, op::JobControlLoop loop,
+      const SimOptions& options)
+      : s_(s),
+        options_(options),
+        loop_(std::move(loop)),
+        model_(s),
+        progress_(s.noise_scale, s.min_updates, s.staleness_penalty),
+        n_(static_cast<size_t>(s.workers)),
+        reports_(n_),
+        barrier_wait_(n_, 0),
+        last_end_(n_, 0) {
+    state_.scenario = &s_;
+    state_.model = &model_;
+    state_.progress = &progress_;
+    state_.architecture = spec.architecture;
+    state_.steps.assign(n_, 0);
+    state_.iteration.assign(n_, 0);
+  }
+
+  StatusOr<SimResult> Go() {
+    const double limit = TimeLimitSeconds(s_);
+    Setting setting = BaselineSetting(s_.workers, s_.batch_per_worker);
+    double start = 0;
+    std::vector<IterationDone> done;
+    while (true) {
+      std::unique_ptr<ModeEngine> engine = MakeEngine(state_, setting, start);
+      while (true) {
+        const int64_t stop_at =
+            pending_ ? pending_->apply_at_iteration : std::numeric_limits<int64_t>::max();
+        done.clear();
+        if (!engine->Next(stop_at, &done)) break;
+        for (const IterationDone& d : done) STAR_RETURN_IF_ERROR(Complete(d));
+        if (progress_.reached() || engine->now() > limit) return Result();
+      }
+      // Every worker stopped at the switch: they wait for the last one, then switch.
+      if (!pending_) return Result();  // cannot happen: engines stop only for a decision
+      start = *std::max_element(last_end_.begin(), last_end_.end());
+      for (size_t w = 0; w < n_; ++w) barrier_wait_[w] = start - last_end_[w];
+      setting = SettingOf(*pending_, setting, s_.workers);
+      pending_.reset();
+    }
+  }
+
+ private:
+  Status Complete(const IterationDone& d) {
+    const auto w = static_cast<size_t>(d.worker);
+    last_end_[w] = d.end;
+    if (options_.trace != nullptr) {
+      *options_.trace << d.iteration << ',' << d.worker << ',' << d.compute << ','
+                      << d.communication << '\n';
+    }
+    Pending& p = reports_[w];
+    ++p.steps;
+    p.compute += d.compute;
+    p.communication += d.communication;
+    p.wait += d.wait + barrier_wait_[w];
+    barrier_wait_[w] = 0;
+    if (p.steps < s_.report_every) return Status::Ok();
+
+    api::WorkerReport r;
+    r.job = "sim";
+    r.worker = d.worker;
+    r.iteration = d.iteration;
+    r.iterations = p.steps;
+    r.time_seconds = d.end;
+    r.compute_seconds = p.compute / p.steps;
+    r.communication_seconds = p.communication / p.steps;
+    r.wait_seconds = p.wait / p.steps;
+    r.local_batch = static_cast<int>(d.batch);
+    r.amp = d.amp;
+    r.local_grad_sq_norm = 1 + s_.noise_scale / static_cast<double>(d.batch);
+    if (d.update_batch > d.batch) {
+      r.global_grad_sq_norm = 1 + s_.noise_scale / static_cast<double>(d.update_batch);
+    }
+    p = Pending{};
+    auto decision = loop_.Observe(r);
+    if (!decision.ok()) {
+      return Status::Internal("the control loop rejected a simulated report: " +
+                              decision.status().message());
+    }
+    if (*decision && (*decision)->epoch > last_epoch_) {
+      last_epoch_ = (*decision)->epoch;
+      ++decisions_;
+      pending_ = **decision;  // a newer decision replaces a pending one
+    }
+    return Status::Ok();
+  }
+
+  SimResult Result() const {
+    SimResult r;
+    r.tta_seconds = progress_.tta();
+    r.updates = progress_.updates();
+    r.iterations = *std::max_element(state_.iteration.begin(), state_.iteration.end());
+    r.decisions = decisions_;
+    return r;
+  }
+
+  const Scenario& s_;
+  const SimOptions& options_;
+  op::JobControlLoop loop_;
+  WorkerModel model_;
+  Progress progress_;
+  size_t n_;
+  SimState state_;
+  std::vector<Pending> reports_;
+  std::vector<double> barrier_wait_;  // per worker: waited at the last switch, not reported yet
+  std::vector<double> last_end_;      // per worker: when its last iteration ended
+  std::optional<api::Decision> pending_;
+  int64_t last_epoch_ = 0;
+  int64_t decisions_ = 0;
+};
+
+}  // namespace
+
+api::TrainingJobSpec JobSpecOf(const Scenario& s) {
+  api::TrainingJobSpec spec;
+  spec.architecture = s.architecture;
+  spec.workers.replicas = s.workers;
+  if (s.architecture == api::Architecture::kParameterServer) {
+    api::ReplicaSpec servers;
+    servers.replicas = s.parameter_servers;
+    spec.parameter_servers = servers;
+  }
+  spec.training.global_batch_size = static_cast<int64_t>(s.workers) * s.batch_per_worker;
+  spec.synchronization.min_k = s.min_k;
+  return spec;
+}
+
+StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy, const SimOptions& options) {
+  api::TrainingJobSpec spec = local::ApplyPolicy(JobSpecOf(s), policy);
+  spec.synchronization.selector = options.selector;
+  op::LoopOptions lo;
+  lo.apply_margin_iterations = 3 * s.report_every;  // as `star local` runs it
+  auto loop = op::JobControlLoop::Create(spec, lo);
+  if (!loop.ok()) return loop.status();
+  Run run(s, spec, std::move(*loop), options);
+  auto result = run.Go();
+  if (!result.ok()) return result.status();
+  result->policy = std::string(local::ToString(policy));
+  return result;
+}
+
+nlohmann::json ToJson(const SimResult& r) {
+  nlohmann::json j = {{"policy", r.policy},
+                      {"tta_seconds", nullptr},
+                      {"updates", r.updates},
+                      {"iterations", r.iterations},
+                      {"decisions", r.decisions}};
+  if (r.tta_seconds) j["tta_seconds"] = *r.tta_seconds;
+  return j;
+}
+
+}  // namespace star::sim

@@ -1,0 +1,64 @@
+// The `star sim` driver: one job's discrete-event simulation against the real control
+// loop (operator/control_loop.h), the same loop `star local` and the operator run.
+//
+// Simulated workers (worker_model.h) run the sync mode in force (mode_engine.h); every
+// `report_every` iterations each sends a WorkerReport (job-relative time, per-iteration
+// compute / communication / wait means, its batch and AMP flag, and the squared gradient
+// norms the noise-scale estimate reads: 1 + phi / b for its local batch b and for the
+// update's batch, as for a gradient of norm 1 and noise trace phi). Reports reach the
+// loop in time order; a decision it returns becomes pending and applies when every worker
+// has reached its apply_at_iteration: the workers wait for each other there (the engine's
+// switch), and the next mode starts from that barrier with the decision's AMP flags and
+// batches (a worker's compute time is linear in its batch).
+//
+// The run ends when the target is reached (Progress, progress.h) or the simulated time
+// passes TimeLimitSeconds (tta null). Deterministic for a scenario and seed. Not
+// thread-safe (separate calls are independent).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "local/runtime.h"
+#include "sim/scenario.h"
+#include "star/core/api/training_job.h"
+#include "star/core/status.h"
+
+namespace star::sim {
+
+struct SimOptions {
+  // spec.synchronization.selector (the loop falls back to the heuristic for ML today).
+  api::ModeSelector selector = api::ModeSelector::kHeuristic;
+  // When set, every completed worker iteration is written as one CSV row
+  // "iteration,worker,compute_seconds,communication_seconds" (`star detect`'s trace form,
+  // cli/trace_csv.h; the caller writes the header).
+  std::ostream* trace = nullptr;
+};
+
+struct SimResult {
+  std::string policy;                 // local::ToString(policy)
+  std::optional<double> tta_seconds;  // simulated seconds; nullopt when not reached
+  int64_t updates = 0;                // model updates applied
+  int64_t iterations = 0;             // the largest iteration count of any worker
+  int64_t decisions = 0;              // decisions the control loop issued
+};
+
+// The TrainingJob spec the scenario describes (before any --policy): its architecture
+// (with `parameter_servers` servers for ParameterServer), workers, global batch
+// workers x batch_per_worker, min_k; everything else the defaults.
+[[nodiscard]] api::TrainingJobSpec JobSpecOf(const Scenario& s);
+
+// Simulates the job under `policy` (mapped onto the spec by local::ApplyPolicy, as
+// `star local --policy` does). Errors: the control loop's Create errors, and Internal if
+// the loop rejects a simulated report (a simulator bug).
+[[nodiscard]] StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy,
+                                           const SimOptions& options = {});
+
+// {"policy","tta_seconds" (null when not reached),"updates","iterations","decisions"}.
+nlohmann::json ToJson(const SimResult& r);
+
+}  // namespace star::sim
