@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
 #include <pybind11/stl.h>
 
 #include "star/core/api/decision.h"
@@ -74,6 +75,15 @@ void BindDecision(py::module_& m) {
       .def_readonly("metrics_address", &shim::WorkerConfig::metrics_address)
       .def_property_readonly("timeout_ms", [](const shim::WorkerConfig& c) { return c.timeout.count(); })
       .def_property_readonly("worker", &shim::WorkerConfig::worker);
+
+  m.def(
+      "decision_from_json",
+      [](const std::string& text) {
+        const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) ThrowIfError(Status::InvalidArgument("decision: not JSON"));
+        return ValueOrThrow(api::DecisionFromJson(j, "decision"));
+      },
+      py::arg("text"), "A Decision from its JSON (as the controller sends it).");
 
   m.def(
       "config_from_environment",

@@ -1,0 +1,21 @@
+"""A decision turns AMP on for one worker: its steps run under autocast, the others' not."""
+
+from harness import FakeController, expect_all_ok, run_workers
+
+
+def test_amp_toggles_per_worker(tmp_path):
+    decision = {"epoch": 1, "apply_at_iteration": 4, "mode": "ssgd", "k": 2, "groups": [],
+                "workers": [{"worker": 0, "amp": False, "batch": 8}, {"worker": 1, "amp": True, "batch": 8}]}
+    controller = FakeController(lambda report: decision)
+    try:
+        results = run_workers(2, "amp", tmp_path, controller=controller)
+    finally:
+        controller.close()
+    expect_all_ok(results)
+    for worker, want in ((0, False), (1, True)):
+        steps = results[worker][2]["autocast"]
+        assert all(on is False for it, on in steps if it < 4), f"worker {worker} before the decision"
+        after = [on for it, on in steps if it >= 4]
+        assert after and all(on is want for on in after), f"worker {worker}: {steps}"
+    amp_reports = [r for r in controller.reports if r["worker"] == 1 and r["iteration"] > 6]
+    assert amp_reports and all(r["amp"] for r in amp_reports), "worker 1's reports say AMP"
