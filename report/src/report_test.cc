@@ -32,6 +32,8 @@ api::WorkerReport SampleReport() {
   r.local_grad_sq_norm = 4.0;
   r.global_grad_sq_norm = 1.5;
   r.loss = 0.75;
+  r.accuracy = 0.8125;
+  r.accuracy_time_seconds = 11.75;
   return r;
 }
 

@@ -81,6 +81,63 @@ TEST(WorkerReportCodec, RoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(ToJson(*back), ToJson(r));
   EXPECT_FALSE(back->loss.has_value());
+  // Not measured: absent on the wire, as in reports from before the accuracy fields.
+  EXPECT_FALSE(ToJson(r).contains("accuracy"));
+  EXPECT_FALSE(ToJson(r).contains("accuracy_time_seconds"));
+  EXPECT_FALSE(back->accuracy.has_value());
+  EXPECT_FALSE(back->accuracy_time_seconds.has_value());
+}
+
+TEST(WorkerReportCodec, AccuracyRoundTripsWithTheTimeItWasMeasured) {
+  WorkerReport r;
+  r.worker = 1;
+  r.iteration = 40;
+  r.time_seconds = 30;
+  r.local_batch = 16;
+  r.accuracy = 0.82;
+  r.accuracy_time_seconds = 27.5;
+  const json j = ToJson(r);
+  EXPECT_EQ(j["accuracy"], 0.82);
+  EXPECT_EQ(j["accuracy_time_seconds"], 27.5);
+  auto back = WorkerReportFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->accuracy, 0.82);
+  EXPECT_EQ(back->accuracy_time_seconds, 27.5);
+  EXPECT_EQ(ToJson(*back), j);
+}
+
+TEST(WorkerReportCodec, AccuracyWithoutItsTimeWasMeasuredAtTheReportsTime) {
+  WorkerReport r;
+  r.time_seconds = 12.25;
+  r.local_batch = 8;
+  json j = ToJson(r);
+  j["accuracy"] = 0.5;
+  auto back = WorkerReportFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->accuracy, 0.5);
+  EXPECT_EQ(back->accuracy_time_seconds, 12.25);
+  r.accuracy = 0.5;  // set in code without a time: written with the report's time
+  EXPECT_EQ(ToJson(r)["accuracy_time_seconds"], 12.25);
+}
+
+TEST(WorkerReportCodec, RejectsBadAccuracyNamingTheField) {
+  WorkerReport valid;
+  valid.local_batch = 8;
+  valid.accuracy = 0.5;
+  json base = ToJson(valid);
+  auto with = [&](const char* k, json v) {
+    json j = base;
+    j[k] = std::move(v);
+    return WorkerReportFromJson(j).status().message();
+  };
+  EXPECT_EQ(with("accuracy", 1.5), "accuracy: must be <= 1, got 1.5");
+  EXPECT_EQ(with("accuracy", -0.25), "accuracy: must be >= 0, got -0.25");
+  EXPECT_EQ(with("accuracy", "high"), "accuracy: must be a number, got string");
+  EXPECT_EQ(with("accuracy_time_seconds", -1), "accuracy_time_seconds: must be >= 0, got -1");
+  json alone = base;
+  alone.erase("accuracy");
+  EXPECT_EQ(WorkerReportFromJson(alone).status().message(),
+            "accuracy_time_seconds: only allowed with accuracy");
 }
 
 TEST(WorkerReportCodec, RejectsMalformed) {

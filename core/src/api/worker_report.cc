@@ -22,6 +22,10 @@ json ToJson(const WorkerReport& r) {
   if (r.local_grad_sq_norm) j["local_grad_sq_norm"] = *r.local_grad_sq_norm;
   if (r.global_grad_sq_norm) j["global_grad_sq_norm"] = *r.global_grad_sq_norm;
   if (r.loss) j["loss"] = *r.loss;
+  if (r.accuracy) {
+    j["accuracy"] = *r.accuracy;
+    j["accuracy_time_seconds"] = r.accuracy_time_seconds.value_or(r.time_seconds);
+  }
   return j;
 }
 
@@ -55,9 +59,25 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
     if (key != std::string_view("loss")) rd.AtLeast(key, v, 0);
     if (rd.ok()) *field = v;
   }
+  if (rd.ok() && rd.Has("accuracy")) {
+    double a = 0;
+    double at = r.time_seconds;
+    rd.Number("accuracy", &a)
+        .AtLeast("accuracy", a, 0)
+        .AtMost("accuracy", a, 1)
+        .Number("accuracy_time_seconds", &at, Need::kOptional)
+        .AtLeast("accuracy_time_seconds", at, 0);
+    if (rd.ok()) {
+      r.accuracy = a;
+      r.accuracy_time_seconds = at;
+    }
+  } else if (rd.Has("accuracy_time_seconds")) {
+    rd.Fail("accuracy_time_seconds", "only allowed with accuracy");
+  }
   rd.RejectUnknown({"job", "worker", "iteration", "iterations", "time_seconds", "compute_seconds",
                     "communication_seconds", "wait_seconds", "local_batch", "amp",
-                    "local_grad_sq_norm", "global_grad_sq_norm", "loss"});
+                    "local_grad_sq_norm", "global_grad_sq_norm", "loss", "accuracy",
+                    "accuracy_time_seconds"});
   if (!rd.ok()) return rd.status();
   return r;
 }

@@ -29,13 +29,22 @@ struct WorkerReport {
   std::optional<double> local_grad_sq_norm;
   std::optional<double> global_grad_sq_norm;
   std::optional<double> loss;
+  // Test accuracy in [0, 1] that the trainer measured, and the job-relative time it was
+  // measured (>= 0; on the wire it may be left out, and then it is time_seconds); both
+  // absent when the report carries no accuracy. accuracy_time_seconds is set only with
+  // accuracy.
+  std::optional<double> accuracy;
+  std::optional<double> accuracy_time_seconds;
 
   // compute + communication: the iteration time excluding waiting on others (t_i).
   double iteration_seconds() const { return compute_seconds + communication_seconds; }
 };
 
 nlohmann::json ToJson(const WorkerReport& r);
-// Validates every field; errors name the field ("worker: must be >= 0, got -1").
+// Validates every field; errors name the field ("worker: must be >= 0, got -1",
+// "accuracy: must be <= 1, got 1.5", "accuracy_time_seconds: only allowed with accuracy").
+// A report with accuracy but no accuracy_time_seconds gets accuracy_time_seconds =
+// time_seconds.
 StatusOr<WorkerReport> WorkerReportFromJson(const nlohmann::json& j, const std::string& path = "");
 
 }  // namespace star::api
