@@ -58,6 +58,7 @@ json TrainingJobExample() {
       "workers": [{"batch": 64, "amp": true}],
       "iteration": 1200,
       "accuracy": 0.71,
+      "ttaSeconds": 330.25,
       "estimatedTTASeconds": 340.5,
       "decisionEpoch": 3,
       "decisionApplyAtIteration": 1190

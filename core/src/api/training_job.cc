@@ -520,10 +520,13 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
     rd.Number("accuracy", &a).AtLeast("accuracy", a, 0).AtMost("accuracy", a, 1);
     s.accuracy = a;
   }
-  if (rd.ok() && rd.Has("estimatedTTASeconds")) {
-    double t = 0;
-    rd.Number("estimatedTTASeconds", &t).AtLeast("estimatedTTASeconds", t, 0);
-    s.estimated_tta_seconds = t;
+  for (auto [name, field] : {std::pair{"ttaSeconds", &s.tta_seconds},
+                              std::pair{"estimatedTTASeconds", &s.estimated_tta_seconds}}) {
+    if (rd.ok() && rd.Has(name)) {
+      double t = 0;
+      rd.Number(name, &t).AtLeast(name, t, 0);
+      *field = t;
+    }
   }
   for (auto [name, field] : {std::pair{"decisionEpoch", &s.decision_epoch},
                               std::pair{"decisionApplyAtIteration", &s.decision_apply_at_iteration}}) {
@@ -534,7 +537,7 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
     }
   }
   rd.RejectUnknown({"phase", "conditions", "observedGeneration", "syncMode", "k", "groups",
-                    "stragglers", "workers", "iteration", "accuracy", "estimatedTTASeconds",
+                    "stragglers", "workers", "iteration", "accuracy", "ttaSeconds", "estimatedTTASeconds",
                     "decisionEpoch", "decisionApplyAtIteration"});
   if (!rd.ok()) return rd.status();
   return s;
@@ -565,6 +568,7 @@ json ToJson(const TrainingJobStatus& s) {
   if (s.sync_mode) j["syncMode"] = ToString(*s.sync_mode);
   if (s.k) j["k"] = *s.k;
   if (s.accuracy) j["accuracy"] = *s.accuracy;
+  if (s.tta_seconds) j["ttaSeconds"] = *s.tta_seconds;
   if (s.estimated_tta_seconds) j["estimatedTTASeconds"] = *s.estimated_tta_seconds;
   if (s.decision_epoch) j["decisionEpoch"] = *s.decision_epoch;
   if (s.decision_apply_at_iteration) j["decisionApplyAtIteration"] = *s.decision_apply_at_iteration;

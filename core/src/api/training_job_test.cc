@@ -72,6 +72,7 @@ json FmnistJob() {
                   {"batch": 40, "amp": true}, {"batch": 72, "amp": false}],
       "iteration": 1234,
       "accuracy": 0.71,
+      "ttaSeconds": 298.25,
       "estimatedTTASeconds": 312.5,
       "decisionEpoch": 2,
       "decisionApplyAtIteration": 1200
@@ -168,6 +169,7 @@ TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
   st.workers = {{128, true}, {128, false}};
   st.iteration = 42;
   st.accuracy = 0.5;
+  st.tta_seconds = 9.5;
   st.estimated_tta_seconds = 10.25;
   st.decision_epoch = 3;
   st.decision_apply_at_iteration = 40;
@@ -460,6 +462,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "status.accuracy: must be <= 1, got 1.01"},
         BadCase{"NegativeTta", [](json& d) { d["status"]["estimatedTTASeconds"] = -1; },
                 "status.estimatedTTASeconds: must be >= 0, got -1"},
+        BadCase{"NegativeReachedTta", [](json& d) { d["status"]["ttaSeconds"] = -0.5; },
+                "status.ttaSeconds: must be >= 0, got -0.5"},
+        BadCase{"ReachedTtaNotNumber", [](json& d) { d["status"]["ttaSeconds"] = "soon"; },
+                "status.ttaSeconds: must be a number, got string"},
         BadCase{"NegativeDecisionEpoch", [](json& d) { d["status"]["decisionEpoch"] = -2; },
                 "status.decisionEpoch: must be >= 0, got -2"},
         BadCase{"ConditionBadStatus",

@@ -166,7 +166,11 @@ struct TrainingJobStatus {
   std::vector<StragglerStatus> stragglers;
   std::vector<WorkerStatus> workers;            // indexed by rank
   int64_t iteration = 0;                        // >= 0
-  std::optional<double> accuracy;               // in [0, 1] when set
+  // The latest test accuracy the workers reported; in [0, 1] when set.
+  std::optional<double> accuracy;
+  // The job time at which accuracy first reached spec.training.targetAccuracy (the time
+  // to accuracy); wire "ttaSeconds"; >= 0 when set, unset before.
+  std::optional<double> tta_seconds;
   std::optional<double> estimated_tta_seconds;  // wire "estimatedTTASeconds"; >= 0 when set
   // The latest decision issued to the workers (with syncMode, k, groups, workers): its
   // epoch and the iteration it applies at (both >= 0; unset before the first). A
@@ -222,7 +226,8 @@ nlohmann::json ToJson(const TrainingJobSpec& spec);
 StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const nlohmann::json& j,
                                                       const std::string& path = "status");
 // Writes phase, conditions, observedGeneration, groups, stragglers, workers and
-// iteration always; syncMode, k, accuracy and estimatedTTASeconds only when set.
+// iteration always; syncMode, k, accuracy, ttaSeconds, estimatedTTASeconds,
+// decisionEpoch and decisionApplyAtIteration only when set.
 nlohmann::json ToJson(const TrainingJobStatus& status);
 
 // ---- pod template helpers ----
