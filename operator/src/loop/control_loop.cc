@@ -109,6 +109,7 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
   if (CountTowardRound(r.worker)) decide = true;
   if (redecide_ && decision_ && MinIteration() >= decision_->apply_at_iteration) decide = true;
   if (decide) Decide(r.time_seconds);
+  if (r.accuracy) RecordAccuracy(r.accuracy_time_seconds.value_or(r.time_seconds), *r.accuracy);
   return decision_;
 }
 

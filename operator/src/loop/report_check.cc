@@ -15,6 +15,14 @@ bool NonNegative(double v) { return std::isfinite(v) && v >= 0; }
 
 }  // namespace
 
+Status JobControlLoop::CheckAccuracy(double t, double accuracy) {
+  if (!NonNegative(t)) return Bad("accuracy_time_seconds", "must be finite and >= 0");
+  if (!(std::isfinite(accuracy) && accuracy >= 0 && accuracy <= 1)) {
+    return Bad("accuracy", "must be finite and in [0, 1]");
+  }
+  return Status::Ok();
+}
+
 Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
   if (r.worker < 0 || r.worker >= n_) {
     return Bad("worker", "must be in [0, " + std::to_string(n_) + "), got " +
@@ -46,6 +54,10 @@ Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
   if (r.global_grad_sq_norm && !NonNegative(*r.global_grad_sq_norm)) {
     return Bad("global_grad_sq_norm", "must be finite and >= 0");
   }
+  if (r.accuracy) {
+    return CheckAccuracy(r.accuracy_time_seconds.value_or(r.time_seconds), *r.accuracy);
+  }
+  if (r.accuracy_time_seconds) return Bad("accuracy_time_seconds", "only allowed with accuracy");
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 #include "star/operator/timeline.h"
 
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 #include <utility>
 
@@ -43,6 +44,12 @@ std::string ModeDetail(const ModeFields& m) {
   return os.str();
 }
 
+std::string TargetDetail(const TargetFields& f) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3) << "accuracy >= " << f.target;
+  return os.str();
+}
+
 }  // namespace
 
 std::string_view EventName(EventKind kind) {
@@ -53,6 +60,7 @@ std::string_view EventName(EventKind kind) {
     case EventKind::kAmpOn: return "amp_on";
     case EventKind::kAmpOff: return "amp_off";
     case EventKind::kBatches: return "batches";
+    case EventKind::kTargetReached: return "target_reached";
   }
   return "unknown";
 }
@@ -62,6 +70,7 @@ std::string EventDetail(const TimelineEvent& e) {
     case EventKind::kStraggler: return StragglerDetail(e.straggler);
     case EventKind::kMode: return ModeDetail(e.mode);
     case EventKind::kBatches: return BatchesString(e.batches);
+    case EventKind::kTargetReached: return TargetDetail(e.target);
     case EventKind::kRecovered:
     case EventKind::kAmpOn:
     case EventKind::kAmpOff: return "";
@@ -92,6 +101,12 @@ TimelineEvent MakeAmpEvent(double t, int worker, bool on) {
 TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches) {
   TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kBatches};
   e.batches = std::move(batches);
+  return e;
+}
+
+TimelineEvent MakeTargetReachedEvent(double t, TargetFields fields) {
+  TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kTargetReached};
+  e.target = fields;
   return e;
 }
 

@@ -52,9 +52,19 @@ TEST(TimelineEvent, BatchesRenderAsAList) {
   EXPECT_EQ(e.batches, (std::vector<int64_t>{32, 32, 16, 48}));
 }
 
+TEST(TimelineEvent, TargetReachedRendersTheTargetAsTheRuntimeDid) {
+  const TimelineEvent e = MakeTargetReachedEvent(41.5, {0.8125, 0.8});
+  EXPECT_EQ(EventName(e.kind), "target_reached");
+  EXPECT_EQ(e.worker, -1);
+  EXPECT_EQ(e.t, 41.5);
+  EXPECT_EQ(EventDetail(e), "accuracy >= 0.800");
+  EXPECT_EQ(e.target, (TargetFields{0.8125, 0.8}));
+}
+
 TEST(TimelineEvent, EveryKindHasANameAndOnlyItsFieldsMakeADetail) {
   for (EventKind k : {EventKind::kStraggler, EventKind::kRecovered, EventKind::kMode,
-                      EventKind::kAmpOn, EventKind::kAmpOff, EventKind::kBatches}) {
+                      EventKind::kAmpOn, EventKind::kAmpOff, EventKind::kBatches,
+                      EventKind::kTargetReached}) {
     TimelineEvent e;
     e.kind = k;
     e.batches = {1, 2};

@@ -33,6 +33,7 @@ void JobControlLoop::RecordSample(const api::WorkerReport& r) {
 
 std::optional<double> JobControlLoop::estimated_tta_seconds() const {
   const auto& target = spec_.training.target_accuracy;
+  if (tta_) return tta_;
   const auto& max = spec_.training.max_iterations;
   if (!target || !max || max_iteration_ <= 0 || latest_time_ <= 0) return std::nullopt;
   return latest_time_ * static_cast<double>(*max) / static_cast<double>(max_iteration_);

@@ -187,6 +187,9 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   const int n = job.loop->num_workers();
   api::TrainingJobStatus st;
   st.iteration = job.iteration;
+  st.accuracy = job.loop->accuracy();
+  st.tta_seconds = job.loop->tta_seconds();
+  st.estimated_tta_seconds = job.loop->estimated_tta_seconds();
   const api::Decision* d = job.loop->current();
   if (d == nullptr) {
     // The baseline the pods start with: SSGD, equal batches, AMP off.
@@ -206,6 +209,10 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   json full = api::ToJson(st);
   json status = json::object();
   for (const char* k : {"stragglers", "iteration"}) status[k] = full[k];
+  // Set once known; a merge patch leaves the recorded value when absent.
+  for (const char* k : {"accuracy", "ttaSeconds", "estimatedTTASeconds"}) {
+    if (full.contains(k)) status[k] = full[k];
+  }
   if (d == nullptr) {
     for (const char* k : {"syncMode", "k", "groups", "workers"}) status[k] = full[k];
   } else if (d->epoch <= job.recorded_epoch) {
@@ -217,7 +224,8 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
   u.mode = d ? d->mode : api::SyncMode::kSsgd;
   u.status = std::move(status);
   u.stragglers = static_cast<int>(st.stragglers.size());
-  u.estimated_tta_seconds = job.loop->estimated_tta_seconds();
+  u.estimated_tta_seconds = st.estimated_tta_seconds;
+  u.accuracy = st.accuracy;
   return u;
 }
 

@@ -1,6 +1,8 @@
 #include "reconciler/loop_events.h"
 
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 namespace star::op {
 
@@ -13,6 +15,13 @@ EventSpec EventOfLoopEvent(const TimelineEvent& e) {
     case EventKind::kAmpOn: return {"Normal", "AmpEnabled", w + ": mixed precision on"};
     case EventKind::kAmpOff: return {"Normal", "AmpDisabled", w + ": mixed precision off"};
     case EventKind::kBatches: return {"Normal", "BatchesRebalanced", "local batches " + EventDetail(e)};
+    case EventKind::kTargetReached: {
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(3) << "accuracy " << e.target.accuracy
+         << " reached the target " << e.target.target << std::setprecision(1) << " at "
+         << e.t << " s";
+      return {"Normal", "TargetAccuracyReached", os.str()};
+    }
   }
   return {"Normal", std::string(EventName(e.kind)), EventDetail(e)};
 }
@@ -30,7 +39,8 @@ void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* st
     case EventKind::kMode:
     case EventKind::kAmpOn:
     case EventKind::kAmpOff:
-    case EventKind::kBatches: return;
+    case EventKind::kBatches:
+    case EventKind::kTargetReached: return;
   }
 }
 

@@ -81,6 +81,13 @@ TEST(EventOfLoopEvent, RecoveryAndAmpAreNormalEventsOfTheWorker) {
   EXPECT_EQ(EventOfLoopEvent(MakeAmpEvent(1, 0, false)).message, "worker 0: mixed precision off");
 }
 
+TEST(EventOfLoopEvent, TargetReachedNamesTheAccuracyTheTargetAndTheJobTime) {
+  const EventSpec ev = EventOfLoopEvent(MakeTargetReachedEvent(312.46, {0.8512, 0.85}));
+  EXPECT_EQ(ev.type, "Normal");
+  EXPECT_EQ(ev.reason, "TargetAccuracyReached");
+  EXPECT_EQ(ev.message, "accuracy 0.851 reached the target 0.850 at 312.5 s");
+}
+
 TEST(TrackStragglers, KeepsWhenAStragglerStartedAndItsLatestClassificationAndForgetsItOnRecovery) {
   std::map<int, TrackedStraggler> straggling;
   int calls = 0;

@@ -54,6 +54,10 @@ OperatorMetrics::OperatorMetrics()
                .Name("star_job_estimated_tta_seconds")
                .Help("Job time at which the control loop estimates the target accuracy is reached")
                .Register(*registry_)),
+      accuracy_(prometheus::BuildGauge()
+                    .Name("star_job_accuracy")
+                    .Help("Latest test accuracy the job's workers reported")
+                    .Register(*registry_)),
       reallocations_(prometheus::BuildCounter()
                          .Name("star_job_reallocations_total")
                          .Help("Resource reallocation plans by outcome")
@@ -127,6 +131,16 @@ void OperatorMetrics::EstimatedTta(const std::string& job, std::optional<double>
   }
 }
 
+void OperatorMetrics::Accuracy(const std::string& job, std::optional<double> accuracy) {
+  std::lock_guard lock(mu_);
+  prometheus::Gauge& g = accuracy_.Add({{"job", job}});
+  if (accuracy) {
+    g.Set(*accuracy);
+  } else {
+    accuracy_.Remove(&g);
+  }
+}
+
 void OperatorMetrics::CpuAllocations(const std::string& job, const std::vector<PodCpu>& pods) {
   std::lock_guard lock(mu_);
   std::vector<prometheus::Gauge*>& series = series_[job].cpu;
@@ -149,6 +163,7 @@ void OperatorMetrics::ForgetJob(const std::string& job) {
   for (const char* kind : kDecisionKinds) decisions_.Remove(&decisions_.Add({{"job", job}, {"kind", kind}}));
   reports_.Remove(&reports_.Add({{"job", job}}));
   tta_.Remove(&tta_.Add({{"job", job}}));
+  accuracy_.Remove(&accuracy_.Add({{"job", job}}));
   for (const char* o : kReallocationOutcomes) {
     reallocations_.Remove(&reallocations_.Add({{"job", job}, {"outcome", o}}));
   }

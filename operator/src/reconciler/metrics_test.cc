@@ -81,6 +81,17 @@ TEST(OperatorMetricsTest, EstimatedTtaIsSetAndRemovedWithoutAnEstimate) {
   EXPECT_EQ(m.Serialize().find("star_job_estimated_tta_seconds{"), std::string::npos) << m.Serialize();
 }
 
+TEST(OperatorMetricsTest, AccuracyIsSetAndRemovedWithoutOneAndForgottenWithTheJob) {
+  OperatorMetrics m;
+  m.Accuracy("team/a", 0.8125);
+  EXPECT_TRUE(Has(m.Serialize(), "star_job_accuracy{job=\"team/a\"} 0.8125")) << m.Serialize();
+  m.Accuracy("team/a", std::nullopt);
+  EXPECT_EQ(m.Serialize().find("star_job_accuracy{"), std::string::npos) << m.Serialize();
+  m.Accuracy("team/a", 0.5);
+  m.ForgetJob("team/a");
+  EXPECT_EQ(m.Serialize().find("star_job_accuracy{"), std::string::npos) << m.Serialize();
+}
+
 TEST(OperatorMetricsTest, CpuAllocationsFollowThePlanAndGoWithIt) {
   OperatorMetrics m;
   m.CpuAllocations("team/a", {{"team/a-worker-0", "n1", 2500}, {"team/b-worker-1", "n1", 500}});

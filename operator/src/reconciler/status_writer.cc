@@ -24,7 +24,8 @@ std::optional<Change> ChangeOf(EventKind kind) {
     case EventKind::kAmpOff: return Change{"amp", 1};
     case EventKind::kBatches: return Change{"batch", 2};
     case EventKind::kStraggler:
-    case EventKind::kRecovered: return std::nullopt;
+    case EventKind::kRecovered:
+    case EventKind::kTargetReached: return std::nullopt;
   }
   return std::nullopt;
 }
@@ -52,6 +53,7 @@ void RecordJobMetrics(OperatorMetrics* metrics, const JobUpdate& u) {
   auto status = api::TrainingJobStatusFromJson(u.status, "status");
   metrics->WorkerStragglers(u.key, status.ok() ? status->stragglers : std::vector<api::StragglerStatus>{});
   metrics->EstimatedTta(u.key, u.estimated_tta_seconds);
+  metrics->Accuracy(u.key, u.accuracy);
   for (const std::set<std::string>& kinds : DecisionKinds(u.events)) metrics->Decisions(u.key, kinds);
 }
 

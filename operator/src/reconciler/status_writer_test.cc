@@ -1,5 +1,6 @@
-// What a drained job's update puts in the metrics: decisions by kind from its loop
-// events, the per-worker straggler state and the estimated TTA.
+// What a drained job's update puts in the metrics (decisions by kind from its loop
+// events, the per-worker straggler state, the estimated TTA, the accuracy) and in its
+// status (the accuracy, the TTA).
 #include "star/operator/reconciler/status_writer.h"
 
 #include <gtest/gtest.h>
@@ -39,22 +40,83 @@ TEST(RecordJobMetricsTest, SetsStragglersTtaAndDecisionKindsOfTheUpdate) {
   u.events = {MakeStragglerEvent(3, 1, {api::StragglerCause::kCompute, api::StragglerKind::kStatic, 2.5}),
               MakeAmpEvent(3, 1, true)};
   u.estimated_tta_seconds = 120;
+  u.accuracy = 0.625;
   RecordJobMetrics(&m, u);
   const std::string text = m.Serialize();
   EXPECT_NE(text.find("star_job_worker_straggler{cause=\"compute\",job=\"team/a\",kind=\"static\",worker=\"1\"} 1\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("star_job_estimated_tta_seconds{job=\"team/a\"} 120\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_accuracy{job=\"team/a\"} 0.625\n"), std::string::npos) << text;
   EXPECT_NE(text.find("star_job_decisions_total{job=\"team/a\",kind=\"amp\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("star_job_decisions_total{job=\"team/a\",kind=\"sync_mode\"} 0\n"), std::string::npos) << text;
 
   u.status["stragglers"] = nlohmann::json::array();  // recovered
   u.events = {MakeRecoveredEvent(9, 1)};
   u.estimated_tta_seconds.reset();
+  u.accuracy.reset();
   RecordJobMetrics(&m, u);
   const std::string after = m.Serialize();
   EXPECT_NE(after.find("star_job_worker_straggler{cause=\"compute\",job=\"team/a\",kind=\"static\",worker=\"1\"} 0\n"),
             std::string::npos) << after;
   EXPECT_EQ(after.find("star_job_estimated_tta_seconds{"), std::string::npos) << after;
+  EXPECT_EQ(after.find("star_job_accuracy{"), std::string::npos) << after;
+}
+
+api::WorkerReport Report(int worker, int64_t iteration, std::optional<double> accuracy = std::nullopt) {
+  api::WorkerReport r;
+  r.job = "team/a";
+  r.worker = worker;
+  r.iteration = iteration;
+  r.time_seconds = static_cast<double>(iteration);
+  r.compute_seconds = 0.1;
+  r.local_batch = 32;
+  if (accuracy) {
+    r.accuracy = *accuracy;
+    r.accuracy_time_seconds = static_cast<double>(iteration) - 0.5;
+  }
+  return r;
+}
+
+// The status the writer merges into the TrainingJob (JobUpdate::status) and its metrics.
+TEST(StatusWriterTest, WritesTheWorkersAccuracyAndTheTtaOnceTheTargetIsReached) {
+  api::TrainingJobSpec spec;
+  spec.workers.replicas = 2;
+  spec.training.global_batch_size = 64;
+  spec.training.target_accuracy = 0.8;
+  JobRegistry reg([] { return std::string("2025-01-01T00:00:00Z"); });
+  ASSERT_TRUE(reg.Upsert("team/a", 1, spec, "tok").ok());
+
+  ASSERT_TRUE(reg.Observe(Report(0, 10, 0.6)).ok());
+  ASSERT_TRUE(reg.Observe(Report(1, 10)).ok());
+  std::vector<JobUpdate> updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].status["accuracy"], 0.6) << updates[0].status.dump();
+  EXPECT_FALSE(updates[0].status.contains("ttaSeconds")) << "absent before the target";
+  EXPECT_FALSE(updates[0].status.contains("estimatedTTASeconds")) << "no maxIterations, no target yet";
+
+  ASSERT_TRUE(reg.Observe(Report(0, 20, 0.85)).ok());
+  ASSERT_TRUE(reg.Observe(Report(1, 20)).ok());
+  ASSERT_TRUE(reg.Observe(Report(0, 30, 0.75)).ok());  // a later dip keeps the TTA
+  updates = reg.Drain();
+  ASSERT_EQ(updates.size(), 1u);
+  const JobUpdate& u = updates[0];
+  EXPECT_EQ(u.status["accuracy"], 0.75) << u.status.dump();
+  EXPECT_EQ(u.status["ttaSeconds"], 19.5) << u.status.dump();
+  EXPECT_EQ(u.status["estimatedTTASeconds"], 19.5) << "the estimate is the TTA once reached";
+  // The CRD's status accepts it as written.
+  auto parsed = api::TrainingJobStatusFromJson(u.status, "status");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->tta_seconds, 19.5);
+  EXPECT_EQ(parsed->accuracy, 0.75);
+  bool reached = false;
+  for (const TimelineEvent& e : u.events) reached |= e.kind == EventKind::kTargetReached && e.t == 19.5;
+  EXPECT_TRUE(reached);
+
+  OperatorMetrics m;
+  RecordJobMetrics(&m, u);
+  const std::string text = m.Serialize();
+  EXPECT_NE(text.find("star_job_accuracy{job=\"team/a\"} 0.75\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_estimated_tta_seconds{job=\"team/a\"} 19.5\n"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -57,8 +57,13 @@
 //   one that never saw the previous decision would not make its switch).
 // * Reallocation: the loop keeps a request of the workers that need resources
 //   (resource_needs.h has the rule); the runtimes plan and apply it.
-// * Timeline: every change (straggler, recovered, mode, amp_on / amp_off, batches) is
-//   appended as a typed TimelineEvent (timeline.h).
+// * Accuracy: test accuracies the trainer measured (a report's accuracy, or
+//   ObserveAccuracy for an evaluator beside the workers) make the accuracy curve; the
+//   first one at or above spec.training.targetAccuracy, in arrival order, sets the TTA
+//   (its time) for good and appends a target_reached event. Accuracy does not feed the
+//   decisions.
+// * Timeline: every change (straggler, recovered, mode, amp_on / amp_off, batches,
+//   target_reached) is appended as a typed TimelineEvent (timeline.h).
 #pragma once
 
 #include <algorithm>
@@ -93,9 +98,34 @@ class JobControlLoop {
   // any. Errors (InvalidArgument naming the field, nothing changes): worker outside
   // [0, n); iteration < 0 or lower than this worker's previous report; iterations < 1;
   // negative or non-finite times; local_batch < 1; negative or non-finite gradient
-  // norms. Amortised O(window + n) per report; a decision costs Select's and
-  // PlanBatches' complexity.
+  // norms; accuracy not finite or outside [0, 1]; accuracy_time_seconds negative or
+  // non-finite. A report with accuracy is observed as ObserveAccuracy(
+  // accuracy_time_seconds, or time_seconds when that is unset, accuracy) AFTER its
+  // timing (so a target_reached event follows the events of the report's timing).
+  // Amortised O(window + n) per report; a decision costs Select's and PlanBatches'
+  // complexity.
   [[nodiscard]] StatusOr<std::optional<api::Decision>> Observe(const api::WorkerReport& report);
+
+  // Records a test accuracy measured at job time `t` (seconds, the reports' clock):
+  // appends (t, accuracy) to the accuracy curve, makes it the latest accuracy and, the
+  // first time accuracy >= spec.training.targetAccuracy, sets the TTA to t and appends a
+  // target_reached event at t. Without a targetAccuracy there is never a TTA; once set,
+  // later (lower) accuracies do not change it. InvalidArgument, and nothing changes,
+  // unless t is finite and >= 0 ("accuracy_time_seconds: ...") and accuracy is finite
+  // and in [0, 1] ("accuracy: ..."). O(1) amortised.
+  [[nodiscard]] Status ObserveAccuracy(double t, double accuracy);
+  // Every accuracy observed, as (t, accuracy), in arrival order.
+  [[nodiscard]] const std::vector<std::pair<double, double>>& accuracy_curve() const {
+    return accuracy_curve_;
+  }
+  // The latest accuracy observed (by arrival); nullopt before any.
+  [[nodiscard]] std::optional<double> accuracy() const {
+    return accuracy_curve_.empty() ? std::nullopt
+                                   : std::optional<double>(accuracy_curve_.back().second);
+  }
+  // The time to accuracy: the t of the first accuracy >= spec.training.targetAccuracy;
+  // nullopt before that and for a job without a target.
+  [[nodiscard]] std::optional<double> tta_seconds() const { return tta_; }
 
   // Every change so far, in order.
   [[nodiscard]] const std::vector<TimelineEvent>& timeline() const { return timeline_; }
@@ -127,11 +157,13 @@ class JobControlLoop {
   [[nodiscard]] int num_workers() const { return n_; }
   // Completed rounds.
   [[nodiscard]] int64_t rounds() const { return rounds_; }
-  // The job time (time_seconds) at which the target accuracy is estimated to be reached.
-  // The loop sees no accuracy: spec.training.maxIterations stands for the iterations the
+  // The job time (time_seconds) at which the target accuracy is estimated to be reached:
+  // tta_seconds() once the target was reached. Before that the accuracies so far do not
+  // extrapolate reliably: spec.training.maxIterations stands for the iterations the
   // target needs, reached at the mean rate so far, i.e. latest time_seconds x
-  // maxIterations / largest iteration reported. nullopt without targetAccuracy or
-  // maxIterations, or before a report with iteration > 0 and time_seconds > 0.
+  // maxIterations / largest iteration reported. nullopt without targetAccuracy, or
+  // (before the target) without maxIterations or before a report with iteration > 0 and
+  // time_seconds > 0.
   [[nodiscard]] std::optional<double> estimated_tta_seconds() const;
 
  private:
@@ -171,6 +203,9 @@ class JobControlLoop {
 
   // Observe's steps (control_loop.cc, worker_stats.cc).
   [[nodiscard]] Status CheckReport(const api::WorkerReport& r) const;
+  // ObserveAccuracy's checks (report_check.cc), and its work on checked values (accuracy.cc).
+  [[nodiscard]] static Status CheckAccuracy(double t, double accuracy);
+  void RecordAccuracy(double t, double accuracy);
   void RecordSample(const api::WorkerReport& r);
   void ObserveNoise(const api::WorkerReport& r);
   // Feeds the detector; records its events. True when any state changed.
@@ -245,6 +280,8 @@ class JobControlLoop {
   int64_t epoch_base_ = 0;              // epochs an earlier loop issued (ContinueEpochs)
   ResourceNeeds needs_;
   std::vector<int> need_quiet_rounds_;  // per worker: round closes without the need
+  std::vector<std::pair<double, double>> accuracy_curve_;  // (t, accuracy), by arrival
+  std::optional<double> tta_;                              // the target's first crossing
 };
 
 }  // namespace star::op

@@ -12,8 +12,8 @@
 namespace star::op {
 
 // What changed. Names (EventName): "straggler", "recovered", "mode", "amp_on",
-// "amp_off", "batches".
-enum class EventKind { kStraggler, kRecovered, kMode, kAmpOn, kAmpOff, kBatches };
+// "amp_off", "batches", "target_reached".
+enum class EventKind { kStraggler, kRecovered, kMode, kAmpOn, kAmpOff, kBatches, kTargetReached };
 [[nodiscard]] std::string_view EventName(EventKind kind);
 
 // kStraggler: the detector's classification (a new one for an already-straggling
@@ -35,8 +35,17 @@ struct ModeFields {
   friend bool operator==(const ModeFields&, const ModeFields&) = default;
 };
 
-// One change, at the time_seconds of the report that caused it. worker is -1 for
-// job-wide events (mode, batches). Only the fields of `kind` are meaningful; the report
+// kTargetReached: the accuracy that reached the target, and the target.
+struct TargetFields {
+  double accuracy = 0;
+  double target = 0;
+
+  friend bool operator==(const TargetFields&, const TargetFields&) = default;
+};
+
+// One change, at the time_seconds of the report that caused it (kTargetReached: at the
+// time the accuracy was measured). worker is -1 for job-wide events (mode, batches,
+// target_reached). Only the fields of `kind` are meaningful; the report
 // strings are EventName(kind) and EventDetail(event).
 struct TimelineEvent {
   double t = 0;
@@ -45,6 +54,7 @@ struct TimelineEvent {
   StragglerFields straggler{};     // kStraggler
   ModeFields mode{};               // kMode
   std::vector<int64_t> batches{};  // kBatches: per worker, by rank
+  TargetFields target{};           // kTargetReached
 
   friend bool operator==(const TimelineEvent&, const TimelineEvent&) = default;
 };
@@ -53,6 +63,7 @@ struct TimelineEvent {
 //   straggler  "cause=compute kind=static slowdown=2.01" (slowdown rounded to 2 decimals)
 //   mode       "ssgd k=4", "fixed_k k=3 [[0,1,3,2]]", "groups k=4 [[0,1],[2]]"
 //   batches    "[32,32,16,48]"
+//   target_reached  "accuracy >= 0.800" (the target, 3 decimals)
 //   others     ""
 [[nodiscard]] std::string EventDetail(const TimelineEvent& event);
 
@@ -61,5 +72,6 @@ struct TimelineEvent {
 [[nodiscard]] TimelineEvent MakeModeEvent(double t, ModeFields fields);
 [[nodiscard]] TimelineEvent MakeAmpEvent(double t, int worker, bool on);
 [[nodiscard]] TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches);
+[[nodiscard]] TimelineEvent MakeTargetReachedEvent(double t, TargetFields fields);
 
 }  // namespace star::op

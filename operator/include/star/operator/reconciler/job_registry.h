@@ -29,7 +29,9 @@ namespace star::op {
 // A job's status as the reports made it, ready to merge-patch into status.
 struct JobUpdate {
   std::string key;            // "<namespace>/<name>"
-  nlohmann::json status;      // syncMode, k, groups, stragglers, workers, iteration
+  // syncMode, k, groups, stragglers, workers, iteration; accuracy, ttaSeconds and
+  // estimatedTTASeconds once the loop has them.
+  nlohmann::json status;
   std::vector<TimelineEvent> events;  // new since the last Drain, in order
   int stragglers = 0;
   std::optional<api::SyncMode> mode;
@@ -38,6 +40,7 @@ struct JobUpdate {
   // The loop's resource needs changed since the last Drain (its reallocation is due).
   bool needs_changed = false;
   std::optional<double> estimated_tta_seconds;  // JobControlLoop::estimated_tta_seconds
+  std::optional<double> accuracy;               // JobControlLoop::accuracy
 };
 
 // A worker its job's loop flags, as status records it: its latest straggler event's

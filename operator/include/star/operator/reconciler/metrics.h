@@ -22,11 +22,15 @@
 //   star_job_decision_latency_seconds            time the control loop took on a report
 //                                                that produced a new decision
 //   star_job_estimated_tta_seconds{job}          JobControlLoop::estimated_tta_seconds:
+//                                                the time to accuracy once the workers'
+//                                                reports reached the target; before that
 //                                                the job time at which spec.training.
 //                                                maxIterations is reached at the rate so
-//                                                far (the operator sees no accuracy); only
-//                                                for jobs with a targetAccuracy and
-//                                                maxIterations, once a report has come in
+//                                                far (jobs with a targetAccuracy and
+//                                                maxIterations, once a report has come in)
+//   star_job_accuracy{job}                       JobControlLoop::accuracy: the latest test
+//                                                accuracy the job's workers reported;
+//                                                absent before any
 //   star_job_reallocations_total{job,outcome}    resource reallocation plans by outcome:
 //                                                applied, skipped, error, undone
 //   star_job_cpu_allocation{job,pod,node}        CPU millicores the job's applied
@@ -84,6 +88,8 @@ class OperatorMetrics {
   void WorkerStragglers(const std::string& job, const std::vector<api::StragglerStatus>& flagged);
   // Sets star_job_estimated_tta_seconds; nullopt removes it.
   void EstimatedTta(const std::string& job, std::optional<double> seconds);
+  // Sets star_job_accuracy; nullopt removes it.
+  void Accuracy(const std::string& job, std::optional<double> accuracy);
   // outcome: "applied", "skipped", "error" or "undone".
   void Reallocation(const std::string& job, const std::string& outcome);
   // Replaces the job's star_job_cpu_allocation series by `pods` (empty: none).
@@ -110,6 +116,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Counter>& reports_;
   prometheus::Histogram& decision_latency_;
   prometheus::Family<prometheus::Gauge>& tta_;
+  prometheus::Family<prometheus::Gauge>& accuracy_;
   prometheus::Family<prometheus::Counter>& reallocations_;
   prometheus::Family<prometheus::Gauge>& cpu_allocation_;
   std::map<std::string, JobSeries> series_;  // by job

@@ -1,6 +1,6 @@
 // StatusWriter: brings what the reports made of each job to its status, at most once per
 // job per interval (JobRegistry::Drain), with a Kubernetes Event per loop event
-// (straggler, mode, AMP, batches); a loop event that may call for a reallocation queues
+// (straggler, mode, AMP, batches, target reached); a loop event that may call for a reallocation queues
 // the job. Part of the TrainingJob controller; a Runnable of the Manager.
 #pragma once
 
@@ -25,8 +25,8 @@ namespace star::op {
 // amp_off, batches (one entry per decision).
 std::vector<std::set<std::string>> DecisionKinds(const std::vector<TimelineEvent>& events);
 
-// A drained job's metrics: sync mode, stragglers (per worker too), the estimated TTA and
-// the decisions among its new loop events.
+// A drained job's metrics: sync mode, stragglers (per worker too), the estimated TTA, the
+// accuracy and the decisions among its new loop events.
 void RecordJobMetrics(OperatorMetrics* metrics, const JobUpdate& u);
 
 class StatusWriter : public Runnable {
