@@ -32,7 +32,29 @@ json Timeline(const std::vector<RunEvent>& run_events,
   return timeline;
 }
 
+json AccuracyCurve(const std::vector<std::pair<double, double>>& curve) {
+  json out = json::array();
+  for (const auto& [t, accuracy] : curve) out.push_back({t, accuracy});
+  return out;
+}
+
 }  // namespace
+
+void SetLoopFields(const op::JobControlLoop& loop, ReportInputs* in) {
+  in->tta = loop.tta_seconds();
+  in->final_accuracy = loop.accuracy();
+  in->accuracy_curve = &loop.accuracy_curve();
+  in->current = loop.current();
+  in->loop_events = loop.timeline();
+}
+
+void SetLoopFields(const op::JobControlLoop& loop, ProgressInputs* in) {
+  in->accuracy = loop.accuracy();
+  in->current = loop.current();
+  in->stragglers = loop.stragglers();
+  in->accuracy_curve = &loop.accuracy_curve();
+  in->target_reached = loop.tta_seconds().has_value();
+}
 
 json BuildReport(const ReportInputs& in) {
   json injections = json::array();
@@ -61,7 +83,7 @@ json BuildReport(const ReportInputs& in) {
           {"injections", injections},
           {"unavailable_injections", unavailable},
           {"timeline", Timeline(in.run_events, in.loop_events)},
-          {"accuracy_curve", *in.accuracy_curve},
+          {"accuracy_curve", AccuracyCurve(*in.accuracy_curve)},
           {"samples", *in.samples}};
 }
 
@@ -81,16 +103,16 @@ std::string ProgressLine(const ProgressInputs& in) {
                      "  stragglers " +
                      ListOf(in.stragglers) + "  amp " + ListOf(amp);
   // ETA: the accuracy slope over the last few evaluations, extrapolated to the target.
-  const json& curve = *in.accuracy_curve;
+  const auto& curve = *in.accuracy_curve;
   const size_t m = curve.size();
   if (m >= 3 && !in.target_reached && in.target_accuracy) {
-    const auto& a = curve[m - 3];
-    const auto& b = curve[m - 1];
-    const double slope = (b[1].get<double>() - a[1].get<double>()) /
-                         std::max(1e-9, b[0].get<double>() - a[0].get<double>());
+    const auto& [ta, a] = curve[m - 3];
+    const auto& [tb, b] = curve[m - 1];
+    // Accuracies reported by several workers may arrive out of time order: no slope then.
+    const double slope = tb > ta ? (b - a) / (tb - ta) : 0;
     if (slope > 0) {
-      // Evaluations trail the run: extrapolate from the last snapshot's time.
-      const double at = b[0].get<double>() + (*in.target_accuracy - b[1].get<double>()) / slope;
+      // Evaluations trail the run: extrapolate from the last evaluation's time.
+      const double at = tb + (*in.target_accuracy - b) / slope;
       line += "  eta " + Fixed(std::max(0.0, at - in.t), 0) + "s";
     }
   }

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,11 +39,18 @@ struct ReportInputs {
   std::vector<RunEvent> run_events;
   std::vector<op::TimelineEvent> loop_events;
   const std::vector<ActiveInjection>* injections = nullptr;  // required
-  const nlohmann::json* accuracy_curve = nullptr;            // required
-  const nlohmann::json* samples = nullptr;                   // required
+  // (t, accuracy) in arrival order: the report's accuracy_curve[] of [t, accuracy].
+  const std::vector<std::pair<double, double>>* accuracy_curve = nullptr;  // required
+  const nlohmann::json* samples = nullptr;                                 // required
 };
 
 nlohmann::json BuildReport(const ReportInputs& in);
+
+// Sets what the control loop is the one source of: tta, final_accuracy and
+// accuracy_curve (op::JobControlLoop::tta_seconds, accuracy, accuracy_curve, whatever
+// measured the accuracy: the bundled evaluator or the workers' own reports), current
+// and loop_events. The curve is referenced: `loop` must outlive BuildReport(*in).
+void SetLoopFields(const op::JobControlLoop& loop, ReportInputs* in);
 
 // What the progress line shows.
 struct ProgressInputs {
@@ -52,9 +60,13 @@ struct ProgressInputs {
   std::optional<double> target_accuracy;  // none: no TTA
   const api::Decision* current = nullptr;
   std::vector<int> stragglers;
-  const nlohmann::json* accuracy_curve = nullptr;  // required
+  const std::vector<std::pair<double, double>>* accuracy_curve = nullptr;  // required
   bool target_reached = false;
 };
+
+// Sets accuracy, current, stragglers, accuracy_curve and target_reached from the loop
+// (as SetLoopFields for the report; `loop` must outlive ProgressLine(*in)).
+void SetLoopFields(const op::JobControlLoop& loop, ProgressInputs* in);
 
 // "[12.3s] iteration 40  accuracy 0.712/0.800  mode ssgd  stragglers [1]  amp []  eta 30s"
 std::string ProgressLine(const ProgressInputs& in);

@@ -93,9 +93,6 @@ class Runner {
   std::condition_variable cv_;
   std::optional<op::JobControlLoop> loop_;
   json samples_ = json::array();
-  json accuracy_curve_ = json::array();
-  std::optional<double> tta_;
-  std::optional<double> final_accuracy_;
   int64_t max_iteration_ = 0;
   int64_t last_epoch_ = 0;
   int decisions_ = 0;
@@ -361,6 +358,7 @@ std::optional<api::Decision> Runner::OnReport(const api::WorkerReport& r) {
     Notice("report of worker " + std::to_string(r.worker) + " rejected: " + d.status().message());
     return loop_->current() ? std::optional<api::Decision>(*loop_->current()) : std::nullopt;
   }
+  if (r.accuracy && loop_->tta_seconds()) cv_.notify_all();  // the target may be reached
   if (*d && (*d)->epoch > last_epoch_) {
     last_epoch_ = (*d)->epoch;
     ++decisions_;
@@ -384,13 +382,14 @@ void Runner::ReadEvaluator(int fd) {
   while (::getline(&line, &cap, f) > 0) {
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("accuracy") || !j["accuracy"].is_number()) continue;
-    const double t = j.value("time_seconds", 0.0);
+    const json& time = j.contains("time_seconds") ? j["time_seconds"] : json(0.0);
+    const double t = time.is_number() ? time.get<double>() : -1;
     const double acc = j["accuracy"].get<double>();
     std::lock_guard<std::mutex> lock(mu_);
-    accuracy_curve_.push_back({t, acc});
-    final_accuracy_ = acc;
-    const auto& target = spec_.training.target_accuracy;
-    if (!tta_ && target && acc >= *target) tta_ = t;
+    if (Status s = loop_->ObserveAccuracy(t, acc); !s.ok()) {
+      Notice("evaluation ignored: " + s.message());
+      continue;
+    }
     cv_.notify_all();
   }
   std::free(line);
@@ -418,12 +417,8 @@ void Runner::Progress() {
   ProgressInputs in;
   in.t = t;
   in.iteration = max_iteration_;
-  in.accuracy = final_accuracy_;
   in.target_accuracy = spec_.training.target_accuracy;
-  in.current = loop_->current();
-  in.stragglers = loop_->stragglers();
-  in.accuracy_curve = &accuracy_curve_;
-  in.target_reached = tta_.has_value();
+  SetLoopFields(*loop_, &in);
   o_.progress(ProgressLine(in));
 }
 
@@ -435,21 +430,19 @@ json Runner::BuildReport(const std::string& outcome, double wall) const {
   in.spec = &spec_;
   in.outcome = outcome;
   in.wall_seconds = wall;
-  in.tta = tta_;
-  in.final_accuracy = final_accuracy_;
   in.iterations = max_iteration_;
   in.workers = workers_;
   in.servers = servers_;
   in.worker_millicores = worker_mc_;
   in.network = sandbox_ && sandbox_->has_network();
   in.decisions = decisions_;
-  in.current = loop_ ? loop_->current() : nullptr;
   in.stragglers = ever_flagged_;
   in.run_events = run_events_;
-  if (loop_) in.loop_events = loop_->timeline();
+  const std::vector<std::pair<double, double>> no_curve;
+  in.accuracy_curve = &no_curve;
+  if (loop_) SetLoopFields(*loop_, &in);
   const std::vector<ActiveInjection> none;
   in.injections = injector_ ? &injector_->injections() : &none;
-  in.accuracy_curve = &accuracy_curve_;
   in.samples = &samples_;
   return local::BuildReport(in);
 }
@@ -463,7 +456,7 @@ std::string Runner::Loop(Status* status) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(100));
-      if (tta_) return "target_reached";
+      if (loop_->tta_seconds()) return "target_reached";
     }
     const double t = Now();
     if (o_.stop && o_.stop->load()) {
@@ -511,13 +504,6 @@ RunResult Runner::Run() {
 // Stops everything, tears the sandbox down and writes the report.
 void Runner::Finish(const std::string& outcome, Status status, RunResult* result) {
   const double wall = Now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tta_) {
-      AddEvent({*tta_, "target_reached", -1,
-                "accuracy >= " + Fixed(spec_.training.target_accuracy.value_or(0), 3)});
-    }
-  }
   AddEvent({wall, "stop", -1, outcome});
   procs_->StopAll();
   if (eval_reader_.joinable()) eval_reader_.join();

@@ -7,7 +7,10 @@
 //     namespaces are available, in its own namespace behind a veth pair;
 //   * for the bundled trainer, an evaluator process that tests the parameter snapshots
 //     worker 0 writes (so test evaluation costs no worker any iteration time, whatever
-//     the sync mode), which gives the accuracy curve and the time to accuracy;
+//     the sync mode); its accuracies go to the control loop. The manifest's own command
+//     reports its accuracies itself, with its WorkerReports (star.torch.report_accuracy,
+//     WorkerSession::ReportAccuracy). The loop is the one source of the accuracy curve,
+//     the final accuracy and the time to accuracy;
 //   * in this process: the rendezvous store, the report endpoint and the job control
 //     loop (operator/control_loop.h), the same loop the operator runs on Kubernetes.
 //
@@ -26,8 +29,8 @@
 // is capped there, and uncapped again when the worker leaves the request
 // (reallocation.h).
 //
-// The run ends when the evaluator first reports test accuracy >= the target (tta), when
-// the workers finish spec.training.maxIterations (or the default budget), on a worker
+// The run ends when the loop first sees test accuracy >= the target (tta; from the
+// evaluator or the workers' reports), when the workers finish spec.training.maxIterations (or the default budget), on a worker
 // failure, on timeout, or when `stop` is set (Ctrl-C). Every process, cgroup and
 // namespace is removed on every path.
 #pragma once
@@ -89,7 +92,8 @@ struct RunOptions {
 
 struct RunResult {
   // The report (always present, partial when the run failed): policy, tta_seconds (null
-  // if not reached), target_accuracy, final_accuracy (null before any evaluation),
+  // if not reached), target_accuracy, final_accuracy (null before any accuracy, the
+  // evaluator's or the workers' reports'),
   // iterations, wall_seconds, workers, timeline[] of {t, event, worker, detail},
   // accuracy_curve[] of [t, accuracy], plus job, architecture, outcome
   // ("target_reached" | "max_iterations" | "failed" | "interrupted" | "timeout"),
