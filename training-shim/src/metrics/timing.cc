@@ -34,6 +34,8 @@ IterationTimer::IterationTimer(IterationTimerOptions options) : options_(std::mo
   origin_ = options_.origin_seconds ? *options_.origin_seconds : options_.now();
 }
 
+double IterationTimer::elapsed_seconds() const { return std::max(0.0, options_.now() - origin_); }
+
 Status IterationTimer::BeginCompute() {
   if (compute_start_) return Status::FailedPrecondition("BeginCompute: compute phase already open");
   compute_start_ = options_.now();
@@ -109,7 +111,7 @@ StatusOr<api::WorkerReport> IterationTimer::TakeReport() {
   r.worker = options_.worker;
   r.iteration = last_.iteration;
   r.iterations = n_;
-  r.time_seconds = std::max(0.0, options_.now() - origin_);
+  r.time_seconds = elapsed_seconds();
   r.compute_seconds = compute_sum_ / n_;
   r.communication_seconds = comm_sum_ / n_;
   r.wait_seconds = wait_sum_ / n_;

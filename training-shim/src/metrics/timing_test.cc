@@ -177,6 +177,23 @@ TEST(IterationTimer, ReportHoldsPerIterationMeansAndTheLastSetting) {
   EXPECT_FALSE(next->local_grad_sq_norm.has_value());
 }
 
+TEST(IterationTimer, ElapsedSecondsIsTheReportsClockFromTheOrigin) {
+  FakeClock clock;
+  IterationTimerOptions o;
+  o.now = clock.fn();
+  o.origin_seconds = 90.0;
+  IterationTimer timer(o);
+  EXPECT_EQ(timer.elapsed_seconds(), 10.0);
+  clock.t = 112.5;
+  EXPECT_EQ(timer.elapsed_seconds(), 22.5);
+  ASSERT_TRUE(timer.EndIteration({.iteration = 1, .local_batch = 8}).ok());
+  StatusOr<api::WorkerReport> r = timer.TakeReport();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->time_seconds, timer.elapsed_seconds());
+  clock.t = 80;  // before the origin: never negative
+  EXPECT_EQ(timer.elapsed_seconds(), 0.0);
+}
+
 TEST(IterationTimer, DefaultClockIsMonotonic) {
   IterationTimer timer;
   ASSERT_TRUE(timer.BeginCompute().ok());

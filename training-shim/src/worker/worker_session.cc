@@ -1,8 +1,10 @@
 #include "star/shim/worker_session.h"
 
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
+#include "star/core/api/json_reader.h"
 #include "worker/report_sender.h"
 
 namespace star::shim {
@@ -73,7 +75,7 @@ WorkerSession::WorkerSession(WorkerSessionOptions options,
   in_force_.local_batch = options_.local_batch;
 }
 
-WorkerSession::~WorkerSession() = default;
+WorkerSession::~WorkerSession() { QueueHeldAccuracy(); }
 
 StatusOr<IterationPlan> WorkerSession::BeginIteration(int64_t iteration) {
   if (iteration < last_iteration_) {
@@ -141,15 +143,41 @@ StatusOr<IterationSample> WorkerSession::EndIteration(const IterationInfo& info)
   STAR_ASSIGN_OR_RETURN(IterationSample sample, timer_.EndIteration(info));
   if (metrics_ != nullptr) metrics_->Observe(sample);
   if (due) {
-    STAR_ASSIGN_OR_RETURN(api::WorkerReport report, timer_.TakeReport());
-    sender_->Enqueue(std::move(report));
+    STAR_RETURN_IF_ERROR(QueueReport());
     // The answer, or the report's own timeout: failures are counted, never fatal.
     if (options_.wait_for_answers) (void)sender_->Flush(options_.report_timeout * 2);
   }
   return sample;
 }
 
+Status WorkerSession::QueueReport() {
+  STAR_ASSIGN_OR_RETURN(api::WorkerReport report, timer_.TakeReport());
+  if (accuracy_) {
+    report.accuracy = accuracy_->accuracy;
+    report.accuracy_time_seconds = accuracy_->time_seconds;
+    accuracy_.reset();
+  }
+  sender_->Enqueue(std::move(report));
+  return Status::Ok();
+}
+
+void WorkerSession::QueueHeldAccuracy() {
+  if (sender_ == nullptr || !accuracy_ || timer_.pending_iterations() == 0) return;
+  (void)QueueReport();  // cannot fail: iterations are pending
+}
+
+Status WorkerSession::ReportAccuracy(double accuracy) {
+  if (!std::isfinite(accuracy) || accuracy < 0 || accuracy > 1) {
+    return Status::InvalidArgument("accuracy: must be finite and in [0, 1], got " +
+                                   api::FormatNumber(accuracy));
+  }
+  if (sender_ == nullptr) return Status::Ok();
+  accuracy_ = HeldAccuracy{accuracy, timer_.elapsed_seconds()};
+  return Status::Ok();
+}
+
 Status WorkerSession::Flush(std::chrono::milliseconds timeout) {
+  QueueHeldAccuracy();
   return sender_ != nullptr ? sender_->Flush(timeout) : Status::Ok();
 }
 

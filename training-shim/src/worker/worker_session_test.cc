@@ -2,7 +2,9 @@
 
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -306,6 +308,142 @@ TEST(WorkerSession, ReportsReachAnHttpsControllerThroughTheConfiguredCa) {
   EXPECT_NE(stats.last_error.find("TLS"), std::string::npos) << stats.last_error;
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
+}
+
+}  // namespace
+}  // namespace star::shim
+
+namespace star::shim {
+namespace {
+
+// The controller's answer to every report: a decision that changes nothing in the tests.
+api::Decision NoChange() {
+  return MakeDecision(1, 1000000, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, false, 32}});
+}
+
+// A session whose clock the test sets (seconds), with report times counted from 100.
+struct ClockedSession {
+  std::shared_ptr<double> now = std::make_shared<double>(100);
+  std::unique_ptr<WorkerSession> session;
+
+  ClockedSession(const std::string& url, int64_t report_every) {
+    WorkerSessionOptions o = Options(url, report_every);
+    o.now = [now = now] { return *now; };
+    o.config.clock_origin = 100;
+    auto s = WorkerSession::Create(std::move(o));
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (s.ok()) session = std::move(*s);
+  }
+  // Iterations [from, to) without Flush: only the reports the session itself sends.
+  void Run(int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) {
+      ASSERT_TRUE(session->BeginIteration(i).ok());
+      IterationInfo info;
+      info.iteration = i;
+      info.local_batch = 32;
+      ASSERT_TRUE(session->EndIteration(info).ok());
+    }
+  }
+};
+
+TEST(WorkerSessionAccuracy, GoesOutWithTheNextReportStampedWithTheTimeItWasReported) {
+  Controller controller({NoChange()});
+  ClockedSession c(controller.url(), 2);
+  ASSERT_NE(c.session, nullptr);
+  *c.now = 105;
+  c.Run(0, 2);  // report 1: no accuracy
+  *c.now = 107.5;
+  ASSERT_TRUE(c.session->ReportAccuracy(0.5).ok());
+  *c.now = 108;
+  ASSERT_TRUE(c.session->ReportAccuracy(0.625).ok());  // the newest of the two goes
+  *c.now = 110;
+  c.Run(2, 4);  // report 2: carries it
+  c.Run(4, 6);  // report 3: nothing new
+  const std::vector<api::WorkerReport> reports = controller.reports();
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_FALSE(reports[0].accuracy.has_value());
+  EXPECT_FALSE(reports[0].accuracy_time_seconds.has_value());
+  EXPECT_EQ(reports[1].accuracy, 0.625);
+  EXPECT_EQ(reports[1].accuracy_time_seconds, 8.0);
+  EXPECT_EQ(reports[1].time_seconds, 10.0);
+  EXPECT_EQ(reports[1].iterations, 2);
+  EXPECT_FALSE(reports[2].accuracy.has_value());
+  EXPECT_FALSE(reports[2].accuracy_time_seconds.has_value());
+}
+
+TEST(WorkerSessionAccuracy, ABadValueIsRefusedNamingAccuracyAndChangesNothing) {
+  Controller controller({NoChange()});
+  ClockedSession c(controller.url(), 2);
+  ASSERT_NE(c.session, nullptr);
+  *c.now = 104;
+  ASSERT_TRUE(c.session->ReportAccuracy(0.75).ok());
+  *c.now = 106;
+  for (double bad : {1.5, -0.25, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    const Status s = c.session->ReportAccuracy(bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(s.message().rfind("accuracy: must be finite and in [0, 1], got ", 0), 0u) << s;
+  }
+  EXPECT_EQ(c.session->ReportAccuracy(1.5).message(),
+            "accuracy: must be finite and in [0, 1], got 1.5");
+  c.Run(0, 2);
+  const std::vector<api::WorkerReport> reports = controller.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].accuracy, 0.75) << "the held accuracy is the one before the bad values";
+  EXPECT_EQ(reports[0].accuracy_time_seconds, 4.0);
+}
+
+TEST(WorkerSessionAccuracy, FlushSendsTheHeldAccuracyWithThePendingIterations) {
+  Controller controller({NoChange()});
+  ClockedSession c(controller.url(), 10);
+  ASSERT_NE(c.session, nullptr);
+  c.Run(0, 3);  // fewer than report_every: nothing sent
+  ASSERT_TRUE(c.session->Flush(std::chrono::seconds(10)).ok());
+  EXPECT_TRUE(controller.reports().empty()) << "no accuracy held: Flush sends no report";
+  *c.now = 112;
+  ASSERT_TRUE(c.session->ReportAccuracy(0.9).ok());
+  ASSERT_TRUE(c.session->Flush(std::chrono::seconds(10)).ok());
+  std::vector<api::WorkerReport> reports = controller.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].iterations, 3);
+  EXPECT_EQ(reports[0].iteration, 2);
+  EXPECT_EQ(reports[0].accuracy, 0.9);
+  EXPECT_EQ(reports[0].accuracy_time_seconds, 12.0);
+
+  // With no iteration pending there is no report to carry it: it waits for the next.
+  ASSERT_TRUE(c.session->ReportAccuracy(0.95).ok());
+  ASSERT_TRUE(c.session->Flush(std::chrono::seconds(10)).ok());
+  EXPECT_EQ(controller.reports().size(), 1u);
+  c.Run(3, 13);
+  reports = controller.reports();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1].iterations, 10);
+  EXPECT_EQ(reports[1].accuracy, 0.95);
+}
+
+TEST(WorkerSessionAccuracy, TheDestructorSendsTheHeldAccuracyWithThePendingIterations) {
+  Controller controller({NoChange()});
+  {
+    ClockedSession c(controller.url(), 10);
+    ASSERT_NE(c.session, nullptr);
+    c.Run(0, 4);
+    *c.now = 120.5;
+    ASSERT_TRUE(c.session->ReportAccuracy(0.875).ok());
+  }  // the trainer stops
+  const std::vector<api::WorkerReport> reports = controller.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].iterations, 4);
+  EXPECT_EQ(reports[0].accuracy, 0.875);
+  EXPECT_EQ(reports[0].accuracy_time_seconds, 20.5);
+}
+
+TEST(WorkerSessionAccuracy, WithoutAControllerAGoodValueIsAcceptedAndABadOneRefused) {
+  ClockedSession c("", 2);
+  ASSERT_NE(c.session, nullptr);
+  EXPECT_TRUE(c.session->ReportAccuracy(0.5).ok());
+  EXPECT_EQ(c.session->ReportAccuracy(2).code(), StatusCode::kInvalidArgument);
+  c.Run(0, 2);
+  EXPECT_TRUE(c.session->Flush(std::chrono::seconds(1)).ok());
+  EXPECT_EQ(c.session->report_stats().queued, 0);
 }
 
 }  // namespace

@@ -82,6 +82,10 @@ class IterationTimer {
   // Iterations ended since the last TakeReport.
   int pending_iterations() const { return n_; }
 
+  // The job-relative time now: the clock's reading minus the origin (never below 0), as
+  // TakeReport sets time_seconds.
+  double elapsed_seconds() const;
+
   // The pending iterations as one report, then starts a new one. Times, gradient norms
   // and loss are per-iteration means (a norm or loss over the iterations that measured
   // it; absent if none did); iteration, local_batch and amp are the last iteration's

@@ -111,7 +111,9 @@ class WorkerSession {
   // http:// controller_url: ReportClient::Create's errors); Unavailable (the metrics
   // endpoint cannot listen).
   static StatusOr<std::unique_ptr<WorkerSession>> Create(WorkerSessionOptions options);
-  // Sends the reports still queued (each bounded by report_timeout), then stops.
+  // Queues a final report of the pending iterations when ReportAccuracy holds an accuracy
+  // (see there), sends the reports still queued (each bounded by report_timeout), then
+  // stops.
   ~WorkerSession();
   WorkerSession(const WorkerSession&) = delete;
   WorkerSession& operator=(const WorkerSession&) = delete;
@@ -134,11 +136,27 @@ class WorkerSession {
   bool report_due() const;
 
   // Ends the iteration: records it (metrics included) and, when a report is due, queues
-  // it for sending. Returns the iteration's sample. Errors as IterationTimer::EndIteration.
+  // it for sending (with the accuracy ReportAccuracy holds, if any). Returns the
+  // iteration's sample. Errors as IterationTimer::EndIteration.
   [[nodiscard]] StatusOr<IterationSample> EndIteration(const IterationInfo& info);
 
-  // Waits until every queued report has been answered or has failed. DeadlineExceeded
-  // if that takes longer than `timeout`. For orderly shutdown and tests.
+  // A test accuracy the trainer measured just now, for the job's accuracy curve and time
+  // to accuracy (the controller's control loop keeps them). It is stamped with the
+  // job-relative time now (the session's clock and clock_origin, as a report's
+  // time_seconds) and held until the next report this session sends, which carries it as
+  // accuracy and accuracy_time_seconds; of several reported before that report only the
+  // newest is kept. Flush and the destructor send a final report of the iterations
+  // ended since the last report when an accuracy is held; with no iteration pending there
+  // is nothing to report (a report covers at least one iteration): the accuracy waits
+  // for the next report, and is lost if the session ends first, so a trainer that
+  // evaluates after its last iteration should report before ending that iteration or end
+  // one more. Without a controller it is checked and dropped. InvalidArgument ("accuracy:
+  // must be finite and in [0, 1], got 1.5") and nothing changes otherwise.
+  [[nodiscard]] Status ReportAccuracy(double accuracy);
+
+  // Sends a final report of the pending iterations when ReportAccuracy holds an accuracy
+  // (see there), then waits until every queued report has been answered or has failed.
+  // DeadlineExceeded if that takes longer than `timeout`. For orderly shutdown and tests.
   [[nodiscard]] Status Flush(std::chrono::milliseconds timeout);
 
   ReportStats report_stats() const;  // thread-safe
@@ -150,6 +168,16 @@ class WorkerSession {
   WorkerSession(WorkerSessionOptions options, std::unique_ptr<internal::ReportSender> sender);
   Status TakeUp(int64_t iteration, IterationPlan& plan);
   void ApplyDue(int64_t iteration);
+  // Queues a report of the pending iterations with the held accuracy, if any.
+  Status QueueReport();
+  // A held accuracy with pending iterations: queues their report.
+  void QueueHeldAccuracy();
+
+  // An accuracy from ReportAccuracy waiting for a report.
+  struct HeldAccuracy {
+    double accuracy = 0;
+    double time_seconds = 0;  // job-relative, when it was reported
+  };
 
   WorkerSessionOptions options_;
   int worker_ = 0;
@@ -160,6 +188,7 @@ class WorkerSession {
   std::map<int64_t, api::Decision> held_;  // by apply_at_iteration, not yet in force
   int64_t last_epoch_ = -1;
   int64_t last_iteration_ = -1;
+  std::optional<HeldAccuracy> accuracy_;
 };
 
 }  // namespace star::shim
