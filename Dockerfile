@@ -1,7 +1,9 @@
 # STAR's images, multi-stage. Targets:
 #   operator  star-operator (runs as a non-root user)
 #   agent     star-agent (the node agent DaemonSet)
-#   trainer   star-fmnist and the training shim (the example job's pods), with Fashion-MNIST
+#   trainer   star-fmnist and the training shim (the example job's pods), with Fashion-MNIST;
+#             and star.torch with PyTorch and examples/pytorch/train_fmnist.py (WORKDIR
+#             /opt/star), the plain PyTorch script of examples/pytorch/fmnist-job.yaml
 #
 #   podman build --target operator -t star-operator .      (or docker build)
 #   --build-arg BUILD_IMAGE=... BASE_IMAGE=...   images to build on and to run on
@@ -16,16 +18,18 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libglpk-dev \
       libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev \
       libtorch-dev libcgroup-dev libnl-3-dev libnl-route-3-dev libyaml-cpp-dev libyaml-dev \
+      python3-dev pybind11-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF \
       -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=OFF -DSTAR_WITH_TORCH=ON \
-    && cmake --build /build --target star-operator star-agent star-fmnist \
-    && mkdir -p /out \
+    && cmake --build /build --target star-operator star-agent star-fmnist star_shim_python \
+    && mkdir -p /out/python \
     && cp /build/operator/star-operator /build/node-agent/star-agent \
           /build/training-shim/examples/fmnist/star-fmnist /out/ \
-    && strip /out/*
+    && strip /out/star-* \
+    && cp -r /build/python/star /out/python/ && strip /out/python/star/_star*.so
 
 # What every runtime image has: CA certificates (the API server's CA may be a public one)
 # and the libraries all three binaries link.
@@ -59,7 +63,11 @@ FROM runtime AS trainer
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       libtorch1.13 libgloo0 libprometheus-cpp-pull1.0 dataset-fashion-mnist \
+      python3-torch python3-numpy \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/star-fmnist /usr/bin/star-fmnist
+COPY --from=build /out/python/star /usr/lib/python3/dist-packages/star
+COPY examples/pytorch/train_fmnist.py /opt/star/examples/pytorch/train_fmnist.py
+WORKDIR /opt/star
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/star-fmnist"]

@@ -16,6 +16,8 @@ PACKAGES=(
   clang clang-14 libclang-rt-14-dev
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev
   python3-yaml prometheus
+  python3-dev python3-torch python3-numpy pybind11-dev python3-pytest  # star.torch and its tests
+  python3-venv python3-pip python3-setuptools  # `pip install` of star.torch into a venv (README)
   podman runc mmdebstrap  # the image tests (tests/image); runc: their runtime (podman alone brings crun)
 )
 

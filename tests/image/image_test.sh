@@ -6,7 +6,8 @@
 #             TrainingJob applied with kubectl becomes pods
 #   agent     the agent image with the host's cgroup hierarchy: a NodeAllocation file
 #             (YAML) sets a test cgroup's CPU quota, and an empty one restores it
-#   trainer   the trainer image trains a few iterations on Fashion-MNIST
+#   trainer   the trainer image trains a few iterations on Fashion-MNIST: star-fmnist,
+#             and the PyTorch example (examples/pytorch) through star.torch
 #   clean     removes everything the others made
 # Usage: image_test.sh build|operator|agent|trainer|clean  (build first; the others reuse
 # its images; clean last)
@@ -199,6 +200,13 @@ trainer() {
     { echo "$out" | tail -20; echo "FAIL: the trainer image"; exit 1; }
   echo "$out" | tail -3
   echo "$out" | grep -q "iteration" || { echo "FAIL: no iterations logged"; exit 1; }
+  # The plain PyTorch script of examples/pytorch, through star.torch, as a lone worker.
+  out=$("${RUN[@]}" -e STAR_RANK=0 -e STAR_WORLD_SIZE=1 --entrypoint /usr/bin/python3 \
+        "localhost/star-trainer:$TAG" examples/pytorch/train_fmnist.py --max-iterations 4 \
+        --eval-every 2 --eval-samples 200 2>&1) ||
+    { echo "$out" | tail -20; echo "FAIL: the trainer image's PyTorch example"; exit 1; }
+  echo "$out" | tail -2
+  echo "$out" | grep -q "accuracy" || { echo "FAIL: the PyTorch example logged no evaluation"; exit 1; }
 }
 
 clean() {
