@@ -118,9 +118,23 @@ Status CheckInputs(const LocalArgs& args, RunOptions& options) {
   return Status::Ok();
 }
 
-// The trainer, the busy command (this binary) and the run's switches.
+// The star Python package's directory: $STAR_PYTHONPATH, else the build tree's when it
+// was built; "" when neither (an installed package needs no path).
+std::string FindPythonPackage() {
+  if (const char* env = std::getenv("STAR_PYTHONPATH")) return env;
+#ifdef STAR_PYTHON_BUILD_PATH
+  std::error_code ec;
+  if (std::filesystem::exists(std::string(STAR_PYTHON_BUILD_PATH) + "/star/__init__.py", ec)) {
+    return STAR_PYTHON_BUILD_PATH;
+  }
+#endif
+  return "";
+}
+
+// The trainer, the busy command (this binary), the Python package and the run's switches.
 void SetRunEnvironment(const LocalArgs& args, RunOptions& options) {
   options.trainer_binary = FindTrainer();
+  options.python_path = FindPythonPackage();
   std::string self = SelfDir() + "/star";
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);

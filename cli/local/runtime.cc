@@ -236,6 +236,12 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
                            "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
     if (const char* v = std::getenv(keep)) env.push_back(std::string(keep) + "=" + v);
   }
+  const char* inherited = std::getenv("PYTHONPATH");
+  std::string python_path = o_.python_path;
+  if (inherited != nullptr && *inherited != '\0') {
+    python_path += (python_path.empty() ? "" : ":") + std::string(inherited);
+  }
+  if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
   const int slot = rank;
   auto set = [&](const std::string& k, const std::string& v) { env.push_back(k + "=" + v); };
   set("STAR_RANK", std::to_string(rank));

@@ -74,6 +74,9 @@ struct RunOptions {
   // Run appends "--threads N --seconds S").
   std::string trainer_binary;
   std::vector<std::string> busy_command;
+  // Put first on the workers' PYTHONPATH (before an inherited one): where the star Python
+  // package is, for a manifest's own command that imports star.torch. "" = nothing added.
+  std::string python_path;
   double timeout_seconds = 1800;    // whole run, > 0
   bool network = true;              // per-worker network namespaces when available
   int64_t report_every = 2;         // iterations per WorkerReport, >= 1
