@@ -132,12 +132,6 @@ struct Selection {
 [[nodiscard]] StatusOr<Selection> Select(const SelectionInput& input,
                                          const SelectOptions& options = {});
 
-// A learned mode selector (STAR's ML choice): maps features of the job to a Selection.
-// Interface only; an implementation must beat or tie the heuristic on held-out traces.
-class LearnedSelector {
- public:
-  virtual ~LearnedSelector() = default;
-  [[nodiscard]] virtual StatusOr<Selection> Select(const SelectionInput& input) = 0;
-};
+// The learned selector (STAR's ML choice) is in learned.h.
 
 }  // namespace star::select
