@@ -13,6 +13,7 @@ PACKAGES=(
   libtorch-dev dataset-fashion-mnist
   libcgroup-dev libnl-3-dev libnl-route-3-dev iproute2
   libyaml-cpp-dev libyaml-dev gnuplot-nox
+  libxgboost-dev  # the learned mode selector (optional: built only where found)
   clang clang-14 libclang-rt-14-dev
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev
   python3-yaml prometheus
