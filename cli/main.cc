@@ -15,6 +15,9 @@
 #include "input.h"
 #include "local/command.h"
 #include "sim/command.h"
+#ifdef STAR_HAVE_XGBOOST
+#include "train/train_selector.h"
+#endif
 #include "star/core/batch/planner.h"
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
@@ -220,7 +223,23 @@ int main(int argc, char** argv) {
   const CLI::App* local = AddLocal(app, args.local);
   const CLI::App* sim = AddSim(app, args.sim);
   const CLI::App* busy = AddBusy(app, args.busy_threads, args.busy_seconds);
+#ifdef STAR_HAVE_XGBOOST
+  star::train::TrainSelectorArgs train;
+  auto* train_cmd = app.add_subcommand(
+      "train-selector", "Train the learned mode selector (XGBoost) on scenarios labelled by "
+                        "the simulator; the model to --out, a summary JSON on stdout");
+  train_cmd->add_option("--scenarios", train.scenarios, "scenarios to generate (default 300)");
+  train_cmd->add_option("--seed", train.seed, "seed of the scenarios and of training (default 1)");
+  train_cmd->add_option("--out", train.out, "the model file to write (.json)")->required();
+  train_cmd->add_option("--rounds", train.rounds, "boosting rounds (default 50)");
+  train_cmd->add_option("--holdout", train.holdout, "share of scenarios kept out (default 0.2)");
+  train_cmd->add_option("--min-workers", train.min_workers, "fewest workers (default 8)");
+  train_cmd->add_option("--max-workers", train.max_workers, "most workers (default 1024)");
+#endif
   if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
+#ifdef STAR_HAVE_XGBOOST
+  if (*train_cmd) return star::train::RunTrainSelectorCommand(train, std::cout, std::cerr);
+#endif
 
   if (*detect) return RunDetect(args.detect);
   if (*select) return RunSelect(args.select_input);

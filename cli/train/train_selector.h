@@ -1,0 +1,65 @@
+// `star train-selector`: generates labelled scenarios with the simulator (sim/) and
+// trains the learned selector's XGBoost model (operator/xgboost_selector.h) on them.
+//
+// Each scenario is random (workers log-uniform in [min_workers, max_workers], both
+// architectures, noise scales, batches, communication shares, jitter, 1 to n/8
+// stragglers slowed in compute or communication, static or for part of the run). Its
+// features are select::FeaturesOf the workers' times with every episode in force (what
+// the control loop measures during the contention). Its label is the selector class
+// with the lowest simulated TTA among: ssgd, groups, fixed-k at each of
+// select::kFixedKFractions (policy fixed-k with the scenario's min_k = fraction x n, so
+// the loop's k is at least that fraction) and, for ParameterServer jobs, asgd. A run
+// that misses the target counts at the scenario's time limit.
+//
+// The last `holdout` share of the scenarios is kept out of training and reported:
+// how often the model picks the best class, and the mean of TTA(choice) / TTA(best) for
+// the model and for the heuristic (policy auto). Everything is deterministic for the
+// seed. Progress goes to stderr; the summary JSON to stdout.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario.h"
+#include "star/core/select/learned.h"
+#include "star/core/status.h"
+
+namespace star::train {
+
+struct TrainSelectorArgs {
+  int scenarios = 300;        // --scenarios N, >= 2
+  uint64_t seed = 1;          // --seed S
+  std::string out;            // --out FILE (the model; .json for XGBoost's JSON form)
+  int rounds = 50;            // --rounds R, boosting rounds, >= 1
+  double holdout = 0.2;       // --holdout F, share of scenarios kept out, in [0, 1)
+  int min_workers = 8;        // --min-workers, >= 1
+  int max_workers = 1024;     // --max-workers, >= min_workers
+};
+
+// One labelled scenario.
+struct LabelledScenario {
+  sim::Scenario scenario;
+  select::SelectorFeatures features;
+  int label = 0;                     // the best class
+  std::vector<double> tta;           // per class; < 0 where not simulated
+  double auto_tta = 0;               // the heuristic's (policy auto)
+};
+
+// A random scenario (see the file comment) from `rng`.
+[[nodiscard]] sim::Scenario RandomScenario(std::mt19937_64& rng, int min_workers,
+                                           int max_workers);
+// Simulates the candidate policies and the heuristic. Errors: the simulator's.
+[[nodiscard]] StatusOr<LabelledScenario> Label(const sim::Scenario& s);
+
+// Runs the verb: writes the summary JSON
+//   {"scenarios","train","holdout","holdout_accuracy","holdout_tta_ratio_model",
+//    "holdout_tta_ratio_heuristic","label_counts":[...],"seconds"}
+// to `out`, progress and errors to `err`. Returns 0, or 1 on bad arguments or a failure.
+int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, std::ostream& err);
+
+}  // namespace star::train
