@@ -7,8 +7,9 @@ the same batches, the same number of worker processes on loopback, one thread ea
         [--iterations 150] [--repeats 3]
 
 Prints each run's mean iteration time (forward, backward with the exchange, optimizer
-step; per worker, then the slowest worker's) and the overhead: median of the repeats,
-with min-max. Runs alternate between the two so drift hits both alike.
+step; the slowest worker's) and its CPU time per iteration (the process's, all threads;
+the mean over workers; robust to other load on the machine), and the overheads: median
+of the repeats, with min-max. Runs alternate between the two so drift hits both alike.
 """
 
 import argparse
@@ -64,6 +65,8 @@ def worker(kind, iterations, warmup):
     y = torch.randint(0, 10, (64,), generator=g)
     times = []
     for i in range(warmup + iterations):
+        if i == warmup:
+            cpu0 = time.process_time()
         t0 = time.perf_counter()
         with step():
             F.cross_entropy(model(x), y).backward()
@@ -71,11 +74,12 @@ def worker(kind, iterations, warmup):
         opt.zero_grad()
         if i >= warmup:
             times.append(time.perf_counter() - t0)
+    cpu = (time.process_time() - cpu0) / iterations
     if kind == "star":
         st.shutdown()
     else:
         dist.destroy_process_group()
-    print(json.dumps({"mean": statistics.fmean(times)}))
+    print(json.dumps({"mean": statistics.fmean(times), "cpu": cpu}))
 
 
 def run(kind, args):
@@ -89,13 +93,15 @@ def run(kind, args):
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", kind,
                                        "--iterations", str(args.iterations)],
                                       env=env, stdout=subprocess.PIPE, text=True))
-    means = []
+    means, cpus = [], []
     for p in procs:
         out, _ = p.communicate(timeout=600)
         if p.returncode != 0:
             sys.exit(f"hook_overhead: a {kind} worker failed ({p.returncode})")
-        means.append(json.loads(out.strip().splitlines()[-1])["mean"])
-    return max(means)
+        result = json.loads(out.strip().splitlines()[-1])
+        means.append(result["mean"])
+        cpus.append(result["cpu"])
+    return max(means), statistics.fmean(cpus)
 
 
 def main():
@@ -109,20 +115,28 @@ def main():
     args = p.parse_args()
     if args.worker:
         return worker(args.worker, args.iterations, args.warmup)
-    ddp, ours = [], []
+    runs = {"ddp": [], "star": []}
     for r in range(args.repeats):
-        ddp.append(run("ddp", args))
-        ours.append(run("star", args))
-        print(f"repeat {r + 1}/{args.repeats}: plain DDP {1e3 * ddp[-1]:.2f} ms/iteration, "
-              f"star.torch {1e3 * ours[-1]:.2f} ms/iteration", flush=True)
-    overhead = [100 * (o / d - 1) for o, d in zip(ours, ddp)]
+        for kind in ("ddp", "star"):
+            runs[kind].append(run(kind, args))
+        print(f"repeat {r + 1}/{args.repeats}: " + ", ".join(
+            f"{name} {1e3 * runs[k][-1][0]:.2f} ms/iteration ({1e3 * runs[k][-1][1]:.2f} ms CPU)"
+            for k, name in (("ddp", "plain DDP"), ("star", "star.torch"))), flush=True)
     print(f"\n{args.workers} workers, Fashion-MNIST CNN, batch 64, 1 thread each, "
           f"{args.iterations} iterations after {args.warmup} warm-up, {args.repeats} repeats")
-    print(f"plain DDP (Gloo all-reduce): {1e3 * statistics.median(ddp):.2f} ms "
-          f"({1e3 * min(ddp):.2f}-{1e3 * max(ddp):.2f})")
-    print(f"star.torch (engine, SSGD):   {1e3 * statistics.median(ours):.2f} ms "
-          f"({1e3 * min(ours):.2f}-{1e3 * max(ours):.2f})")
-    print(f"overhead: {statistics.median(overhead):+.1f}% ({min(overhead):+.1f}% to {max(overhead):+.1f}%)")
+
+    def line(label, values, unit="ms"):
+        v = [1e3 * x for x in values]
+        return f"{label}: {statistics.median(v):.2f} {unit} ({min(v):.2f}-{max(v):.2f})"
+    for i, what in ((0, "wall time per iteration"), (1, "CPU time per iteration")):
+        ddp = [x[i] for x in runs["ddp"]]
+        ours = [x[i] for x in runs["star"]]
+        overhead = [100 * (o / d - 1) for o, d in zip(ours, ddp)]
+        print(what)
+        print("  " + line("plain DDP (Gloo all-reduce)", ddp))
+        print("  " + line("star.torch (engine, SSGD)  ", ours))
+        print(f"  overhead: {statistics.median(overhead):+.1f}% "
+              f"({min(overhead):+.1f}% to {max(overhead):+.1f}%)")
 
 
 if __name__ == "__main__":

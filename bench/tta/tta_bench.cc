@@ -16,9 +16,12 @@
 //
 // Needs root (it starts workers in cgroups and namespaces). Usage:
 //   tta_bench [--job FILE] [--out DIR] [--scenarios a,b] [--policies a,b] [--timeout 10m]
+// A job whose workers run a PyTorch script (bench/tta/python-job.yaml) finds star.torch in
+// this build tree (build/python), or at $STAR_PYTHONPATH.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -191,6 +194,9 @@ int main(int argc, char** argv) {
   std::string self_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
   const std::string trainer = self_dir + "/../training-shim/examples/fmnist/star-fmnist";
   const std::string star = self_dir + "/../cli/star";
+  // The star Python package of this build tree (star.torch), for jobs of PyTorch scripts.
+  const char* python_env = std::getenv("STAR_PYTHONPATH");
+  const std::string python_path = python_env ? python_env : self_dir + "/../python";
 
   json results = json::object();
   results["job"] = job_path;
@@ -208,6 +214,7 @@ int main(int argc, char** argv) {
       for (const auto& text : sc.injections) o.injections.push_back(*ParseInjection(text));
       o.trainer_binary = trainer;
       o.busy_command = {star, "busy"};
+      o.python_path = python_path;
       o.timeout_seconds = *timeout;
       std::fprintf(stderr, "tta_bench: %-10s %-8s ...", sc.name.c_str(), p.c_str());
       std::fflush(stderr);
