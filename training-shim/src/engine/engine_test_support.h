@@ -8,10 +8,12 @@
 #include <thread>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "star/core/api/decision.h"
 #include "star/shim/local_collective.h"
 
 namespace star::shim::testing_support {
@@ -79,5 +81,17 @@ struct LeastSquaresProblem {
     return l / static_cast<double>(y.size());
   }
 };
+
+// A decision of `mode` taking effect at iteration `at`.
+inline api::Decision MakeDecision(int64_t epoch, int64_t at, api::SyncMode mode, int k,
+                           std::vector<std::vector<int>> groups = {}) {
+  api::Decision d;
+  d.epoch = epoch;
+  d.apply_at_iteration = at;
+  d.mode = mode;
+  d.k = k;
+  d.groups = std::move(groups);
+  return d;
+}
 
 }  // namespace star::shim::testing_support

@@ -17,21 +17,11 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing_support::ExpectAllOk;
+using testing_support::MakeDecision;
 using testing_support::RunRanks;
 using Problem = testing_support::LeastSquaresProblem;
 
 constexpr size_t kDim = Problem::kDim;
-
-api::Decision MakeDecision(int64_t epoch, int64_t at, api::SyncMode mode, int k,
-                           std::vector<std::vector<int>> groups = {}) {
-  api::Decision d;
-  d.epoch = epoch;
-  d.apply_at_iteration = at;
-  d.mode = mode;
-  d.k = k;
-  d.groups = std::move(groups);
-  return d;
-}
 
 // A framework's optimizer outside the engine: SGD with momentum on the state's first
 // kDim entries (the parameters); Reset() as after a switch.

@@ -21,6 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 
 using testing_support::ExpectAllOk;
+using testing_support::MakeDecision;
 using testing_support::RunRanks;
 
 using Problem = testing_support::LeastSquaresProblem;
@@ -32,17 +33,6 @@ void ExpectNear(std::span<const float> a, std::span<const float> b, double rel) 
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_NEAR(a[i], b[i], rel * std::max(1.0, std::fabs(static_cast<double>(b[i])))) << "index " << i;
   }
-}
-
-api::Decision MakeDecision(int64_t epoch, int64_t at, api::SyncMode mode, int k,
-                           std::vector<std::vector<int>> groups = {}) {
-  api::Decision d;
-  d.epoch = epoch;
-  d.apply_at_iteration = at;
-  d.mode = mode;
-  d.k = k;
-  d.groups = std::move(groups);
-  return d;
 }
 
 // Trains with SSGD where worker r's batch at each step is batches[r] consecutive samples;
