@@ -2,7 +2,9 @@
 // node-0's NodeAllocation; star-agent (its Kubernetes source) applies it to real cgroup v1
 // CPU quotas and writes the NodeAllocation's status. Both real binaries against the API
 // emulator; the test plays kubelet (pod cgroups, phases and bindings) and the workers
-// (WorkerReports with the job's token). Needs root and a cgroup v1 cpu hierarchy at
+// (WorkerReports with the job's token). It runs twice: over plain HTTP, and over HTTPS as in
+// a cluster (client certificates required; the operator, the agent and kubectl share one
+// kubeconfig). Needs root and a cgroup v1 cpu hierarchy at
 // /sys/fs/cgroup/cpu; the pod cgroups live under a cgroup root of the test's own.
 #include <gtest/gtest.h>
 
@@ -15,8 +17,10 @@
 
 #include "agent_e2e.h"
 #include "e2e_util.h"
+#include "https_emulator.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/reallocation.h"
+#include "star/test_support/tls.h"
 
 namespace star::op {
 namespace {
@@ -28,9 +32,24 @@ using e2e::kNode;
 using e2e::NodePod;
 using e2e::kOriginalQuotaUs;
 
-using OperatorAgentE2eTest = e2e::OperatorAgentTest;
+// The emulator over plain HTTP (false) or over HTTPS with client certificates (true).
+class OperatorAgentE2eTest : public e2e::OperatorAgentTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  apiserver::ApiServerOptions ServerOptions() override {
+    return GetParam() ? e2e::HttpsEmulatorOptions(ca_, dir_.path()) : apiserver::ApiServerOptions{};
+  }
+  test_support::TestCa ca_;
+};
 
-TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJobStopsRunning) {
+INSTANTIATE_TEST_SUITE_P(Transport, OperatorAgentE2eTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Https" : "Http"; });
+
+TEST_P(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJobStopsRunning) {
+  if (GetParam()) {  // every client below really speaks TLS with a client certificate
+    const std::string kubeconfig = e2e::ReadFile(kubeconfig_);
+    ASSERT_NE(kubeconfig.find("server: https://127.0.0.1:"), std::string::npos) << kubeconfig;
+    ASSERT_NE(kubeconfig.find("client-certificate: "), std::string::npos) << kubeconfig;
+  }
   NodePod fm0, nb0;
   StartOnNode0(fm0, nb0);
   if (HasFatalFailure()) return;

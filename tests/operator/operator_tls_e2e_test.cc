@@ -11,6 +11,7 @@
 
 #include "e2e_reports.h"
 #include "e2e_util.h"
+#include "https_emulator.h"
 #include "star/report/client.h"
 #include "star/test_support/tls.h"
 
@@ -28,19 +29,7 @@ using star::test_support::WriteTextFile;
 
 class OperatorTlsTest : public e2e::OperatorTest {
  protected:
-  apiserver::ApiServerOptions ServerOptions() override {
-    const std::string d = dir_.path();
-    const CertifiedKey serving = ca_.IssueServer({"localhost"}, {"127.0.0.1"});
-    const CertifiedKey admin = ca_.IssueClient("star-operator", {"system:masters"});
-    apiserver::ApiServerOptions o;
-    o.tls.cert_file = WriteTextFile(d + "/apiserver.crt", serving.cert);
-    o.tls.key_file = WriteTextFile(d + "/apiserver.key", serving.key);
-    o.tls.client_ca_file = WriteTextFile(d + "/ca.crt", ca_.cert_pem());
-    o.tls.ca_file = d + "/ca.crt";
-    o.kubeconfig_user.client_cert_file = WriteTextFile(d + "/admin.crt", admin.cert);
-    o.kubeconfig_user.client_key_file = WriteTextFile(d + "/admin.key", admin.key);
-    return o;
-  }
+  apiserver::ApiServerOptions ServerOptions() override { return e2e::HttpsEmulatorOptions(ca_, dir_.path()); }
 
   // The pod's environment variable `name` ("" when absent).
   static std::string Env(const json& pod, const std::string& name) {
