@@ -33,6 +33,8 @@ def test_unequal_batches_give_the_global_batch_gradient(tmp_path):
     assert len({len(d) for d in drawn}) == 1, "every worker runs the same number of steps"
     for w, size in sizes.items():
         assert all(len(idx) == (size if it >= 4 else 4) for it, idx in drawn[w]), f"worker {w}"
+    epoch = [i for w in range(3) for _, idx in drawn[w] for i in idx]
+    assert len(set(epoch)) == len(epoch), "no sample is drawn twice in the epoch, before or after the change"
     # One process training on the union of every step's samples, mean loss over them.
     ds = scenarios.data()
     model = scenarios.make_model()

@@ -1,8 +1,10 @@
 """star.torch.AdaptiveBatchSampler: per-worker batches from the job's decisions (BOA).
 
 Every worker walks the same shuffled order of the dataset; each round of the job takes
-one global batch from it, and worker i takes its share (its batch in force, after the
-shares of workers 0..i-1). An epoch is len(dataset) // global batch rounds on every
+one global batch from it (the sum of the batches in force that round, which a decision
+may change), and worker i takes its share (its batch, after the shares of workers
+0..i-1). No sample is drawn twice in an epoch unless its rounds need more samples than
+the dataset has (then the order wraps around). An epoch is len(dataset) // global batch rounds on every
 worker; a fixed-k child, whose rounds follow its parent's, draws fewer batches and ends
 its epoch with the others."""
 
@@ -50,13 +52,16 @@ class AdaptiveBatchSampler(torch.utils.data.Sampler):
         self.epoch += 1
         me = rt.config.worker
         start = _runtime.iteration()
+        taken, counted = 0, 0  # samples the epoch's rounds before `counted` took
         for drawn in range(self.steps):
             it = _runtime.iteration() if rt.engine is not None else start + drawn
             round_ = it - start
             if round_ >= self.steps:
                 return
+            while counted < round_:  # rounds since the last draw (a fixed-k child skips some)
+                taken += sum(rt.batches_at(start + counted))
+                counted += 1
             batches = rt.batches_at(it)
-            total = sum(batches)
-            first = round_ * total + sum(batches[:me])
+            first = taken + sum(batches[:me])
             rt.drawn_batch = batches[me]
             yield [order[(first + j) % self.size] for j in range(batches[me])]
