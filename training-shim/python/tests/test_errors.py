@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import star.torch as st
-from harness import run_workers
+from harness import free_port, run_workers
 import scenarios
 
 
@@ -75,4 +75,18 @@ def test_a_lone_worker_trains_and_backward_outside_a_step_is_refused(clean_env):
 def test_parameter_server_jobs_are_refused_with_the_reason(clean_env):
     st.init(rank=1, world_size=1, parameter_servers=1)
     with pytest.raises(st.ConfigError, match="parameter-server"):
+        st.DistributedDataParallel(scenarios.make_model())
+
+
+def test_an_unknown_backend_is_refused_naming_it(clean_env):
+    with pytest.raises(st.ConfigError, match="backend: must be gloo or nccl"):
+        st.init(rank=0, world_size=1, backend="mpi")
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidia0"), reason="a CUDA device is present")
+def test_the_nccl_backend_without_a_cuda_device_is_a_config_error(clean_env):
+    # One worker with a store of its own goes through the whole connection: Gloo, then NCCL.
+    st.init(rank=0, world_size=1, backend="nccl", host_store=True, store_url=f"http://127.0.0.1:{free_port()}",
+            timeout_ms=10000)
+    with pytest.raises(st.ConfigError, match="backend: nccl"):
         st.DistributedDataParallel(scenarios.make_model())

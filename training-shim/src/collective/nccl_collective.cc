@@ -176,7 +176,43 @@ class NcclCollective final : public Collective {
   Status broken_;
 };
 
+class CudaStaging final : public DeviceStaging {
+ public:
+  ~CudaStaging() override {
+    if (buffer_ != nullptr) cudaFree(buffer_);
+  }
+  StatusOr<float*> Reserve(size_t count) override {
+    if (count <= capacity_) return buffer_;
+    if (buffer_ != nullptr) cudaFree(buffer_);
+    buffer_ = nullptr;
+    capacity_ = 0;
+    cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&buffer_), count * sizeof(float));
+    if (e != cudaSuccess) return CudaError("staging buffer of " + std::to_string(count) + " floats", e);
+    capacity_ = count;
+    return buffer_;
+  }
+  Status ToDevice(float* device, const float* host, size_t count) override {
+    cudaError_t e = cudaMemcpy(device, host, count * sizeof(float), cudaMemcpyHostToDevice);
+    return e == cudaSuccess ? Status::Ok() : CudaError("copy to the device", e);
+  }
+  Status ToHost(float* host, const float* device, size_t count) override {
+    cudaError_t e = cudaMemcpy(host, device, count * sizeof(float), cudaMemcpyDeviceToHost);
+    return e == cudaSuccess ? Status::Ok() : CudaError("copy to the host", e);
+  }
+
+ private:
+  float* buffer_ = nullptr;
+  size_t capacity_ = 0;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<DeviceStaging>> NewCudaStaging() {
+  int devices = 0;
+  cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) return Status::Unavailable("cuda: no CUDA device");
+  return std::unique_ptr<DeviceStaging>(new CudaStaging());
+}
 
 StatusOr<Bytes> ExchangeNcclUniqueId(Store& store, int rank, const NcclOptions& options) {
   const std::string key = options.prefix + "/unique_id";
@@ -219,6 +255,10 @@ StatusOr<std::unique_ptr<Collective>> ConnectNccl(std::shared_ptr<Store> store, 
 }
 
 #else  // !STAR_WITH_CUDA
+
+StatusOr<std::unique_ptr<DeviceStaging>> NewCudaStaging() {
+  return Status::Unimplemented("cuda: built without STAR_WITH_CUDA");
+}
 
 StatusOr<Bytes> ExchangeNcclUniqueId(Store&, int, const NcclOptions&) {
   return Status::Unimplemented("nccl: built without STAR_WITH_CUDA");

@@ -51,6 +51,7 @@ Status ReadOptional(const EnvLookup& env, WorkerConfig& c) {
     STAR_RETURN_IF_ERROR(ParseNumber("STAR_REPORT_EVERY", *v, "an integer", &c.report_every));
   }
   if (auto v = env("STAR_METRICS_ADDRESS")) c.metrics_address = *v;
+  if (auto v = env("STAR_BACKEND")) c.backend = *v;
   if (auto v = env("STAR_TIMEOUT_MS")) {
     int64_t ms = 0;
     STAR_RETURN_IF_ERROR(ParseNumber("STAR_TIMEOUT_MS", *v, "an integer", &ms));
@@ -79,6 +80,9 @@ Status Validate(const WorkerConfig& c) {
   }
   if (c.report_every < 1) return bad("report_every", ">= 1", c.report_every);
   if (c.timeout.count() <= 0) return bad("timeout", "> 0 ms", c.timeout.count());
+  if (c.backend != "gloo" && c.backend != "nccl") {
+    return Status::InvalidArgument("backend: must be gloo or nccl, got \"" + c.backend + "\"");
+  }
   return Status::Ok();
 }
 

@@ -33,7 +33,8 @@ TEST(WorkerConfig, ReadsEveryStarVariable) {
                                             {"STAR_REPORT_EVERY", "7"},
                                             {"STAR_METRICS_ADDRESS", "0.0.0.0:9400"},
                                             {"STAR_TIMEOUT_MS", "1500"},
-                                            {"STAR_CLOCK_ORIGIN", "12.5"}}));
+                                            {"STAR_CLOCK_ORIGIN", "12.5"},
+                                            {"STAR_BACKEND", "nccl"}}));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->rank, 2);
   EXPECT_EQ(c->world_size, 3);
@@ -50,6 +51,7 @@ TEST(WorkerConfig, ReadsEveryStarVariable) {
   EXPECT_EQ(c->metrics_address, "0.0.0.0:9400");
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->clock_origin, 12.5);
+  EXPECT_EQ(c->backend, "nccl");
 }
 
 TEST(WorkerConfig, UnsetOptionalVariablesKeepTheDefaults) {
@@ -60,6 +62,7 @@ TEST(WorkerConfig, UnsetOptionalVariablesKeepTheDefaults) {
   EXPECT_EQ(c->report_every, 3);
   EXPECT_EQ(c->job, "star");
   EXPECT_FALSE(c->clock_origin.has_value());
+  EXPECT_EQ(c->backend, "gloo");
 }
 
 TEST(WorkerConfig, AMissingRequiredVariableIsNamed) {
@@ -81,6 +84,12 @@ TEST(WorkerConfig, AMalformedValueIsNamed) {
       Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "2"}, {"STAR_HOST_STORE", "yes"}}));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("STAR_HOST_STORE"), std::string::npos);
+}
+
+TEST(WorkerConfig, AnUnknownBackendIsNamed) {
+  auto c = WorkerConfigFromEnvironment(Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "1"}, {"STAR_BACKEND", "mpi"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "backend: must be gloo or nccl, got \"mpi\"");
 }
 
 TEST(WorkerConfig, ARankOutsideTheJobIsRejected) {

@@ -4,6 +4,8 @@
 
 #include "star/shim/gloo_collective.h"
 #include "star/shim/local_collective.h"
+#include "star/shim/nccl_collective.h"
+#include "star/shim/staged_collective.h"
 #include "star/shim/store.h"
 
 namespace star::shim {
@@ -24,6 +26,20 @@ StatusOr<std::unique_ptr<StoreServer>> HostStore(const std::string& url) {
     return Status::InvalidArgument("store_url: bad port in \"" + url + "\"");
   }
   return StoreServer::Start(url.substr(scheme + 3, colon - scheme - 3), port);
+}
+
+// The NCCL communicator of the job's ranks (on the current CUDA device) joined to the
+// Gloo one: bulk collectives on the device, messages over Gloo.
+StatusOr<std::unique_ptr<Collective>> StageThroughNccl(const WorkerConfig& config,
+                                                       std::shared_ptr<Store> store,
+                                                       std::unique_ptr<Collective> gloo) {
+  StatusOr<std::unique_ptr<DeviceStaging>> staging = NewCudaStaging();
+  if (!staging.ok()) return Status::InvalidArgument("backend: nccl: " + staging.status().message());
+  NcclOptions nccl;
+  nccl.prefix = config.job + "/nccl";
+  nccl.timeout = config.timeout;
+  STAR_ASSIGN_OR_RETURN(auto device, ConnectNccl(std::move(store), config.rank, config.ranks(), nccl));
+  return NewStagedCollective(std::move(gloo), std::move(device), std::move(*staging));
 }
 
 }  // namespace
@@ -47,7 +63,11 @@ StatusOr<World> ConnectWorld(const WorkerConfig& config) {
   gloo.prefix = config.job;
   gloo.timeout = config.timeout;
   STAR_ASSIGN_OR_RETURN(world.collective,
-                        ConnectGloo(std::move(store), config.rank, config.ranks(), gloo));
+                        ConnectGloo(store, config.rank, config.ranks(), gloo));
+  if (config.backend == "nccl") {
+    STAR_ASSIGN_OR_RETURN(world.collective,
+                          StageThroughNccl(config, std::move(store), std::move(world.collective)));
+  }
   return world;
 }
 

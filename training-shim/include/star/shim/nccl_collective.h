@@ -14,6 +14,7 @@
 
 #include "star/core/status.h"
 #include "star/shim/collective.h"
+#include "star/shim/staged_collective.h"
 #include "star/shim/store.h"
 
 namespace star::shim {
@@ -35,5 +36,10 @@ struct NcclOptions {
 [[nodiscard]] StatusOr<std::unique_ptr<Collective>> ConnectNccl(std::shared_ptr<Store> store,
                                                                 int rank, int size,
                                                                 const NcclOptions& options);
+
+// Staging in the current CUDA device's memory (cudaMalloc, synchronous cudaMemcpy), for a
+// StagedCollective over ConnectNccl's communicator. Unimplemented when built without
+// STAR_WITH_CUDA; Unavailable without a CUDA device.
+[[nodiscard]] StatusOr<std::unique_ptr<DeviceStaging>> NewCudaStaging();
 
 }  // namespace star::shim

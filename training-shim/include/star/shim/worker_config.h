@@ -20,6 +20,7 @@
 //   STAR_METRICS_ADDRESS    metrics_address
 //   STAR_TIMEOUT_MS         timeout
 //   STAR_CLOCK_ORIGIN       clock_origin (a negative value means absent)
+//   STAR_BACKEND            backend ("gloo" or "nccl")
 #pragma once
 
 #include <chrono>
@@ -50,6 +51,10 @@ struct WorkerConfig {
   std::string metrics_address;  // HOST:PORT of the Prometheus endpoint; "" = none
   std::chrono::milliseconds timeout{60000};  // bound on every rendezvous and collective wait
   std::optional<double> clock_origin;  // monotonic seconds report times count from; absent = start
+  // What moves the bulk of the data: "gloo" (TCP, host memory; the default) or "nccl" (the
+  // current CUDA device: all-reduces and broadcasts staged through its memory, messages
+  // over Gloo; staged_collective.h). "nccl" needs a build with CUDA and a device.
+  std::string backend = "gloo";
 
   // Total ranks in the job's communicator: servers and workers.
   int ranks() const { return parameter_servers + world_size; }

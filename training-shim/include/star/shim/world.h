@@ -1,5 +1,6 @@
 // ConnectWorld: the job's communicator for one process, as its WorkerConfig describes it:
-// Gloo over TCP through the rendezvous store (hosted here with config.host_store), or,
+// Gloo over TCP through the rendezvous store (hosted here with config.host_store), with
+// NCCL for all-reduces and broadcasts when config.backend is "nccl", or,
 // for a lone worker with no store, a local communicator of one rank.
 #pragma once
 
@@ -24,7 +25,8 @@ struct World {
 // (Validate(config); "store_url" when it is required - world_size > 1 or
 // parameter_servers > 0 - or, with host_store, not "http://HOST:PORT"); Unavailable (the
 // store cannot be served); DeadlineExceeded (the peers do not all show up within
-// config.timeout).
+// config.timeout); for backend "nccl", InvalidArgument naming backend (built without CUDA,
+// or no CUDA device) or Unavailable (NCCL cannot connect).
 [[nodiscard]] StatusOr<World> ConnectWorld(const WorkerConfig& config);
 
 }  // namespace star::shim
