@@ -21,6 +21,7 @@
 #include "star/core/batch/planner.h"
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
+#include "star/operator/learned_model.h"
 #include "trace_csv.h"
 
 namespace star::cli {
@@ -159,6 +160,11 @@ CLI::App* AddLocal(CLI::App& app, star::local::LocalArgs& args) {
                   "no network namespaces: workers share loopback (bandwidth and delay "
                   "injections unavailable)");
   local->add_flag("--quiet", args.quiet, "no progress output");
+  args.selector_model = star::op::DefaultSelectorModelPath();
+  local->add_option("--selector-model", args.selector_model,
+                    "the learned selector's model, for a job with selector ML (default: the "
+                    "installed one)")
+      ->capture_default_str();
   return local;
 }
 
@@ -170,7 +176,9 @@ CLI::App* AddSim(CLI::App& app, star::sim::SimArgs& args) {
   sim->add_option("--policy", args.policy,
                   "auto (default) | ssgd | asgd | fixed-k | groups | amp | boa | all");
   sim->add_option("--selector", args.selector, "heuristic (default) | ml");
-  sim->add_option("--model", args.model, "the ML selector's model file (with --selector ml)");
+  sim->add_option("--model", args.model,
+                  "the learned selector's model file (with --selector ml; default: the installed "
+                  "one)");
   sim->add_option("--seed", args.seed, "replaces the scenario's seed");
   sim->add_option("--trace", args.trace,
                   "write every worker iteration as CSV (star detect's trace form)");
