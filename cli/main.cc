@@ -238,11 +238,15 @@ int main(int argc, char** argv) {
                         "the simulator; the model to --out, a summary JSON on stdout");
   train_cmd->add_option("--scenarios", train.scenarios, "scenarios to generate (default 300)");
   train_cmd->add_option("--seed", train.seed, "seed of the scenarios and of training (default 1)");
-  train_cmd->add_option("--out", train.out, "the model file to write (.json)")->required();
+  train_cmd->add_option("--out", train.out, "the model file to write (.json; not with --evaluate)");
   train_cmd->add_option("--rounds", train.rounds, "boosting rounds (default 50)");
   train_cmd->add_option("--holdout", train.holdout, "share of scenarios kept out (default 0.2)");
   train_cmd->add_option("--min-workers", train.min_workers, "fewest workers (default 8)");
   train_cmd->add_option("--max-workers", train.max_workers, "most workers (default 1024)");
+  train_cmd->add_option("--evaluate", train.evaluate,
+                        "instead of training: run N random scenarios in the closed loop with "
+                        "the heuristic and with --model, and compare their TTA");
+  train_cmd->add_option("--model", train.model, "the model file --evaluate runs");
 #endif
   if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
 #ifdef STAR_HAVE_XGBOOST

@@ -149,11 +149,101 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s) {
   return l;
 }
 
+StatusOr<EvaluatedScenario> Evaluate(const sim::Scenario& s,
+                                     const std::shared_ptr<select::LearnedSelector>& model) {
+  EvaluatedScenario e;
+  e.scenario = s;
+  auto h = sim::Simulate(s, local::Policy::kAuto);
+  if (!h.ok()) return h.status().WithPrefix("heuristic");
+  sim::SimOptions ml;
+  ml.selector = api::ModeSelector::kMl;
+  ml.model = model;
+  auto m = sim::Simulate(s, local::Policy::kAuto, ml);
+  if (!m.ok()) return m.status().WithPrefix("ml");
+  e.heuristic_tta = TtaOr(*h, s);
+  e.heuristic_reached = h->tta_seconds.has_value();
+  e.ml_tta = TtaOr(*m, s);
+  e.ml_reached = m->tta_seconds.has_value();
+  return e;
+}
+
+namespace {
+
+int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& err) {
+  auto bad = [&](const std::string& m) {
+    err << "star train-selector: " << m << "\n";
+    return 1;
+  };
+  if (args.model.empty()) return bad("--evaluate: needs --model FILE");
+  auto model = op::XgboostSelector::Load(args.model);
+  if (!model.ok()) return bad("--model: " + model.status().ToString());
+  const std::shared_ptr<select::LearnedSelector> shared = std::move(*model);
+  const auto started = std::chrono::steady_clock::now();
+  std::mt19937_64 rng(args.seed);
+  std::vector<double> gains;
+  int at_least = 0, better = 0, worse = 0, h_missed = 0, m_missed = 0;
+  nlohmann::json runs = nlohmann::json::array();
+  for (int i = 0; i < args.evaluate; ++i) {
+    const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
+    auto e = Evaluate(s, shared);
+    if (!e.ok()) return bad("scenario " + std::to_string(i) + ": " + e.status().ToString());
+    at_least += e->ml_tta <= e->heuristic_tta;
+    better += e->ml_tta < e->heuristic_tta;
+    worse += e->ml_tta > e->heuristic_tta;
+    h_missed += !e->heuristic_reached;
+    m_missed += !e->ml_reached;
+    gains.push_back((e->heuristic_tta - e->ml_tta) / e->heuristic_tta);
+    runs.push_back({s.workers,
+                    s.architecture == api::Architecture::kParameterServer ? "ParameterServer"
+                                                                          : "AllReduce",
+                    e->heuristic_tta, e->ml_tta});
+    if ((i + 1) % 10 == 0 || i + 1 == args.evaluate) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      err << "star train-selector: " << (i + 1) << "/" << args.evaluate << " scenarios evaluated ("
+          << secs << " s)\n";
+    }
+  }
+  const auto n = static_cast<double>(args.evaluate);
+  double sum = 0;
+  for (double g : gains) sum += g;
+  std::vector<double> sorted = gains;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t mid = sorted.size() / 2;
+  const double median =
+      sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  nlohmann::json summary = {{"evaluated", args.evaluate},
+                            {"seed", args.seed},
+                            {"model", args.model},
+                            {"min_workers", args.min_workers},
+                            {"max_workers", args.max_workers},
+                            {"ml_at_least_as_good", at_least / n},
+                            {"ml_better", better},
+                            {"ml_worse", worse},
+                            {"mean_gain", sum / n},
+                            {"median_gain", median},
+                            {"worst_gain", sorted.front()},
+                            {"best_gain", sorted.back()},
+                            {"heuristic_missed", h_missed},
+                            {"ml_missed", m_missed},
+                            {"runs", runs}};
+  summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out << summary.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, std::ostream& err) {
   auto bad = [&](const std::string& m) {
     err << "star train-selector: " << m << "\n";
     return 1;
   };
+  if (args.evaluate < 0) return bad("--evaluate: must be >= 0, got " + std::to_string(args.evaluate));
+  if (args.min_workers < 1 || args.max_workers < args.min_workers) {
+    return bad("--min-workers/--max-workers: need 1 <= min <= max");
+  }
+  if (args.evaluate > 0) return RunEvaluate(args, out, err);
+  if (!args.model.empty()) return bad("--model: only with --evaluate");
   if (args.scenarios < 2) return bad("--scenarios: must be >= 2, got " + std::to_string(args.scenarios));
   if (args.out.empty()) return bad("--out: required");
   if (args.rounds < 1) return bad("--rounds: must be >= 1, got " + std::to_string(args.rounds));

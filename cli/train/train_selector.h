@@ -15,9 +15,18 @@
 // how often the model picks the best class, and the mean of TTA(choice) / TTA(best) for
 // the model and for the heuristic (policy auto). Everything is deterministic for the
 // seed. Progress goes to stderr; the summary JSON to stdout.
+//
+// That holdout report is open-loop (it scores the model's class against the labelled
+// candidates' TTAs). With `evaluate` > 0 the verb trains nothing and evaluates the model
+// file `model` in the closed loop instead: it generates `evaluate` random scenarios from
+// the seed (the same generator; use a seed and worker range other than training's for
+// held-out ones) and simulates each with policy auto twice, the control loop selecting
+// with the heuristic and with the model (selector ML), as `star sim --policy auto
+// --selector heuristic|ml --model FILE` does.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -39,7 +48,22 @@ struct TrainSelectorArgs {
   double holdout = 0.2;       // --holdout F, share of scenarios kept out, in [0, 1)
   int min_workers = 8;        // --min-workers, >= 1
   int max_workers = 1024;     // --max-workers, >= min_workers
+  int evaluate = 0;           // --evaluate N: closed-loop evaluation of --model, >= 0
+  std::string model;          // --model FILE: the model --evaluate runs
 };
+
+// One scenario of the closed-loop evaluation: policy auto's TTA with each selector
+// (a run that misses the target counts at the scenario's time limit).
+struct EvaluatedScenario {
+  sim::Scenario scenario;
+  double heuristic_tta = 0, ml_tta = 0;
+  bool heuristic_reached = false, ml_reached = false;
+};
+
+// Simulates `s` under policy auto with the heuristic and with `model`. Errors: the
+// simulator's.
+[[nodiscard]] StatusOr<EvaluatedScenario> Evaluate(
+    const sim::Scenario& s, const std::shared_ptr<select::LearnedSelector>& model);
 
 // One labelled scenario.
 struct LabelledScenario {
@@ -59,7 +83,12 @@ struct LabelledScenario {
 // Runs the verb: writes the summary JSON
 //   {"scenarios","train","holdout","holdout_accuracy","holdout_tta_ratio_model",
 //    "holdout_tta_ratio_heuristic","label_counts":[...],"seconds"}
-// to `out`, progress and errors to `err`. Returns 0, or 1 on bad arguments or a failure.
+// to `out`, progress and errors to `err`. With `evaluate` > 0 (then `model` is required
+// and `out` is not used) the summary is instead
+//   {"evaluated","seed","model","ml_at_least_as_good" (share of scenarios with
+//    ml_tta <= heuristic_tta),"ml_better","ml_worse" (counts),"mean_gain" (mean of
+//    (heuristic_tta - ml_tta) / heuristic_tta),"median_gain","worst_gain","best_gain",
+//    "heuristic_missed","ml_missed" (runs that did not reach the target),"seconds"}. Returns 0, or 1 on bad arguments or a failure.
 int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, std::ostream& err);
 
 }  // namespace star::train
