@@ -243,6 +243,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--holdout", train.holdout, "share of scenarios kept out (default 0.2)");
   train_cmd->add_option("--min-workers", train.min_workers, "fewest workers (default 8)");
   train_cmd->add_option("--max-workers", train.max_workers, "most workers (default 1024)");
+  train_cmd->add_option("--labels", train.labels,
+                        "open (default): label by each candidate policy run alone; closed: "
+                        "by policy auto run with the loop selecting each class");
   train_cmd->add_option("--evaluate", train.evaluate,
                         "instead of training: run N random scenarios in the closed loop with "
                         "the heuristic and with --model, and compare their TTA");

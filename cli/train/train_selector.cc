@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "local/runtime.h"
 #include "sim/simulator.h"
@@ -51,6 +52,20 @@ int Argmax(const float* p) {
   return best;
 }
 
+// A learned selector that always names one class.
+class ConstantSelector : public select::LearnedSelector {
+ public:
+  explicit ConstantSelector(int c) : c_(c) {}
+  StatusOr<std::vector<float>> Scores(const select::SelectorFeatures&) override {
+    std::vector<float> s(select::kSelectorClassCount, 0.0F);
+    s[static_cast<std::size_t>(c_)] = 1.0F;
+    return s;
+  }
+
+ private:
+  int c_;
+};
+
 }  // namespace
 
 sim::Scenario RandomScenario(std::mt19937_64& rng, int min_workers, int max_workers) {
@@ -93,7 +108,7 @@ sim::Scenario RandomScenario(std::mt19937_64& rng, int min_workers, int max_work
   return s;
 }
 
-StatusOr<LabelledScenario> Label(const sim::Scenario& s) {
+StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
   LabelledScenario l;
   l.scenario = s;
   std::vector<double> t;
@@ -120,20 +135,40 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s) {
     l.tta[c] = *v;
     return Status::Ok();
   };
-  if (Status st = put(select::kSelectorClassSsgd, s, local::Policy::kSsgd); !st.ok()) return st;
-  if (Status st = put(select::kSelectorClassGroups, s, local::Policy::kGroups); !st.ok()) return st;
-  if (s.architecture == api::Architecture::kParameterServer) {
-    if (Status st = put(select::kSelectorClassAsgd, s, local::Policy::kAsgd); !st.ok()) return st;
-  }
-  for (std::size_t j = 0; j < select::kFixedKFractions.size(); ++j) {
-    sim::Scenario fk = s;
-    const int k = static_cast<int>(std::lround(select::kFixedKFractions[j] * s.workers));
-    if (k < 1 || k >= s.workers) continue;
-    fk.min_k = k;
-    if (Status st = put(select::kSelectorClassFixedKFirst + static_cast<int>(j), fk,
-                        local::Policy::kFixedK);
-        !st.ok()) {
-      return st;
+  if (closed_loop) {
+    for (int c = 0; c < static_cast<int>(select::kSelectorClassCount); ++c) {
+      if (c == select::kSelectorClassAsgd &&
+          s.architecture != api::Architecture::kParameterServer) {
+        continue;
+      }
+      if (c >= select::kSelectorClassFixedKFirst) {
+        const auto j = static_cast<std::size_t>(c - select::kSelectorClassFixedKFirst);
+        const int k = static_cast<int>(std::lround(select::kFixedKFractions[j] * s.workers));
+        if (k < 1 || k >= s.workers) continue;
+      }
+      sim::SimOptions o;
+      o.selector = api::ModeSelector::kMl;
+      o.model = std::make_shared<ConstantSelector>(c);
+      auto r = sim::Simulate(s, local::Policy::kAuto, o);
+      if (!r.ok()) return r.status();
+      l.tta[static_cast<std::size_t>(c)] = TtaOr(*r, s);
+    }
+  } else {
+    if (Status st = put(select::kSelectorClassSsgd, s, local::Policy::kSsgd); !st.ok()) return st;
+    if (Status st = put(select::kSelectorClassGroups, s, local::Policy::kGroups); !st.ok()) return st;
+    if (s.architecture == api::Architecture::kParameterServer) {
+      if (Status st = put(select::kSelectorClassAsgd, s, local::Policy::kAsgd); !st.ok()) return st;
+    }
+    for (std::size_t j = 0; j < select::kFixedKFractions.size(); ++j) {
+      sim::Scenario fk = s;
+      const int k = static_cast<int>(std::lround(select::kFixedKFractions[j] * s.workers));
+      if (k < 1 || k >= s.workers) continue;
+      fk.min_k = k;
+      if (Status st = put(select::kSelectorClassFixedKFirst + static_cast<int>(j), fk,
+                          local::Policy::kFixedK);
+          !st.ok()) {
+        return st;
+      }
     }
   }
   auto a = run(s, local::Policy::kAuto);
@@ -244,6 +279,9 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   }
   if (args.evaluate > 0) return RunEvaluate(args, out, err);
   if (!args.model.empty()) return bad("--model: only with --evaluate");
+  if (args.labels != "open" && args.labels != "closed") {
+    return bad("--labels: must be open or closed, got \"" + args.labels + "\"");
+  }
   if (args.scenarios < 2) return bad("--scenarios: must be >= 2, got " + std::to_string(args.scenarios));
   if (args.out.empty()) return bad("--out: required");
   if (args.rounds < 1) return bad("--rounds: must be >= 1, got " + std::to_string(args.rounds));
@@ -258,7 +296,7 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   std::vector<LabelledScenario> all;
   for (int i = 0; i < args.scenarios; ++i) {
     const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
-    auto l = Label(s);
+    auto l = Label(s, args.labels == "closed");
     if (!l.ok()) return bad("scenario " + std::to_string(i) + ": " + l.status().ToString());
     all.push_back(std::move(*l));
     if ((i + 1) % 10 == 0 || i + 1 == args.scenarios) {
@@ -285,7 +323,8 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   if (Status st = (*model)->Save(args.out); !st.ok()) return bad(st.ToString());
 
   nlohmann::json summary = {{"scenarios", args.scenarios}, {"train", train}, {"holdout", holdout},
-                            {"seed", args.seed}, {"label_counts", counts}, {"model", args.out}};
+                            {"seed", args.seed}, {"label_counts", counts}, {"model", args.out},
+                            {"labels", args.labels}};
   if (holdout > 0) {
     std::vector<float> rows;
     for (int i = train; i < args.scenarios; ++i) {

@@ -9,7 +9,9 @@
 // with the lowest simulated TTA among: ssgd, groups, fixed-k at each of
 // select::kFixedKFractions (policy fixed-k with the scenario's min_k = fraction x n, so
 // the loop's k is at least that fraction) and, for ParameterServer jobs, asgd. A run
-// that misses the target counts at the scenario's time limit.
+// that misses the target counts at the scenario's time limit. With `labels` closed, each
+// class is instead run as policy auto with the control loop, its learned selector always
+// naming that class, and the label is the class of the fastest such run.
 //
 // The last `holdout` share of the scenarios is kept out of training and reported:
 // how often the model picks the best class, and the mean of TTA(choice) / TTA(best) for
@@ -48,6 +50,11 @@ struct TrainSelectorArgs {
   double holdout = 0.2;       // --holdout F, share of scenarios kept out, in [0, 1)
   int min_workers = 8;        // --min-workers, >= 1
   int max_workers = 1024;     // --max-workers, >= min_workers
+  // --labels open|closed: how a scenario's label is found. open (the default): each
+  // candidate policy run on its own from the start; closed: policy auto run with the
+  // control loop once per class, its learned selector always naming that class (the
+  // loop's checks and gating, AMP and batch adaptation as in any auto run).
+  std::string labels = "open";
   int evaluate = 0;           // --evaluate N: closed-loop evaluation of --model, >= 0
   std::string model;          // --model FILE: the model --evaluate runs
 };
@@ -77,8 +84,10 @@ struct LabelledScenario {
 // A random scenario (see the file comment) from `rng`.
 [[nodiscard]] sim::Scenario RandomScenario(std::mt19937_64& rng, int min_workers,
                                            int max_workers);
-// Simulates the candidate policies and the heuristic. Errors: the simulator's.
-[[nodiscard]] StatusOr<LabelledScenario> Label(const sim::Scenario& s);
+// Simulates the candidate policies and the heuristic. Errors: the simulator's. With
+// `closed_loop`, each class is instead simulated as policy auto whose learned selector
+// always names it (a class the loop does not allow falls back as SelectLearned says).
+[[nodiscard]] StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop = false);
 
 // Runs the verb: writes the summary JSON
 //   {"scenarios","train","holdout","holdout_accuracy","holdout_tta_ratio_model",

@@ -70,6 +70,28 @@ TEST(Label, PicksTheClassWithTheLowestSimulatedTta) {
   EXPECT_EQ(l->features.workers, s.workers);
 }
 
+TEST(Label, ClosedLoopPicksTheClassOfTheFastestAutoRun) {
+  std::mt19937_64 rng(2);
+  const sim::Scenario s = RandomScenario(rng, 4, 8);
+  auto l = Label(s, /*closed_loop=*/true);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_GE(l->tta[l->label], 0);
+  int simulated = 0;
+  for (double t : l->tta) {
+    if (t < 0) continue;
+    ++simulated;
+    EXPECT_LE(l->tta[l->label], t);
+  }
+  EXPECT_GE(simulated, 2);
+  if (s.architecture == api::Architecture::kAllReduce) {
+    EXPECT_LT(l->tta[select::kSelectorClassAsgd], 0);
+  }
+  // The heuristic's run (policy auto, selector Heuristic) is the same either way.
+  auto open = Label(s);
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->auto_tta, l->auto_tta);
+}
+
 TEST(TrainSelector, WritesALoadableModelReproduciblyFromTheSeed) {
   const std::string a = TempFile("a.json"), b = TempFile("b.json");
   std::ostringstream out, err;
@@ -94,6 +116,10 @@ TEST(TrainSelector, RefusesBadArgumentsNamingTheFlag) {
   args = Tiny("");
   EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
   EXPECT_NE(err.str().find("--out"), std::string::npos);
+  args = Tiny(TempFile("never.json"));
+  args.labels = "both";
+  EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
+  EXPECT_NE(err.str().find("--labels"), std::string::npos);
   EXPECT_TRUE(out.str().empty());
 }
 
