@@ -1,5 +1,6 @@
 # STAR's images, multi-stage. Targets:
-#   operator  star-operator (runs as a non-root user)
+#   operator  star-operator (runs as a non-root user), with the learned selector's model
+#             (/usr/share/star/selector.json) when models/selector.json is committed
 #   agent     star-agent (the node agent DaemonSet)
 #   trainer   star-fmnist and the training shim (the example job's pods), with Fashion-MNIST;
 #             and star.torch with PyTorch and examples/pytorch/train_fmnist.py (WORKDIR
@@ -18,18 +19,20 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
       build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libglpk-dev \
       libgloo-dev libcpprest-dev libssl-dev libboost-dev prometheus-cpp-dev zlib1g-dev \
       libtorch-dev libcgroup-dev libnl-3-dev libnl-route-3-dev libyaml-cpp-dev libyaml-dev \
-      python3-dev pybind11-dev \
+      python3-dev pybind11-dev libxgboost-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF \
-      -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=OFF -DSTAR_WITH_TORCH=ON \
+      -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=OFF -DSTAR_WITH_TORCH=ON -DCMAKE_INSTALL_PREFIX=/usr \
     && cmake --build /build --target star-operator star-agent star-fmnist star_shim_python \
     && mkdir -p /out/python \
     && cp /build/operator/star-operator /build/node-agent/star-agent \
           /build/training-shim/examples/fmnist/star-fmnist /out/ \
     && strip /out/star-* \
-    && cp -r /build/python/star /out/python/ && strip /out/python/star/_star*.so
+    && cp -r /build/python/star /out/python/ && strip /out/python/star/_star*.so \
+    && mkdir -p /out/share/star \
+    && if [ -f models/selector.json ]; then cp models/selector.json /out/share/star/; fi
 
 # What every runtime image has: CA certificates (the API server's CA may be a public one)
 # and the libraries all three binaries link.
@@ -42,7 +45,13 @@ LABEL org.opencontainers.image.source="https://github.com/star-dev/star" \
       org.opencontainers.image.licenses="Apache-2.0"
 
 FROM runtime AS operator
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends libxgboost0 \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/star-operator /usr/bin/star-operator
+# The learned selector's model, star-operator's default --selector-model (an empty
+# directory when no model is committed: jobs with selector ML then use the heuristic).
+COPY --from=build /out/share/star/ /usr/share/star/
 # 65532: the conventional non-root user of distroless images; the chart's
 # securityContext asks for runAsNonRoot.
 USER 65532:65532

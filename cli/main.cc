@@ -21,6 +21,7 @@
 #include "star/core/batch/planner.h"
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
+#include "star/operator/learned_model.h"
 #include "trace_csv.h"
 
 namespace star::cli {
@@ -159,6 +160,11 @@ CLI::App* AddLocal(CLI::App& app, star::local::LocalArgs& args) {
                   "no network namespaces: workers share loopback (bandwidth and delay "
                   "injections unavailable)");
   local->add_flag("--quiet", args.quiet, "no progress output");
+  args.selector_model = star::op::DefaultSelectorModelPath();
+  local->add_option("--selector-model", args.selector_model,
+                    "the learned selector's model, for a job with selector ML (default: the "
+                    "installed one)")
+      ->capture_default_str();
   return local;
 }
 
@@ -170,7 +176,9 @@ CLI::App* AddSim(CLI::App& app, star::sim::SimArgs& args) {
   sim->add_option("--policy", args.policy,
                   "auto (default) | ssgd | asgd | fixed-k | groups | amp | boa | all");
   sim->add_option("--selector", args.selector, "heuristic (default) | ml");
-  sim->add_option("--model", args.model, "the ML selector's model file (with --selector ml)");
+  sim->add_option("--model", args.model,
+                  "the learned selector's model file (with --selector ml; default: the installed "
+                  "one)");
   sim->add_option("--seed", args.seed, "replaces the scenario's seed");
   sim->add_option("--trace", args.trace,
                   "write every worker iteration as CSV (star detect's trace form)");
@@ -230,11 +238,18 @@ int main(int argc, char** argv) {
                         "the simulator; the model to --out, a summary JSON on stdout");
   train_cmd->add_option("--scenarios", train.scenarios, "scenarios to generate (default 300)");
   train_cmd->add_option("--seed", train.seed, "seed of the scenarios and of training (default 1)");
-  train_cmd->add_option("--out", train.out, "the model file to write (.json)")->required();
+  train_cmd->add_option("--out", train.out, "the model file to write (.json; not with --evaluate)");
   train_cmd->add_option("--rounds", train.rounds, "boosting rounds (default 50)");
   train_cmd->add_option("--holdout", train.holdout, "share of scenarios kept out (default 0.2)");
   train_cmd->add_option("--min-workers", train.min_workers, "fewest workers (default 8)");
   train_cmd->add_option("--max-workers", train.max_workers, "most workers (default 1024)");
+  train_cmd->add_option("--labels", train.labels,
+                        "open (default): label by each candidate policy run alone; closed: "
+                        "by policy auto run with the loop selecting each class");
+  train_cmd->add_option("--evaluate", train.evaluate,
+                        "instead of training: run N random scenarios in the closed loop with "
+                        "the heuristic and with --model, and compare their TTA");
+  train_cmd->add_option("--model", train.model, "the model file --evaluate runs");
 #endif
   if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
 #ifdef STAR_HAVE_XGBOOST

@@ -6,7 +6,13 @@
 //                 [--report-ca-file FILE] [--metrics-listen HOST:PORT] [--leader-elect]
 //                 [--identity ID] [--lease-duration 15s] [--renew-period 5s]
 //                 [--retry-period 2s] [--status-interval 2s] [--max-restarts 3]
-//                 [--restart-backoff 1s]
+//                 [--restart-backoff 1s] [--selector-model FILE]
+//
+// --selector-model: the learned selector's XGBoost model for jobs with
+// spec.synchronization.selector ML (default: the installed share/star/selector.json,
+// where star-operator was built with XGBoost). It is loaded at start; a model that is
+// missing or invalid is logged in one line naming the file and why, and the operator runs
+// on: such jobs use the heuristic, with a Warning Event LearnedSelectorUnavailable.
 //
 // Leader election (--leader-elect, the Lease star-operator in --namespace or the
 // kubeconfig's namespace): others take the lease once they have seen it unrenewed for
@@ -41,6 +47,7 @@
 
 #include "star/kube/client.h"
 #include "star/kube/leader_election.h"
+#include "star/operator/learned_model.h"
 #include "star/operator/reconciler/manager.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/operator_controllers.h"
@@ -55,6 +62,7 @@ struct Flags {
   std::string kubeconfig, ns, report_listen = "0.0.0.0:8443", report_url;
   std::string report_tls_cert_file, report_tls_key_file, report_ca_file;
   std::string metrics_listen = "0.0.0.0:8080", identity;
+  std::string selector_model = op::DefaultSelectorModelPath();
   bool leader_elect = false;
   int status_interval_ms = 2000, max_restarts = 3, restart_backoff_ms = 1000;
   int lease_duration_s = 15, renew_period_s = 5, retry_period_ms = 2000;
@@ -79,6 +87,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "CA that workers verify the report endpoint with (PEM; pods get it as STAR_REPORT_CA; "
                  "default: their system's CAs)");
   app.add_option("--metrics-listen", f.metrics_listen, "HOST:PORT for /metrics /healthz /readyz (\"\" = off)")
+      ->capture_default_str();
+  app.add_option("--selector-model", f.selector_model,
+                 "The learned selector's model for jobs with selector ML (default: the installed one)")
       ->capture_default_str();
   app.add_flag("--leader-elect", f.leader_elect, "Reconcile only while holding the Lease star-operator");
   app.add_option("--identity", f.identity, "Leader-election identity (default: hostname_pid)");
@@ -181,7 +192,16 @@ int main(int argc, char** argv) {
   auto manager = op::Manager::Create(client->get(), ManagerOptionsOf(flags, client_options), &metrics);
   if (!manager.ok()) return Log(manager.status().ToString()), 2;
   op::Manager& m = **manager;
-  auto added = op::AddOperatorControllers(&m, ControllerOptionsOf(flags));
+  op::OperatorControllerOptions controller_options = ControllerOptionsOf(flags);
+  auto model = op::LoadSelectorModel(flags.selector_model);
+  if (model.ok()) {
+    Log("learned selector: loaded " + flags.selector_model);
+  } else {
+    Log("--selector-model: learned selector unavailable: " + model.status().message() +
+        "; jobs with selector ML use the heuristic");
+  }
+  controller_options.learned = op::LearnedModelOf(model);
+  auto added = op::AddOperatorControllers(&m, std::move(controller_options));
   if (!added.ok()) return Log(added.status().ToString()), 2;
   controllers = std::move(added).value();
   if (Status s = m.ServeProbes(); !s.ok()) return Log(s.ToString()), 2;

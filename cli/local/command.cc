@@ -142,6 +142,7 @@ void SetRunEnvironment(const LocalArgs& args, RunOptions& options) {
   options.busy_command = {self, "busy"};
   options.network = !args.no_network;
   options.log_dir = args.log_dir;
+  options.selector_model = args.selector_model;
   options.stop = &g_stop;
 }
 

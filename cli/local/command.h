@@ -16,6 +16,7 @@ struct LocalArgs {
   bool no_network = false;           // --no-network: all workers on loopback
   std::string log_dir;               // --log-dir DIR ("" = temporary, removed on success)
   bool quiet = false;                // --quiet: no progress line
+  std::string selector_model;        // --selector-model FILE (main sets the installed default)
 };
 
 // Runs the job; prints the report (without its per-report samples) as one JSON object

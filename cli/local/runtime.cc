@@ -26,6 +26,7 @@
 #include "star/core/api/types.h"
 #include "star/core/batch/baseline.h"
 #include "star/operator/control_loop.h"
+#include "star/operator/learned_model.h"
 #include "star/report/server.h"
 #include "star/report/token.h"
 #include "star/shim/store_server.h"
@@ -130,7 +131,16 @@ Status Runner::SetupJob() {
   }
   op::LoopOptions lo;
   lo.apply_margin_iterations = 3 * o_.report_every;
-  auto loop = op::JobControlLoop::Create(spec_, lo);
+  op::LearnedModel learned;
+  if (spec_.synchronization.selector == api::ModeSelector::kMl &&
+      spec_.synchronization.policy == api::SyncPolicy::kAuto) {
+    learned = op::LearnedModelOf(op::LoadSelectorModel(o_.selector_model));
+    if (learned.selector == nullptr) {
+      Notice("selector ML: learned selector unavailable (" + learned.unavailable_reason +
+             "); the heuristic selects the mode");
+    }
+  }
+  auto loop = op::JobControlLoop::Create(spec_, lo, std::move(learned));
   if (!loop.ok()) return loop.status();
   loop_ = std::move(*loop);
 

@@ -85,6 +85,10 @@ struct RunOptions {
   int64_t eval_millicores = 300;    // the evaluator's CPU quota, >= 10
   int trainer_threads = 1;          // LibTorch threads per worker process, >= 1
   int64_t default_epochs = 20;      // iteration budget when maxIterations is unset
+  // The learned selector's model file, loaded when the job runs with selector ML and
+  // policy Auto ("" = none). Without a usable model the job uses the heuristic: a notice
+  // and a selector_fallback entry on the timeline say why.
+  std::string selector_model;
   std::string log_dir;              // worker logs; "" = a temporary directory (removed on success)
   // Live progress: called about once a second with one line (no newline).
   std::function<void(const std::string&)> progress;

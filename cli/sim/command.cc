@@ -9,6 +9,7 @@
 #include "local/runtime.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "star/operator/learned_model.h"
 
 namespace star::sim {
 namespace {
@@ -79,6 +80,12 @@ int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
 
   SimOptions options;
   options.selector = *selector;
+  if (*selector == api::ModeSelector::kMl) {
+    const std::string path = args.model.empty() ? op::DefaultSelectorModelPath() : args.model;
+    auto model = op::LoadSelectorModel(path);
+    if (!model.ok()) return Fail(err, model.status().WithPrefix("--model"));
+    options.model = *model;
+  }
   std::ofstream trace;
   if (!args.trace.empty()) {
     trace.open(args.trace);

@@ -16,7 +16,9 @@ struct SimArgs {
   std::string scenario;                // SCENARIO.json ("-" = stdin)
   std::string policy = "auto";         // --policy: auto|ssgd|asgd|fixed-k|groups|amp|boa|all
   std::string selector = "heuristic";  // --selector: heuristic|ml
-  std::string model;                   // --model FILE (with --selector ml); "" = none
+  // --model FILE (with --selector ml); "" = the installed model (DefaultSelectorModelPath).
+  // With --selector ml the model must load (else exit 1 naming the file).
+  std::string model;
   std::optional<int64_t> seed;         // --seed N: replaces the scenario's seed, >= 0
   std::string trace;                   // --trace FILE.csv; "" = none
 };

@@ -12,6 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "trace_csv.h"
+#ifdef STAR_HAVE_XGBOOST
+#include <random>
+
+#include "star/operator/xgboost_selector.h"
+#endif
 
 namespace star::sim {
 namespace {
@@ -141,15 +146,60 @@ TEST_F(SimCommand, BadInputIsRefusedNamingTheFieldWithNothingOnStdout) {
   EXPECT_NE(err_.str().find("none.json"), std::string::npos) << err_.str();
 }
 
-TEST_F(SimCommand, MlSelectorWithAModelFileRuns) {
+// Regression: `--selector ml --model FILE` only checked that FILE opened and then ran the
+// heuristic; a file that is no selector model is now an error naming it.
+TEST_F(SimCommand, MlSelectorWithAFileThatIsNoModelIsAnErrorNamingIt) {
   SimArgs a;
   a.scenario = Write("s.json", Scenario());
   a.selector = "ml";
   a.model = Write("model.json", json::object());
   a.policy = "auto";
-  ASSERT_EQ(Run(a), 0) << err_.str();
-  EXPECT_EQ(json::parse(out_.str())["results"].size(), 1u);
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_NE(err_.str().find("--model: model file \"" + a.model + "\""), std::string::npos) << err_.str();
 }
+
+#ifdef STAR_HAVE_XGBOOST
+// A model trained in-test that picks fixed_k at a quarter of the workers whatever it sees.
+std::string TrainQuarterFixedKModel(const std::string& path) {
+  op::SelectorTrainingSet set;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int r = 0; r < 64; ++r) {
+    for (std::size_t f = 0; f < select::kSelectorFeatureCount; ++f) set.features.push_back(u(rng));
+    set.labels.push_back(select::kSelectorClassFixedKFirst);  // fraction 0.25
+  }
+  op::SelectorTrainOptions o;
+  o.seed = 5;
+  o.rounds = 5;
+  o.max_depth = 2;
+  auto model = op::XgboostSelector::Train(set, o);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (model.ok()) {
+    EXPECT_TRUE((*model)->Save(path).ok());
+  }
+  return path;
+}
+
+TEST_F(SimCommand, MlSelectorRunsTheModelItIsGiven) {
+  SimArgs a;
+  a.scenario = Write("s.json", Scenario());
+  a.policy = "auto";
+  ASSERT_EQ(Run(a), 0) << err_.str();
+  const json heuristic = json::parse(out_.str())["results"][0];
+
+  a.selector = "ml";
+  a.model = TrainQuarterFixedKModel((dir_ / "selector.json").string());
+  ASSERT_EQ(Run(a), 0) << err_.str();
+  const std::string first = out_.str();
+  const json ml = json::parse(first)["results"][0];
+  EXPECT_EQ(ml["policy"], "auto");
+  EXPECT_GE(ml["decisions"].get<int>(), 1);
+  EXPECT_NE(ml, heuristic) << "the model, not the heuristic, chose the mode";
+  ASSERT_EQ(Run(a), 0);
+  EXPECT_EQ(out_.str(), first) << "deterministic for the scenario, its seed and the model";
+}
+#endif
 
 }  // namespace
 }  // namespace star::sim

@@ -155,7 +155,9 @@ StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy, const SimO
   spec.synchronization.selector = options.selector;
   op::LoopOptions lo;
   lo.apply_margin_iterations = 3 * s.report_every;  // as `star local` runs it
-  auto loop = op::JobControlLoop::Create(spec, lo);
+  op::LearnedModel learned;
+  if (options.model) learned.selector = options.model;
+  auto loop = op::JobControlLoop::Create(spec, lo, std::move(learned));
   if (!loop.ok()) return loop.status();
   Run run(s, spec, std::move(*loop), options);
   auto result = run.Go();

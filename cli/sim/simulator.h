@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -26,13 +27,18 @@
 #include "local/runtime.h"
 #include "sim/scenario.h"
 #include "star/core/api/training_job.h"
+#include "star/core/select/learned.h"
 #include "star/core/status.h"
 
 namespace star::sim {
 
 struct SimOptions {
-  // spec.synchronization.selector (the loop falls back to the heuristic for ML today).
+  // spec.synchronization.selector. With ML (and policy auto) the loop selects through
+  // `model`; without one it falls back to the heuristic. Default Heuristic.
   api::ModeSelector selector = api::ModeSelector::kHeuristic;
+  // The learned selector for selector ML (shared by the runs; Simulate is single-threaded).
+  // Default none.
+  std::shared_ptr<select::LearnedSelector> model;
   // When set, every completed worker iteration is written as one CSV row
   // "iteration,worker,compute_seconds,communication_seconds" (`star detect`'s trace form,
   // cli/trace_csv.h; the caller writes the header).

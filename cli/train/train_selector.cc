@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "local/runtime.h"
 #include "sim/simulator.h"
@@ -51,6 +52,20 @@ int Argmax(const float* p) {
   return best;
 }
 
+// A learned selector that always names one class.
+class ConstantSelector : public select::LearnedSelector {
+ public:
+  explicit ConstantSelector(int c) : c_(c) {}
+  StatusOr<std::vector<float>> Scores(const select::SelectorFeatures&) override {
+    std::vector<float> s(select::kSelectorClassCount, 0.0F);
+    s[static_cast<std::size_t>(c_)] = 1.0F;
+    return s;
+  }
+
+ private:
+  int c_;
+};
+
 }  // namespace
 
 sim::Scenario RandomScenario(std::mt19937_64& rng, int min_workers, int max_workers) {
@@ -93,7 +108,7 @@ sim::Scenario RandomScenario(std::mt19937_64& rng, int min_workers, int max_work
   return s;
 }
 
-StatusOr<LabelledScenario> Label(const sim::Scenario& s) {
+StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
   LabelledScenario l;
   l.scenario = s;
   std::vector<double> t;
@@ -120,20 +135,40 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s) {
     l.tta[c] = *v;
     return Status::Ok();
   };
-  if (Status st = put(select::kSelectorClassSsgd, s, local::Policy::kSsgd); !st.ok()) return st;
-  if (Status st = put(select::kSelectorClassGroups, s, local::Policy::kGroups); !st.ok()) return st;
-  if (s.architecture == api::Architecture::kParameterServer) {
-    if (Status st = put(select::kSelectorClassAsgd, s, local::Policy::kAsgd); !st.ok()) return st;
-  }
-  for (std::size_t j = 0; j < select::kFixedKFractions.size(); ++j) {
-    sim::Scenario fk = s;
-    const int k = static_cast<int>(std::lround(select::kFixedKFractions[j] * s.workers));
-    if (k < 1 || k >= s.workers) continue;
-    fk.min_k = k;
-    if (Status st = put(select::kSelectorClassFixedKFirst + static_cast<int>(j), fk,
-                        local::Policy::kFixedK);
-        !st.ok()) {
-      return st;
+  if (closed_loop) {
+    for (int c = 0; c < static_cast<int>(select::kSelectorClassCount); ++c) {
+      if (c == select::kSelectorClassAsgd &&
+          s.architecture != api::Architecture::kParameterServer) {
+        continue;
+      }
+      if (c >= select::kSelectorClassFixedKFirst) {
+        const auto j = static_cast<std::size_t>(c - select::kSelectorClassFixedKFirst);
+        const int k = static_cast<int>(std::lround(select::kFixedKFractions[j] * s.workers));
+        if (k < 1 || k >= s.workers) continue;
+      }
+      sim::SimOptions o;
+      o.selector = api::ModeSelector::kMl;
+      o.model = std::make_shared<ConstantSelector>(c);
+      auto r = sim::Simulate(s, local::Policy::kAuto, o);
+      if (!r.ok()) return r.status();
+      l.tta[static_cast<std::size_t>(c)] = TtaOr(*r, s);
+    }
+  } else {
+    if (Status st = put(select::kSelectorClassSsgd, s, local::Policy::kSsgd); !st.ok()) return st;
+    if (Status st = put(select::kSelectorClassGroups, s, local::Policy::kGroups); !st.ok()) return st;
+    if (s.architecture == api::Architecture::kParameterServer) {
+      if (Status st = put(select::kSelectorClassAsgd, s, local::Policy::kAsgd); !st.ok()) return st;
+    }
+    for (std::size_t j = 0; j < select::kFixedKFractions.size(); ++j) {
+      sim::Scenario fk = s;
+      const int k = static_cast<int>(std::lround(select::kFixedKFractions[j] * s.workers));
+      if (k < 1 || k >= s.workers) continue;
+      fk.min_k = k;
+      if (Status st = put(select::kSelectorClassFixedKFirst + static_cast<int>(j), fk,
+                          local::Policy::kFixedK);
+          !st.ok()) {
+        return st;
+      }
     }
   }
   auto a = run(s, local::Policy::kAuto);
@@ -149,11 +184,104 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s) {
   return l;
 }
 
+StatusOr<EvaluatedScenario> Evaluate(const sim::Scenario& s,
+                                     const std::shared_ptr<select::LearnedSelector>& model) {
+  EvaluatedScenario e;
+  e.scenario = s;
+  auto h = sim::Simulate(s, local::Policy::kAuto);
+  if (!h.ok()) return h.status().WithPrefix("heuristic");
+  sim::SimOptions ml;
+  ml.selector = api::ModeSelector::kMl;
+  ml.model = model;
+  auto m = sim::Simulate(s, local::Policy::kAuto, ml);
+  if (!m.ok()) return m.status().WithPrefix("ml");
+  e.heuristic_tta = TtaOr(*h, s);
+  e.heuristic_reached = h->tta_seconds.has_value();
+  e.ml_tta = TtaOr(*m, s);
+  e.ml_reached = m->tta_seconds.has_value();
+  return e;
+}
+
+namespace {
+
+int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& err) {
+  auto bad = [&](const std::string& m) {
+    err << "star train-selector: " << m << "\n";
+    return 1;
+  };
+  if (args.model.empty()) return bad("--evaluate: needs --model FILE");
+  auto model = op::XgboostSelector::Load(args.model);
+  if (!model.ok()) return bad("--model: " + model.status().ToString());
+  const std::shared_ptr<select::LearnedSelector> shared = std::move(*model);
+  const auto started = std::chrono::steady_clock::now();
+  std::mt19937_64 rng(args.seed);
+  std::vector<double> gains;
+  int at_least = 0, better = 0, worse = 0, h_missed = 0, m_missed = 0;
+  nlohmann::json runs = nlohmann::json::array();
+  for (int i = 0; i < args.evaluate; ++i) {
+    const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
+    auto e = Evaluate(s, shared);
+    if (!e.ok()) return bad("scenario " + std::to_string(i) + ": " + e.status().ToString());
+    at_least += e->ml_tta <= e->heuristic_tta;
+    better += e->ml_tta < e->heuristic_tta;
+    worse += e->ml_tta > e->heuristic_tta;
+    h_missed += !e->heuristic_reached;
+    m_missed += !e->ml_reached;
+    gains.push_back((e->heuristic_tta - e->ml_tta) / e->heuristic_tta);
+    runs.push_back({s.workers,
+                    s.architecture == api::Architecture::kParameterServer ? "ParameterServer"
+                                                                          : "AllReduce",
+                    e->heuristic_tta, e->ml_tta});
+    if ((i + 1) % 10 == 0 || i + 1 == args.evaluate) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      err << "star train-selector: " << (i + 1) << "/" << args.evaluate << " scenarios evaluated ("
+          << secs << " s)\n";
+    }
+  }
+  const auto n = static_cast<double>(args.evaluate);
+  double sum = 0;
+  for (double g : gains) sum += g;
+  std::vector<double> sorted = gains;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t mid = sorted.size() / 2;
+  const double median =
+      sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  nlohmann::json summary = {{"evaluated", args.evaluate},
+                            {"seed", args.seed},
+                            {"model", args.model},
+                            {"min_workers", args.min_workers},
+                            {"max_workers", args.max_workers},
+                            {"ml_at_least_as_good", at_least / n},
+                            {"ml_better", better},
+                            {"ml_worse", worse},
+                            {"mean_gain", sum / n},
+                            {"median_gain", median},
+                            {"worst_gain", sorted.front()},
+                            {"best_gain", sorted.back()},
+                            {"heuristic_missed", h_missed},
+                            {"ml_missed", m_missed},
+                            {"runs", runs}};
+  summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out << summary.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, std::ostream& err) {
   auto bad = [&](const std::string& m) {
     err << "star train-selector: " << m << "\n";
     return 1;
   };
+  if (args.evaluate < 0) return bad("--evaluate: must be >= 0, got " + std::to_string(args.evaluate));
+  if (args.min_workers < 1 || args.max_workers < args.min_workers) {
+    return bad("--min-workers/--max-workers: need 1 <= min <= max");
+  }
+  if (args.evaluate > 0) return RunEvaluate(args, out, err);
+  if (!args.model.empty()) return bad("--model: only with --evaluate");
+  if (args.labels != "open" && args.labels != "closed") {
+    return bad("--labels: must be open or closed, got \"" + args.labels + "\"");
+  }
   if (args.scenarios < 2) return bad("--scenarios: must be >= 2, got " + std::to_string(args.scenarios));
   if (args.out.empty()) return bad("--out: required");
   if (args.rounds < 1) return bad("--rounds: must be >= 1, got " + std::to_string(args.rounds));
@@ -168,7 +296,7 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   std::vector<LabelledScenario> all;
   for (int i = 0; i < args.scenarios; ++i) {
     const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
-    auto l = Label(s);
+    auto l = Label(s, args.labels == "closed");
     if (!l.ok()) return bad("scenario " + std::to_string(i) + ": " + l.status().ToString());
     all.push_back(std::move(*l));
     if ((i + 1) % 10 == 0 || i + 1 == args.scenarios) {
@@ -195,7 +323,8 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   if (Status st = (*model)->Save(args.out); !st.ok()) return bad(st.ToString());
 
   nlohmann::json summary = {{"scenarios", args.scenarios}, {"train", train}, {"holdout", holdout},
-                            {"seed", args.seed}, {"label_counts", counts}, {"model", args.out}};
+                            {"seed", args.seed}, {"label_counts", counts}, {"model", args.out},
+                            {"labels", args.labels}};
   if (holdout > 0) {
     std::vector<float> rows;
     for (int i = train; i < args.scenarios; ++i) {

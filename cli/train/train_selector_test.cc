@@ -9,6 +9,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "star/operator/xgboost_selector.h"
 
@@ -69,6 +70,28 @@ TEST(Label, PicksTheClassWithTheLowestSimulatedTta) {
   EXPECT_EQ(l->features.workers, s.workers);
 }
 
+TEST(Label, ClosedLoopPicksTheClassOfTheFastestAutoRun) {
+  std::mt19937_64 rng(2);
+  const sim::Scenario s = RandomScenario(rng, 4, 8);
+  auto l = Label(s, /*closed_loop=*/true);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_GE(l->tta[l->label], 0);
+  int simulated = 0;
+  for (double t : l->tta) {
+    if (t < 0) continue;
+    ++simulated;
+    EXPECT_LE(l->tta[l->label], t);
+  }
+  EXPECT_GE(simulated, 2);
+  if (s.architecture == api::Architecture::kAllReduce) {
+    EXPECT_LT(l->tta[select::kSelectorClassAsgd], 0);
+  }
+  // The heuristic's run (policy auto, selector Heuristic) is the same either way.
+  auto open = Label(s);
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->auto_tta, l->auto_tta);
+}
+
 TEST(TrainSelector, WritesALoadableModelReproduciblyFromTheSeed) {
   const std::string a = TempFile("a.json"), b = TempFile("b.json");
   std::ostringstream out, err;
@@ -93,7 +116,60 @@ TEST(TrainSelector, RefusesBadArgumentsNamingTheFlag) {
   args = Tiny("");
   EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
   EXPECT_NE(err.str().find("--out"), std::string::npos);
+  args = Tiny(TempFile("never.json"));
+  args.labels = "both";
+  EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
+  EXPECT_NE(err.str().find("--labels"), std::string::npos);
   EXPECT_TRUE(out.str().empty());
+}
+
+TEST(TrainSelector, EvaluatesAModelInTheClosedLoop) {
+  const std::string model = TempFile("eval.json");
+  std::ostringstream out, err;
+  ASSERT_EQ(RunTrainSelectorCommand(Tiny(model), out, err), 0) << err.str();
+
+  TrainSelectorArgs args;
+  args.evaluate = 3;
+  args.model = model;
+  args.seed = 9;
+  args.min_workers = 4;
+  args.max_workers = 8;
+  std::ostringstream eout, eerr;
+  ASSERT_EQ(RunTrainSelectorCommand(args, eout, eerr), 0) << eerr.str();
+  const auto summary = nlohmann::json::parse(eout.str());
+  EXPECT_EQ(summary["evaluated"], 3);
+  ASSERT_EQ(summary["runs"].size(), 3u);
+  int at_least = 0;
+  for (const auto& r : summary["runs"]) at_least += r[3].get<double>() <= r[2].get<double>();
+  EXPECT_DOUBLE_EQ(summary["ml_at_least_as_good"].get<double>(), at_least / 3.0);
+  EXPECT_NE(eerr.str().find("3/3 scenarios evaluated"), std::string::npos);
+
+  // The same scenarios, simulated one by one, give the same TTAs (closed loop: the
+  // model selects inside the control loop, as `star sim --selector ml` runs it).
+  auto loaded = op::XgboostSelector::Load(model);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const std::shared_ptr<select::LearnedSelector> shared = std::move(*loaded);
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 3; ++i) {
+    auto e = Evaluate(RandomScenario(rng, 4, 8), shared);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_DOUBLE_EQ(e->heuristic_tta, summary["runs"][i][2].get<double>());
+    EXPECT_DOUBLE_EQ(e->ml_tta, summary["runs"][i][3].get<double>());
+  }
+  std::filesystem::remove(model);
+}
+
+TEST(TrainSelector, EvaluateNeedsALoadableModel) {
+  TrainSelectorArgs args;
+  args.evaluate = 2;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
+  EXPECT_NE(err.str().find("--model"), std::string::npos);
+  args.model = "/nonexistent/selector.json";
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunTrainSelectorCommand(args, out2, err2), 1);
+  EXPECT_NE(err2.str().find("/nonexistent/selector.json"), std::string::npos);
+  EXPECT_TRUE(out2.str().empty());
 }
 
 }  // namespace

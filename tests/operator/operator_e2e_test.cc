@@ -105,6 +105,34 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
       << "the finalizer removed the job's NodeAllocation entries";
 }
 
+TEST_F(OperatorE2eTest, AJobWithSelectorMlAndNoUsableModelGetsALearnedSelectorUnavailableWarning) {
+  const std::string model = dir_.path() + "/missing-selector.json";
+  StartOperator({"--selector-model", model});
+  std::string yaml = JobYaml("ml", 2);
+  yaml += "  synchronization:\n    policy: Auto\n    selector: ML\n";
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, yaml).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("ml").size() == 2; })) << ReadFile(dir_.path() + "/operator.log");
+  const std::string log = ReadFile(dir_.path() + "/operator.log");
+  EXPECT_NE(log.find("learned selector unavailable: model file \"" + model + "\""), std::string::npos) << log;
+  for (int i = 0; i < 2; ++i) SetPodPhase("ml-worker-" + std::to_string(i), "Running", "node-0");
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "ml"})["status"].value("phase", "") == "Running"; }));
+  e2e::SendReports(report_url_, Token("ml"), {"default/ml", 2, 20, 1, 1000, 1.0, 7, 0.05});
+  json warning;
+  ASSERT_TRUE(Eventually([&] {
+    json events = GetJson({"get", "events"});
+    if (!events.is_object()) return false;
+    for (const json& e : events["items"]) {
+      if (e.value("reason", "") == "LearnedSelectorUnavailable" && e["involvedObject"]["name"] == "ml") {
+        warning = e;
+        return true;
+      }
+    }
+    return false;
+  })) << ReadFile(dir_.path() + "/operator.log");
+  EXPECT_EQ(warning["type"], "Warning");
+  EXPECT_NE(warning.value("message", "").find(model), std::string::npos) << warning.dump();
+}
+
 TEST_F(OperatorE2eTest, AnInvalidManifestIsRefusedNamingTheField) {
   std::string yaml = JobYaml("bad", 4);
   yaml.replace(yaml.find("replicas: 4"), 11, "replicas: 0");

@@ -31,11 +31,17 @@ batch::WorkerModel JobControlLoop::FitWorker(int worker) const {
   batch::WorkerModel m;
   std::set<double> sizes;
   for (const auto& [b, t] : samples) sizes.insert(b);
-  if (sizes.size() >= 2) {
+  // A line through batch sizes close together (32 and 33 after a small rebalance) is
+  // mostly the times' noise: its slope can come out near zero (clamped at 0 by
+  // FitLinear), and a worker with no cost per sample would be handed most of the global
+  // batch. Fit only over sizes at least a factor kFitSpread apart, and only keep a
+  // positive slope; otherwise all of the time is per sample.
+  constexpr double kFitSpread = 2;
+  if (sizes.size() >= 2 && *sizes.rbegin() >= kFitSpread * *sizes.begin()) {
     StatusOr<batch::WorkerModel> fit = batch::FitLinear(samples);
-    if (fit.ok()) m = fit.value();
-  } else if (!samples.empty()) {
-    // One batch size cannot separate alpha from beta: all of it is per sample.
+    if (fit.ok() && fit.value().alpha > 0) return fit.value();
+  }
+  if (!samples.empty()) {
     double per_sample = 0;
     for (const auto& [b, t] : samples) per_sample += t / b;
     m.alpha = per_sample / static_cast<double>(samples.size());

@@ -7,7 +7,7 @@
 namespace star::op {
 
 StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec,
-                                                LoopOptions options) {
+                                                LoopOptions options, LearnedModel learned) {
   STAR_RETURN_IF_ERROR(api::Validate(spec));
   STAR_RETURN_IF_ERROR(Validate(options));
   const api::DetectionSpec& det = spec.mitigation.detection;
@@ -28,6 +28,10 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
   amp::AmpPolicy amp(options.amp);
   JobControlLoop loop(spec, std::move(options), std::move(amp));
   loop.noise_ = std::move(noise);
+  loop.learned_ = std::move(learned);
+  if (loop.AsksForLearned() && loop.learned_.selector == nullptr) {
+    loop.RecordSelectorFallback(0, loop.learned_.unavailable_reason);
+  }
   return loop;
 }
 

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <memory>
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -235,6 +237,112 @@ TEST(JobControlLoop, AutoLeavesSsgdForASevereStraggler) {
     EXPECT_EQ(d.groups[0].back(), 2);
     EXPECT_LT(d.k, kWorkers);
   }
+}
+
+// A learned model that always scores one class highest, and counts its calls.
+class FixedClassModel : public select::LearnedSelector {
+ public:
+  explicit FixedClassModel(int best) : best_(best) {}
+  StatusOr<std::vector<float>> Scores(const select::SelectorFeatures&) override {
+    ++calls;
+    std::vector<float> s(select::kSelectorClassCount, 0.0f);
+    s[static_cast<size_t>(best_)] = 1.0f;
+    return s;
+  }
+  int calls = 0;
+
+ private:
+  int best_;
+};
+
+class BrokenModel : public select::LearnedSelector {
+ public:
+  StatusOr<std::vector<float>> Scores(const select::SelectorFeatures&) override {
+    return Status::Internal("booster gone");
+  }
+};
+
+api::TrainingJobSpec MlSpec(api::SyncPolicy policy = api::SyncPolicy::kAuto) {
+  api::TrainingJobSpec s = Spec(policy, false, false);
+  s.synchronization.selector = api::ModeSelector::kMl;
+  return s;
+}
+
+JobControlLoop MakeLoop(const api::TrainingJobSpec& spec, LearnedModel learned) {
+  StatusOr<JobControlLoop> loop = JobControlLoop::Create(spec, {}, std::move(learned));
+  EXPECT_TRUE(loop.ok()) << loop.status();
+  return std::move(loop).value();
+}
+
+// What the decisions set for the job's synchronisation, for comparing runs.
+std::vector<std::tuple<api::SyncMode, int, std::vector<std::vector<int>>>> SyncOf(const RunResult& r) {
+  std::vector<std::tuple<api::SyncMode, int, std::vector<std::vector<int>>>> out;
+  for (const api::Decision& d : r.decisions) out.emplace_back(d.mode, d.k, d.groups);
+  return out;
+}
+
+// fixed_k at kFixedKFractions[1] = 0.5 of 4 workers: k = 2 (the heuristic's k for one
+// severe straggler out of four is 3).
+constexpr int kHalfFixedK = select::kSelectorClassFixedKFirst + 1;
+
+TEST(JobControlLoop, SelectorMlWithAModelDecidesTheModeTheModelPicks) {
+  auto model = std::make_shared<FixedClassModel>(kHalfFixedK);
+  JobControlLoop loop = MakeLoop(MlSpec(), {model, ""});
+  RunResult r = RunJob(loop, 300, Severe());
+  ASSERT_FALSE(r.decisions.empty());
+  EXPECT_GT(model->calls, 0);
+  const api::Decision& d = r.decisions.back();
+  EXPECT_EQ(d.mode, api::SyncMode::kFixedK);
+  EXPECT_EQ(d.k, 2);
+  ASSERT_EQ(d.groups.size(), 1u);
+  EXPECT_EQ(d.groups[0].back(), 2) << "fastest first: the straggler comes last";
+  EXPECT_TRUE(Events(loop, "selector_fallback", -1).empty());
+
+  JobControlLoop heuristic = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false));
+  EXPECT_NE(SyncOf(RunJob(heuristic, 300, Severe())), SyncOf(r)) << "the model, not the heuristic, decided";
+}
+
+TEST(JobControlLoop, SelectorMlWithoutAModelFallsBackToTheHeuristicWithOneEvent) {
+  JobControlLoop loop = MakeLoop(MlSpec(), {nullptr, "cannot open /none/selector.json"});
+  const auto at_start = Events(loop, "selector_fallback", -1);
+  ASSERT_EQ(at_start.size(), 1u) << "recorded when the loop is made";
+  EXPECT_EQ(at_start[0]->t, 0);
+  EXPECT_EQ(EventDetail(*at_start[0]), "cannot open /none/selector.json");
+  RunResult r = RunJob(loop, 300, Severe());
+  EXPECT_EQ(Events(loop, "selector_fallback", -1).size(), 1u);
+
+  JobControlLoop heuristic = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false));
+  RunResult h = RunJob(heuristic, 300, Severe());
+  ASSERT_FALSE(h.decisions.empty());
+  EXPECT_EQ(SyncOf(r), SyncOf(h));
+}
+
+TEST(JobControlLoop, AModelThatFailsGivesWayToTheHeuristicRecordedOnceAtTheReport) {
+  JobControlLoop loop = MakeLoop(MlSpec(), {std::make_shared<BrokenModel>(), ""});
+  EXPECT_TRUE(loop.timeline().empty()) << "a model is there";
+  RunResult r = RunJob(loop, 300, Severe());
+  const auto fallbacks = Events(loop, "selector_fallback", -1);
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_GT(fallbacks[0]->t, 0);
+  EXPECT_EQ(EventDetail(*fallbacks[0]), "model failed: booster gone");
+
+  JobControlLoop heuristic = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false));
+  EXPECT_EQ(SyncOf(r), SyncOf(RunJob(heuristic, 300, Severe())));
+}
+
+TEST(JobControlLoop, SelectorHeuristicAndFixedPoliciesIgnoreTheModel) {
+  auto model = std::make_shared<FixedClassModel>(kHalfFixedK);
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false), {model, ""});
+  RunResult r = RunJob(loop, 300, Severe());
+  EXPECT_EQ(model->calls, 0);
+  EXPECT_TRUE(Events(loop, "selector_fallback", -1).empty());
+  JobControlLoop heuristic = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false));
+  EXPECT_EQ(SyncOf(r), SyncOf(RunJob(heuristic, 300, Severe())));
+
+  // A policy other than Auto selects nothing: no model needed, no fallback.
+  JobControlLoop groups = MakeLoop(MlSpec(api::SyncPolicy::kGroups), {nullptr, "none"});
+  RunJob(groups, 300, Severe());
+  EXPECT_TRUE(Events(groups, "selector_fallback", -1).empty());
 }
 
 TEST(JobControlLoop, AResumedLoopKeepsTheStateInForceAndContinuesTheEpochs) {

@@ -16,7 +16,7 @@ void JobControlLoop::Decide(double t) {
   redecide_ = false;
   const std::vector<double> times = MedianIterationSeconds();
   Setting next;
-  next.sync = KeepRing(ChooseSync(times));
+  next.sync = KeepRing(ChooseSync(times, t));
   next.amp = amp_.States(n_);
   next.batches = PlanWorkerBatches(in_force_.batches);
   if (next.sync != in_force_.sync) last_mode_round_ = rounds_;

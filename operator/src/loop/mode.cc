@@ -21,13 +21,13 @@ std::vector<std::vector<int>> SpeedOrder(const std::vector<double>& times) {
   return {order};
 }
 
-// Select's estimate for SSGD among its candidates (0 when it has none).
-double SsgdCost(const select::Selection& sel) {
-  double cost = 0;
+// SSGD's estimate: Select's among its candidates (Select always has one), else (a
+// learned selection holds only its choice) SSGD's cost model on the same input.
+double SsgdCost(const select::Selection& sel, const select::SelectionInput& in) {
   for (const auto& c : sel.candidates) {
-    if (c.mode == api::SyncMode::kSsgd) cost = c.estimated_seconds_per_progress;
+    if (c.mode == api::SyncMode::kSsgd) return c.estimated_seconds_per_progress;
   }
-  return cost;
+  return select::SsgdSecondsPerProgress(in.iteration_seconds, in.batch_per_worker, in.noise_scale);
 }
 
 }  // namespace
@@ -40,7 +40,7 @@ double JobControlLoop::BatchPerWorker() const {
   return static_cast<double>(spec_.training.global_batch_size) / static_cast<double>(n_);
 }
 
-JobControlLoop::SyncSetting JobControlLoop::ChooseSync(const std::vector<double>& times) const {
+JobControlLoop::SyncSetting JobControlLoop::ChooseSync(const std::vector<double>& times, double t) {
   const bool measured = AllMeasured(times);
   switch (spec_.synchronization.policy) {
     case api::SyncPolicy::kSsgd:
@@ -60,7 +60,7 @@ JobControlLoop::SyncSetting JobControlLoop::ChooseSync(const std::vector<double>
                                     options_.select.group_threshold_relative)};
     case api::SyncPolicy::kAuto:
       if (!measured) break;
-      return ChooseAutoSync(times).value_or(in_force_.sync);
+      return ChooseAutoSync(times, t).value_or(in_force_.sync);
   }
   return in_force_.sync;
 }
@@ -73,7 +73,7 @@ bool JobControlLoop::AmpInPlay() const {
 }
 
 std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
-    const std::vector<double>& times) const {
+    const std::vector<double>& times, double t) {
   const SyncSetting ssgd{api::SyncMode::kSsgd, n_, {}};
   const bool flagged = !ModeStragglers().empty();
   if (!flagged && (!detector_.Stragglers().empty() || AmpInPlay())) {
@@ -86,7 +86,7 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     return std::nullopt;  // recently switched: let it settle
   }
   select::SelectionInput in{spec_.architecture, BatchPerWorker(), NoiseScale(), times};
-  StatusOr<select::Selection> sel = select::Select(in, options_.select);
+  StatusOr<select::Selection> sel = SelectMode(in, t);
   if (!sel.ok()) return std::nullopt;  // keep the mode in force
   if (!flagged && sel.value().mode != api::SyncMode::kSsgd) {
     // Nobody the detector flags (or AMP is handling them): leave SSGD only for a clear
@@ -96,11 +96,48 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     if (*tmax < options_.auto_min_spread * *tmin) return ssgd;
     if (!(sel.value().estimated_seconds_per_progress <
-          (1 - options_.auto_switch_margin) * SsgdCost(sel.value()))) {
+          (1 - options_.auto_switch_margin) * SsgdCost(sel.value(), in))) {
       return ssgd;
     }
   }
   return FromSelection(sel.value(), times);
+}
+
+bool JobControlLoop::AsksForLearned() const {
+  return spec_.synchronization.selector == api::ModeSelector::kMl &&
+         spec_.synchronization.policy == api::SyncPolicy::kAuto;
+}
+
+StatusOr<select::Selection> JobControlLoop::SelectMode(const select::SelectionInput& in, double t) {
+  if (AsksForLearned() && learned_.selector != nullptr) {
+    StatusOr<select::Selection> learned = select::SelectLearned(
+        *learned_.selector, in, select::SelectorContext{CommunicationShare()}, options_.select);
+    if (learned.ok()) return learned;
+    RecordSelectorFallback(t, "model failed: " + learned.status().message());
+  }
+  return select::Select(in, options_.select);
+}
+
+void JobControlLoop::RecordSelectorFallback(double t, std::string reason) {
+  if (selector_fallback_recorded_) return;
+  selector_fallback_recorded_ = true;
+  timeline_.push_back(MakeSelectorFallbackEvent(t, std::move(reason)));
+}
+
+double JobControlLoop::CommunicationShare() const {
+  double sum = 0;
+  int counted = 0;
+  for (const WorkerData& wd : workers_) {
+    double compute = 0, total = 0;
+    for (size_t i = 0; i < wd.iteration_seconds.size(); ++i) {
+      compute += wd.batch_compute[i].second;
+      total += wd.iteration_seconds[i];
+    }
+    if (!(total > 0)) continue;
+    sum += (total - compute) / total;
+    ++counted;
+  }
+  return counted ? std::clamp(sum / counted, 0.0, 1.0) : 0.0;
 }
 
 JobControlLoop::SyncSetting JobControlLoop::FromSelection(const select::Selection& sel,

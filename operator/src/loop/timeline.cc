@@ -61,6 +61,7 @@ std::string_view EventName(EventKind kind) {
     case EventKind::kAmpOff: return "amp_off";
     case EventKind::kBatches: return "batches";
     case EventKind::kTargetReached: return "target_reached";
+    case EventKind::kSelectorFallback: return "selector_fallback";
   }
   return "unknown";
 }
@@ -71,6 +72,7 @@ std::string EventDetail(const TimelineEvent& e) {
     case EventKind::kMode: return ModeDetail(e.mode);
     case EventKind::kBatches: return BatchesString(e.batches);
     case EventKind::kTargetReached: return TargetDetail(e.target);
+    case EventKind::kSelectorFallback: return e.reason;
     case EventKind::kRecovered:
     case EventKind::kAmpOn:
     case EventKind::kAmpOff: return "";
@@ -107,6 +109,12 @@ TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches) {
 TimelineEvent MakeTargetReachedEvent(double t, TargetFields fields) {
   TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kTargetReached};
   e.target = fields;
+  return e;
+}
+
+TimelineEvent MakeSelectorFallbackEvent(double t, std::string reason) {
+  TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kSelectorFallback};
+  e.reason = std::move(reason);
   return e;
 }
 

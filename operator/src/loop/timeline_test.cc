@@ -61,13 +61,22 @@ TEST(TimelineEvent, TargetReachedRendersTheTargetAsTheRuntimeDid) {
   EXPECT_EQ(e.target, (TargetFields{0.8125, 0.8}));
 }
 
+TEST(TimelineEvent, SelectorFallbackIsAJobWideEventWhoseDetailIsTheReason) {
+  const TimelineEvent e = MakeSelectorFallbackEvent(0, "cannot open /m.json");
+  EXPECT_EQ(EventName(e.kind), "selector_fallback");
+  EXPECT_EQ(e.worker, -1);
+  EXPECT_EQ(e.t, 0);
+  EXPECT_EQ(EventDetail(e), "cannot open /m.json");
+}
+
 TEST(TimelineEvent, EveryKindHasANameAndOnlyItsFieldsMakeADetail) {
   for (EventKind k : {EventKind::kStraggler, EventKind::kRecovered, EventKind::kMode,
                       EventKind::kAmpOn, EventKind::kAmpOff, EventKind::kBatches,
-                      EventKind::kTargetReached}) {
+                      EventKind::kTargetReached, EventKind::kSelectorFallback}) {
     TimelineEvent e;
     e.kind = k;
     e.batches = {1, 2};
+    e.reason = "why";
     EXPECT_NE(EventName(k), "unknown");
     EXPECT_EQ(EventDetail(e).empty(),
               k == EventKind::kRecovered || k == EventKind::kAmpOn || k == EventKind::kAmpOff)

@@ -11,10 +11,11 @@ namespace star::op {
 
 using nlohmann::json;
 
-JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options)
-    : now_(std::move(now)), options_(std::move(options)) {}
+JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options, LearnedModel learned)
+    : now_(std::move(now)), options_(std::move(options)), learned_(std::move(learned)) {}
 
-JobRegistry::JobRegistry(LoopOptions options) : JobRegistry(kube::NowRfc3339, std::move(options)) {}
+JobRegistry::JobRegistry(LoopOptions options, LearnedModel learned)
+    : JobRegistry(kube::NowRfc3339, std::move(options), std::move(learned)) {}
 
 std::optional<api::Decision> DecisionFromStatus(const json& status) {
   if (!status.is_object()) return std::nullopt;
@@ -60,7 +61,7 @@ Status JobRegistry::Upsert(const std::string& key, int64_t generation,
     it->second.token = token;
     return Status::Ok();
   }
-  STAR_ASSIGN_OR_RETURN(JobControlLoop loop, JobControlLoop::Create(spec, options_));
+  STAR_ASSIGN_OR_RETURN(JobControlLoop loop, JobControlLoop::Create(spec, options_, learned_));
   std::optional<api::Decision> in_force = resume;
   if (it != jobs_.end() && it->second.loop->current()) in_force = *it->second.loop->current();
   if (in_force && !loop.Resume(*in_force).ok()) loop.ContinueEpochs(in_force->epoch);

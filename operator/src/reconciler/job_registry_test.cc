@@ -1,5 +1,7 @@
 #include "star/operator/reconciler/job_registry.h"
 
+#include "reconciler/loop_events.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,6 +82,36 @@ TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
   for (const auto& e : u.events) straggler_event |= e.kind == EventKind::kStraggler && e.worker == 3;
   EXPECT_TRUE(straggler_event);
   EXPECT_TRUE(reg.Drain().empty()) << "drained once";
+}
+
+TEST(JobRegistry, AnMlJobWithoutAModelDrainsOneSelectorFallbackThatIsAWarningEvent) {
+  JobRegistry reg([] { return std::string(); }, LoopOptions{},
+                  LearnedModel{nullptr, "model file \"/none/selector.json\": cannot open"});
+  api::TrainingJobSpec ml = Spec(4);
+  ml.synchronization.selector = api::ModeSelector::kMl;
+  ASSERT_TRUE(reg.Upsert("ns/ml", 1, ml, "tok").ok());
+  ASSERT_TRUE(reg.Upsert("ns/heuristic", 1, Spec(4), "tok").ok());
+  for (int64_t it = 1; it <= 10; ++it) {
+    for (int w = 0; w < 4; ++w) {
+      ASSERT_TRUE(reg.Observe(Report("ns/ml", w, it, 0.1)).ok());
+      ASSERT_TRUE(reg.Observe(Report("ns/heuristic", w, it, 0.1)).ok());
+    }
+  }
+  std::vector<EventSpec> ml_events, heuristic_events;
+  for (const JobUpdate& u : reg.Drain()) {
+    for (const TimelineEvent& e : u.events) {
+      (u.key == "ns/ml" ? ml_events : heuristic_events).push_back(EventOfLoopEvent(e));
+    }
+  }
+  ASSERT_EQ(ml_events.size(), 1u);
+  EXPECT_EQ(ml_events[0].type, "Warning");
+  EXPECT_EQ(ml_events[0].reason, "LearnedSelectorUnavailable");
+  EXPECT_NE(ml_events[0].message.find("/none/selector.json"), std::string::npos) << ml_events[0].message;
+  EXPECT_TRUE(heuristic_events.empty()) << "selector Heuristic needs no model";
+
+  // Once per loop: later drains do not repeat it.
+  for (int w = 0; w < 4; ++w) ASSERT_TRUE(reg.Observe(Report("ns/ml", w, 11, 0.1)).ok());
+  for (const JobUpdate& u : reg.Drain()) EXPECT_TRUE(u.events.empty());
 }
 
 TEST(JobRegistry, BeforeAnyDecisionTheStatusHasTheBaselineBatchesRemainderToTheLowestRanks) {

@@ -22,6 +22,10 @@ EventSpec EventOfLoopEvent(const TimelineEvent& e) {
          << e.t << " s";
       return {"Normal", "TargetAccuracyReached", os.str()};
     }
+    case EventKind::kSelectorFallback:
+      return {"Warning", "LearnedSelectorUnavailable",
+              "selector ML: the learned selector is unavailable (" + e.reason +
+                  "); the heuristic selects the mode"};
   }
   return {"Normal", std::string(EventName(e.kind)), EventDetail(e)};
 }
@@ -40,7 +44,8 @@ void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* st
     case EventKind::kAmpOn:
     case EventKind::kAmpOff:
     case EventKind::kBatches:
-    case EventKind::kTargetReached: return;
+    case EventKind::kTargetReached:
+    case EventKind::kSelectorFallback: return;
   }
 }
 

@@ -17,7 +17,7 @@
 namespace star::op {
 
 // The Kubernetes Event for a loop event (straggler, recovered, mode, amp_on, amp_off,
-// batches).
+// batches, target_reached; selector_fallback is the Warning LearnedSelectorUnavailable).
 EventSpec EventOfLoopEvent(const TimelineEvent& e);
 
 // Follows stragglers through the loop's events for status: a straggler event records the

@@ -88,6 +88,15 @@ TEST(EventOfLoopEvent, TargetReachedNamesTheAccuracyTheTargetAndTheJobTime) {
   EXPECT_EQ(ev.message, "accuracy 0.851 reached the target 0.850 at 312.5 s");
 }
 
+TEST(EventOfLoopEvent, ASelectorFallbackIsAWarningNamingWhyTheLearnedSelectorIsUnavailable) {
+  const EventSpec ev = EventOfLoopEvent(MakeSelectorFallbackEvent(0, "cannot open /m.json"));
+  EXPECT_EQ(ev.type, "Warning");
+  EXPECT_EQ(ev.reason, "LearnedSelectorUnavailable");
+  EXPECT_EQ(ev.message,
+            "selector ML: the learned selector is unavailable (cannot open /m.json); the heuristic "
+            "selects the mode");
+}
+
 TEST(TrackStragglers, KeepsWhenAStragglerStartedAndItsLatestClassificationAndForgetsItOnRecovery) {
   std::map<int, TrackedStraggler> straggling;
   int calls = 0;

@@ -2,8 +2,8 @@
 
 namespace star::op {
 
-OperatorControllers::OperatorControllers(Manager* manager, LoopOptions loop)
-    : registry(std::move(loop)),
+OperatorControllers::OperatorControllers(Manager* manager, LoopOptions loop, LearnedModel learned)
+    : registry(std::move(loop), std::move(learned)),
       records(manager->client(), &registry),
       events(manager->client()),
       nodes(manager) {}
@@ -15,7 +15,7 @@ StatusOr<std::unique_ptr<OperatorControllers>> AddOperatorControllers(Manager* m
   if (options.job.max_restarts < 0) {
     return Status::InvalidArgument("max_restarts: must be >= 0, got " + std::to_string(options.job.max_restarts));
   }
-  auto c = std::make_unique<OperatorControllers>(manager, std::move(options.loop));
+  auto c = std::make_unique<OperatorControllers>(manager, std::move(options.loop), std::move(options.learned));
   STAR_ASSIGN_OR_RETURN(c->endpoint,
                         ReportEndpoint::Create(std::move(options.report), &c->registry, &c->records, manager->metrics()));
   manager->AddRunnable(c->endpoint.get());

@@ -25,7 +25,8 @@ std::optional<Change> ChangeOf(EventKind kind) {
     case EventKind::kBatches: return Change{"batch", 2};
     case EventKind::kStraggler:
     case EventKind::kRecovered:
-    case EventKind::kTargetReached: return std::nullopt;
+    case EventKind::kTargetReached:
+    case EventKind::kSelectorFallback: return std::nullopt;
   }
   return std::nullopt;
 }

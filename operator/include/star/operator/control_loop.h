@@ -35,8 +35,14 @@
 //   an estimate. SSGD / ASGD map to that mode; FixedK uses k = max(StarKStar, minK)
 //   clamped to [1, n]; Groups uses select::ClusterByTime. For fixed_k the decision's
 //   groups are [all ranks fastest first]; a reordering that keeps the same first k
-//   (ring) members is not a change. The ML selector is not
-//   available here: selector ML falls back to the heuristic.
+//   (ring) members is not a change.
+// * Learned selector (spec.synchronization.selector ML, policy Auto): with a model
+//   (LearnedModel), select::SelectLearned replaces select::Select above, with the same
+//   gating (its estimate is compared with SSGD's cost model); a model that fails for a
+//   decision gives way to Select for that decision. Without a model the loop uses
+//   Select. Either way the first fallback appends one selector_fallback event naming
+//   why (at time 0 when there is no model; at the report's time when the model failed),
+//   never more than one per loop. selector Heuristic ignores any model.
 // * AMP: amp::AmpPolicy (compute stragglers only; spec.mitigation.amp.enabled). AMP
 //   hides the contention it offsets, so a worker running AMP counts as still contended
 //   while its compute per sample with AMP times AMP's speedup (measured a detection
@@ -63,12 +69,14 @@
 //   (its time) for good and appends a target_reached event. Accuracy does not feed the
 //   decisions.
 // * Timeline: every change (straggler, recovered, mode, amp_on / amp_off, batches,
-//   target_reached) is appended as a typed TimelineEvent (timeline.h).
+//   target_reached, selector_fallback) is appended as a typed TimelineEvent (timeline.h).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -79,6 +87,7 @@
 #include "star/core/batch/planner.h"
 #include "star/core/converge/noise_scale_estimator.h"
 #include "star/core/detect/detector.h"
+#include "star/core/select/learned.h"
 #include "star/core/status.h"
 #include "star/operator/loop_options.h"
 #include "star/operator/resource_needs.h"
@@ -86,12 +95,27 @@
 
 namespace star::op {
 
+// The learned selector a runtime offers its jobs' loops (used only by jobs with
+// spec.synchronization.selector ML). The model is shared, not copied: loops sharing one
+// call it from Observe only, so the caller serialises Observe across them (the model
+// need not be thread-safe).
+struct LearnedModel {
+  // The model; nullptr when none is usable.
+  std::shared_ptr<select::LearnedSelector> selector;
+  // Why there is none, the detail of the loop's selector_fallback event (for example
+  // "cannot open /usr/share/star/selector.json"). Default "no model given".
+  std::string unavailable_reason = "no model given";
+};
+
 class JobControlLoop {
  public:
   // Errors: InvalidArgument from api::Validate(spec) or naming a bad option
-  // ("options.decide_every_rounds: must be >= 1, got 0").
+  // ("options.decide_every_rounds: must be >= 1, got 0"). A job with selector ML and
+  // policy Auto but no `learned.selector` starts with a selector_fallback event at
+  // time 0 whose detail is `learned.unavailable_reason`.
   [[nodiscard]] static StatusOr<JobControlLoop> Create(const api::TrainingJobSpec& spec,
-                                                       LoopOptions options = {});
+                                                       LoopOptions options = {},
+                                                       LearnedModel learned = {});
 
   // Feeds one report. Returns the Decision to send back on this report's response: the
   // latest decision (so every worker learns it on its next report), or nullopt before
@@ -224,8 +248,16 @@ class JobControlLoop {
   // Decide's steps (decide.cc, mode.cc, batches.cc).
   void Decide(double t);
   [[nodiscard]] bool PreviousDecisionApplied() const;
-  [[nodiscard]] SyncSetting ChooseSync(const std::vector<double>& times) const;
-  [[nodiscard]] std::optional<SyncSetting> ChooseAutoSync(const std::vector<double>& times) const;
+  // `t`: the time of the report that asked for the decision (for a selector_fallback).
+  [[nodiscard]] SyncSetting ChooseSync(const std::vector<double>& times, double t);
+  [[nodiscard]] std::optional<SyncSetting> ChooseAutoSync(const std::vector<double>& times, double t);
+  // Auto's selection: the learned selector's when the job asks for it and it works,
+  // else Select's (recording the first fallback).
+  [[nodiscard]] StatusOr<select::Selection> SelectMode(const select::SelectionInput& in, double t);
+  [[nodiscard]] bool AsksForLearned() const;
+  void RecordSelectorFallback(double t, std::string reason);
+  // The mean over workers of communication / (compute + communication), in [0, 1].
+  [[nodiscard]] double CommunicationShare() const;
   [[nodiscard]] SyncSetting FromSelection(const select::Selection& sel,
                                           const std::vector<double>& times) const;
   [[nodiscard]] SyncSetting KeepRing(SyncSetting next) const;
@@ -282,6 +314,8 @@ class JobControlLoop {
   std::vector<int> need_quiet_rounds_;  // per worker: round closes without the need
   std::vector<std::pair<double, double>> accuracy_curve_;  // (t, accuracy), by arrival
   std::optional<double> tta_;                              // the target's first crossing
+  LearnedModel learned_;
+  bool selector_fallback_recorded_ = false;  // at most one selector_fallback event
 };
 
 }  // namespace star::op

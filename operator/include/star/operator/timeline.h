@@ -12,8 +12,18 @@
 namespace star::op {
 
 // What changed. Names (EventName): "straggler", "recovered", "mode", "amp_on",
-// "amp_off", "batches", "target_reached".
-enum class EventKind { kStraggler, kRecovered, kMode, kAmpOn, kAmpOff, kBatches, kTargetReached };
+// "amp_off", "batches", "target_reached", "selector_fallback" (the job asked for the
+// learned selector and got the heuristic; control_loop.h).
+enum class EventKind {
+  kStraggler,
+  kRecovered,
+  kMode,
+  kAmpOn,
+  kAmpOff,
+  kBatches,
+  kTargetReached,
+  kSelectorFallback
+};
 [[nodiscard]] std::string_view EventName(EventKind kind);
 
 // kStraggler: the detector's classification (a new one for an already-straggling
@@ -45,7 +55,7 @@ struct TargetFields {
 
 // One change, at the time_seconds of the report that caused it (kTargetReached: at the
 // time the accuracy was measured). worker is -1 for job-wide events (mode, batches,
-// target_reached). Only the fields of `kind` are meaningful; the report
+// target_reached, selector_fallback). Only the fields of `kind` are meaningful; the report
 // strings are EventName(kind) and EventDetail(event).
 struct TimelineEvent {
   double t = 0;
@@ -55,6 +65,7 @@ struct TimelineEvent {
   ModeFields mode{};               // kMode
   std::vector<int64_t> batches{};  // kBatches: per worker, by rank
   TargetFields target{};           // kTargetReached
+  std::string reason{};            // kSelectorFallback: why the learned selector is not used
 
   friend bool operator==(const TimelineEvent&, const TimelineEvent&) = default;
 };
@@ -64,6 +75,7 @@ struct TimelineEvent {
 //   mode       "ssgd k=4", "fixed_k k=3 [[0,1,3,2]]", "groups k=4 [[0,1],[2]]"
 //   batches    "[32,32,16,48]"
 //   target_reached  "accuracy >= 0.800" (the target, 3 decimals)
+//   selector_fallback  the reason, e.g. "cannot open /usr/share/star/selector.json"
 //   others     ""
 [[nodiscard]] std::string EventDetail(const TimelineEvent& event);
 
@@ -73,5 +85,6 @@ struct TimelineEvent {
 [[nodiscard]] TimelineEvent MakeAmpEvent(double t, int worker, bool on);
 [[nodiscard]] TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches);
 [[nodiscard]] TimelineEvent MakeTargetReachedEvent(double t, TargetFields fields);
+[[nodiscard]] TimelineEvent MakeSelectorFallbackEvent(double t, std::string reason);
 
 }  // namespace star::op

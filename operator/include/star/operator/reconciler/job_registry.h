@@ -64,10 +64,13 @@ struct JobSnapshot {
 
 class JobRegistry {
  public:
-  // `now` gives RFC 3339 wall-clock time (for stragglers[].since).
-  explicit JobRegistry(std::function<std::string()> now, LoopOptions options = {});
+  // `now` gives RFC 3339 wall-clock time (for stragglers[].since). `learned`: the
+  // learned selector every job's loop is offered (jobs with selector ML use it; without
+  // one their loops record a selector_fallback event); the registry serialises its use.
+  explicit JobRegistry(std::function<std::string()> now, LoopOptions options = {},
+                       LearnedModel learned = {});
   // Wall-clock time in UTC.
-  explicit JobRegistry(LoopOptions options = {});
+  explicit JobRegistry(LoopOptions options = {}, LearnedModel learned = {});
 
   // Registers `key` or, when the generation changed, replaces its loop. A new loop
   // resumes from the decision the workers run: the replaced loop's (a spec change), else
@@ -124,6 +127,7 @@ class JobRegistry {
 
   std::function<std::string()> now_;
   LoopOptions options_;
+  LearnedModel learned_;
   mutable std::mutex mu_;
   std::map<std::string, Job> jobs_;
   int64_t loops_made_ = 0;

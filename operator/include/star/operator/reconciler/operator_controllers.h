@@ -26,12 +26,15 @@ struct OperatorControllerOptions {
   std::chrono::milliseconds status_interval{2000};
   TrainingJobOptions job;  // restarts and their backoff
   LoopOptions loop;        // the job control loop's options; default LoopOptions{}
+  // The learned selector for jobs with selector ML; default none (they fall back to the
+  // heuristic, with a LearnedSelectorUnavailable Warning Event).
+  LearnedModel learned;
 };
 
 // Owns the controllers; must outlive the Manager's Stop (declare it before the Manager,
 // or Stop the Manager first).
 struct OperatorControllers {
-  explicit OperatorControllers(Manager* manager, LoopOptions loop);
+  OperatorControllers(Manager* manager, LoopOptions loop, LearnedModel learned = {});
 
   JobRegistry registry;
   StatusRecords records;
