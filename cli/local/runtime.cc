@@ -132,8 +132,7 @@ Status Runner::SetupJob() {
   op::LoopOptions lo;
   lo.apply_margin_iterations = 3 * o_.report_every;
   op::LearnedModel learned;
-  if (spec_.synchronization.selector == api::ModeSelector::kMl &&
-      spec_.synchronization.policy == api::SyncPolicy::kAuto) {
+  if (op::UsesLearnedSelector(spec_)) {
     learned = op::LearnedModelOf(op::LoadSelectorModel(o_.selector_model));
     if (learned.selector == nullptr) {
       Notice("selector ML: learned selector unavailable (" + learned.unavailable_reason +

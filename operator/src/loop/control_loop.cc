@@ -29,7 +29,7 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
   JobControlLoop loop(spec, std::move(options), std::move(amp));
   loop.noise_ = std::move(noise);
   loop.learned_ = std::move(learned);
-  if (loop.AsksForLearned() && loop.learned_.selector == nullptr) {
+  if (UsesLearnedSelector(loop.spec_) && loop.learned_.selector == nullptr) {
     loop.RecordSelectorFallback(0, loop.learned_.unavailable_reason);
   }
   return loop;

@@ -103,13 +103,13 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
   return FromSelection(sel.value(), times);
 }
 
-bool JobControlLoop::AsksForLearned() const {
-  return spec_.synchronization.selector == api::ModeSelector::kMl &&
-         spec_.synchronization.policy == api::SyncPolicy::kAuto;
+bool UsesLearnedSelector(const api::TrainingJobSpec& spec) {
+  return spec.synchronization.selector == api::ModeSelector::kMl &&
+         spec.synchronization.policy == api::SyncPolicy::kAuto;
 }
 
 StatusOr<select::Selection> JobControlLoop::SelectMode(const select::SelectionInput& in, double t) {
-  if (AsksForLearned() && learned_.selector != nullptr) {
+  if (UsesLearnedSelector(spec_) && learned_.selector != nullptr) {
     StatusOr<select::Selection> learned = select::SelectLearned(
         *learned_.selector, in, select::SelectorContext{CommunicationShare()}, options_.select);
     if (learned.ok()) return learned;

@@ -107,6 +107,10 @@ struct LearnedModel {
   std::string unavailable_reason = "no model given";
 };
 
+// Whether a job's loop selects its mode with the learned selector: selector ML with
+// policy Auto (any other policy selects nothing).
+[[nodiscard]] bool UsesLearnedSelector(const api::TrainingJobSpec& spec);
+
 class JobControlLoop {
  public:
   // Errors: InvalidArgument from api::Validate(spec) or naming a bad option
@@ -254,7 +258,6 @@ class JobControlLoop {
   // Auto's selection: the learned selector's when the job asks for it and it works,
   // else Select's (recording the first fallback).
   [[nodiscard]] StatusOr<select::Selection> SelectMode(const select::SelectionInput& in, double t);
-  [[nodiscard]] bool AsksForLearned() const;
   void RecordSelectorFallback(double t, std::string reason);
   // The mean over workers of communication / (compute + communication), in [0, 1].
   [[nodiscard]] double CommunicationShare() const;
