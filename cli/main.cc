@@ -250,6 +250,12 @@ int main(int argc, char** argv) {
                         "instead of training: run N random scenarios in the closed loop with "
                         "the heuristic and with --model, and compare their TTA");
   train_cmd->add_option("--model", train.model, "the model file --evaluate runs");
+  train_cmd->add_option("--margin", train.margin,
+                        "with --evaluate: how much more probable the model's class must be "
+                        "than the heuristic's to override it (default the loop's)");
+  train_cmd->add_option("--max-estimate-ratio", train.max_estimate_ratio,
+                        "with --evaluate: override the heuristic only when the cost model puts "
+                        "the model's class at most this many times the heuristic's estimate");
 #endif
   if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
 #ifdef STAR_HAVE_XGBOOST

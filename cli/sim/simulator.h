@@ -28,6 +28,7 @@
 #include "sim/scenario.h"
 #include "star/core/api/training_job.h"
 #include "star/core/select/learned.h"
+#include "star/operator/loop_options.h"
 #include "star/core/status.h"
 
 namespace star::sim {
@@ -39,6 +40,12 @@ struct SimOptions {
   // The learned selector for selector ML (shared by the runs; Simulate is single-threaded).
   // Default none.
   std::shared_ptr<select::LearnedSelector> model;
+  // The loop's SelectOptions::learned_override_margin (core's select/selector.h): how
+  // clearly the model must prefer its class to override the heuristic's. Default that
+  // of op::LoopOptions.
+  double learned_override_margin = op::LoopOptions{}.select.learned_override_margin;
+  // The loop's SelectOptions::learned_max_estimate_ratio. Default that of op::LoopOptions.
+  double learned_max_estimate_ratio = op::LoopOptions{}.select.learned_max_estimate_ratio;
   // When set, every completed worker iteration is written as one CSV row
   // "iteration,worker,compute_seconds,communication_seconds" (`star detect`'s trace form,
   // cli/trace_csv.h; the caller writes the header).

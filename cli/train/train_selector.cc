@@ -185,12 +185,13 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
 }
 
 StatusOr<EvaluatedScenario> Evaluate(const sim::Scenario& s,
-                                     const std::shared_ptr<select::LearnedSelector>& model) {
+                                     const std::shared_ptr<select::LearnedSelector>& model,
+                                     const sim::SimOptions& ml_options) {
   EvaluatedScenario e;
   e.scenario = s;
   auto h = sim::Simulate(s, local::Policy::kAuto);
   if (!h.ok()) return h.status().WithPrefix("heuristic");
-  sim::SimOptions ml;
+  sim::SimOptions ml = ml_options;
   ml.selector = api::ModeSelector::kMl;
   ml.model = model;
   auto m = sim::Simulate(s, local::Policy::kAuto, ml);
@@ -210,9 +211,18 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
     return 1;
   };
   if (args.model.empty()) return bad("--evaluate: needs --model FILE");
+  if (!(std::isfinite(args.margin) && args.margin >= 0)) {
+    return bad("--margin: must be >= 0, got " + std::to_string(args.margin));
+  }
+  if (!(args.max_estimate_ratio >= 1)) {
+    return bad("--max-estimate-ratio: must be >= 1, got " + std::to_string(args.max_estimate_ratio));
+  }
   auto model = op::XgboostSelector::Load(args.model);
   if (!model.ok()) return bad("--model: " + model.status().ToString());
   const std::shared_ptr<select::LearnedSelector> shared = std::move(*model);
+  sim::SimOptions ml_options;
+  ml_options.learned_override_margin = args.margin;
+  ml_options.learned_max_estimate_ratio = args.max_estimate_ratio;
   const auto started = std::chrono::steady_clock::now();
   std::mt19937_64 rng(args.seed);
   std::vector<double> gains;
@@ -220,7 +230,7 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
   nlohmann::json runs = nlohmann::json::array();
   for (int i = 0; i < args.evaluate; ++i) {
     const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
-    auto e = Evaluate(s, shared);
+    auto e = Evaluate(s, shared, ml_options);
     if (!e.ok()) return bad("scenario " + std::to_string(i) + ": " + e.status().ToString());
     at_least += e->ml_tta <= e->heuristic_tta;
     better += e->ml_tta < e->heuristic_tta;
@@ -249,6 +259,10 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
   nlohmann::json summary = {{"evaluated", args.evaluate},
                             {"seed", args.seed},
                             {"model", args.model},
+                            {"margin", args.margin},
+                            {"max_estimate_ratio", std::isfinite(args.max_estimate_ratio)
+                                                       ? nlohmann::json(args.max_estimate_ratio)
+                                                       : nlohmann::json(nullptr)},
                             {"min_workers", args.min_workers},
                             {"max_workers", args.max_workers},
                             {"ml_at_least_as_good", at_least / n},

@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "star/core/select/learned.h"
 #include "star/core/status.h"
 
@@ -57,6 +58,12 @@ struct TrainSelectorArgs {
   std::string labels = "open";
   int evaluate = 0;           // --evaluate N: closed-loop evaluation of --model, >= 0
   std::string model;          // --model FILE: the model --evaluate runs
+  // --margin M: the loop's learned_override_margin in --evaluate's ML runs (how clearly
+  // the model must prefer a class to override the heuristic), >= 0; default the loop's.
+  double margin = sim::SimOptions{}.learned_override_margin;
+  // --max-estimate-ratio R: the loop's learned_max_estimate_ratio in --evaluate's ML runs,
+  // >= 1; default the loop's.
+  double max_estimate_ratio = sim::SimOptions{}.learned_max_estimate_ratio;
 };
 
 // One scenario of the closed-loop evaluation: policy auto's TTA with each selector
@@ -70,7 +77,8 @@ struct EvaluatedScenario {
 // Simulates `s` under policy auto with the heuristic and with `model`. Errors: the
 // simulator's.
 [[nodiscard]] StatusOr<EvaluatedScenario> Evaluate(
-    const sim::Scenario& s, const std::shared_ptr<select::LearnedSelector>& model);
+    const sim::Scenario& s, const std::shared_ptr<select::LearnedSelector>& model,
+    const sim::SimOptions& ml_options = {});
 
 // One labelled scenario.
 struct LabelledScenario {

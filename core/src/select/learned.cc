@@ -104,6 +104,26 @@ std::optional<Selection> SelectionOfClass(int c, const SelectionInput& in,
   return s;
 }
 
+// The model's choice `learned` (score `best`) unless the heuristic's class scores within
+// options.learned_override_margin of it or the cost model puts `learned` above
+// options.learned_max_estimate_ratio x the heuristic's estimate: then the heuristic's
+// own Selection.
+StatusOr<Selection> KeepHeuristicUnlessClearlyWorse(Selection learned, float best,
+                                                    const std::vector<float>& scores,
+                                                    const SelectionInput& input,
+                                                    const SelectOptions& options) {
+  StatusOr<Selection> heuristic = Select(input, options);
+  if (!heuristic.ok()) return heuristic.status();
+  const int n = static_cast<int>(input.iteration_seconds.size());
+  const float h = scores[static_cast<std::size_t>(ClassOf(heuristic->mode, heuristic->k, n))];
+  if (std::isfinite(h) && best - h < options.learned_override_margin) return heuristic;
+  if (learned.estimated_seconds_per_progress >
+      options.learned_max_estimate_ratio * heuristic->estimated_seconds_per_progress) {
+    return heuristic;
+  }
+  return learned;
+}
+
 }  // namespace
 
 StatusOr<SelectorFeatures> FeaturesOf(const SelectionInput& input, const SelectorContext& context,
@@ -194,7 +214,12 @@ StatusOr<Selection> SelectLearned(LearnedSelector& model, const SelectionInput& 
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return (*scores)[a] > (*scores)[b]; });
   for (int c : order) {
-    if (auto s = SelectionOfClass(c, input, options)) return std::move(*s);
+    auto s = SelectionOfClass(c, input, options);
+    if (!s) continue;
+    if (options.learned_override_margin > 0 || std::isfinite(options.learned_max_estimate_ratio)) {
+      return KeepHeuristicUnlessClearlyWorse(std::move(*s), (*scores)[c], *scores, input, options);
+    }
+    return std::move(*s);
   }
   return Status::InvalidArgument("model output: no finite score for an allowed class");
 }

@@ -241,5 +241,69 @@ TEST(SelectLearned, AdversarialOutputsNeverGiveAnInvalidSelection) {
   EXPECT_GT(valid, 300);
 }
 
+// The heuristic's choice for `in` and its class.
+int HeuristicClass(const SelectionInput& in, const SelectOptions& o) {
+  auto h = Select(in, o);
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
+  return ClassOf(h->mode, h->k, static_cast<int>(in.iteration_seconds.size()));
+}
+
+TEST(SelectLearned, OverridesTheHeuristicOnlyByTheMargin) {
+  SelectionInput in = Input(Architecture::kAllReduce, {1, 1, 1, 1, 1, 1, 1, 3});
+  SelectOptions o;
+  o.learned_override_margin = 0.4;
+  const int heuristic = HeuristicClass(in, o);
+  const int other = heuristic == kSelectorClassSsgd ? kSelectorClassGroups : kSelectorClassSsgd;
+  std::vector<float> unsure(kSelectorClassCount, 0.0f);
+  unsure[other] = 0.6f;
+  unsure[heuristic] = 0.3f;  // 0.3 below the model's best: within the margin
+  FixedModel close(unsure);
+  auto s = SelectLearned(close, in, {}, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(ClassOf(s->mode, s->k, 8), heuristic);
+
+  FixedModel sure(OneHot(other));  // 1.0 against 0: beyond the margin
+  s = SelectLearned(sure, in, {}, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(ClassOf(s->mode, s->k, 8), other);
+
+  o.learned_override_margin = 0;
+  s = SelectLearned(close, in, {}, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(ClassOf(s->mode, s->k, 8), other);
+}
+
+TEST(SelectLearned, KeepsTheHeuristicWhenTheCostModelRulesTheChoiceOut) {
+  // One worker ten times slower: SSGD waits for it at every update, so the cost model
+  // puts SSGD far above the heuristic's choice.
+  SelectionInput in = Input(Architecture::kAllReduce, {1, 1, 1, 1, 1, 1, 1, 10});
+  SelectOptions o;
+  const int heuristic = HeuristicClass(in, o);
+  ASSERT_NE(heuristic, kSelectorClassSsgd);
+  FixedModel ssgd(OneHot(kSelectorClassSsgd));
+  auto s = SelectLearned(ssgd, in, {}, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->mode, SyncMode::kSsgd);
+  o.learned_max_estimate_ratio = 1.1;
+  s = SelectLearned(ssgd, in, {}, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(ClassOf(s->mode, s->k, 8), heuristic);
+}
+
+TEST(SelectLearned, RejectsBadGateOptionsNamingTheField) {
+  SelectionInput in = Input(Architecture::kAllReduce, {1, 2});
+  FixedModel m(OneHot(kSelectorClassSsgd));
+  SelectOptions o;
+  o.learned_override_margin = -0.1;
+  auto s = SelectLearned(m, in, {}, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("learned_override_margin"), std::string::npos);
+  o = {};
+  o.learned_max_estimate_ratio = 0.5;
+  s = SelectLearned(m, in, {}, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("learned_max_estimate_ratio"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace star::select

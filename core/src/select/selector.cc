@@ -79,6 +79,14 @@ Status Validate(const SelectOptions& o) {
                 "must be >= 0, got " + FormatNumber(o.ssgd_preference_margin));
   }
   if (o.min_k < 1) return fail("min_k", "must be >= 1, got " + std::to_string(o.min_k));
+  if (!std::isfinite(o.learned_override_margin) || o.learned_override_margin < 0) {
+    return fail("learned_override_margin",
+                "must be >= 0, got " + FormatNumber(o.learned_override_margin));
+  }
+  if (std::isnan(o.learned_max_estimate_ratio) || o.learned_max_estimate_ratio < 1) {
+    return fail("learned_max_estimate_ratio",
+                "must be >= 1, got " + FormatNumber(o.learned_max_estimate_ratio));
+  }
   return Status::Ok();
 }
 

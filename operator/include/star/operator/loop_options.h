@@ -12,6 +12,13 @@
 
 namespace star::op {
 
+// SelectOptions{} with learned_override_margin 0.4 (see LoopOptions::select).
+inline select::SelectOptions LoopSelectOptions() {
+  select::SelectOptions o;
+  o.learned_override_margin = 0.4;
+  return o;
+}
+
 struct LoopOptions {
   // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
   int decide_every_rounds = 10;
@@ -49,8 +56,11 @@ struct LoopOptions {
   // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
   // multiple of the typical full-precision worker's. >= 1; default 1.2.
   double amp_release_slowdown = 1.2;
-  // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}.
-  select::SelectOptions select;
+  // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}
+  // but learned_override_margin 0.4: with selector ML the model overrides the
+  // heuristic's choice only when it is 40 points of probability surer of its own class
+  // (tuned for models/selector.json on validation scenarios; bench/README.md).
+  select::SelectOptions select = LoopSelectOptions();
   // Noise scale estimator options. Default NoiseScaleOptions{}.
   converge::NoiseScaleOptions noise_scale;
   // A worker leaves the reallocation request (resource_needs.h) after this many

@@ -82,6 +82,11 @@ class LearnedSelector {
 //    than one group, each of at least min_k workers;
 //  - fixed_k: k = clamp(round(fraction x n), max(1, min_k), n); k = n becomes ssgd;
 //  - ssgd always allowed.
+// With options.learned_override_margin > 0 the heuristic's choice (Select()) is returned
+// instead unless the chosen class outscores the heuristic's class (ClassOf its mode and
+// k) by at least that margin (the model overrides the heuristic only where it is sure),
+// and also when the cost model's estimate for the chosen class exceeds
+// options.learned_max_estimate_ratio x the heuristic's estimate (when that is finite).
 // The Selection's groups follow Select()'s convention, its estimate is the chosen mode's
 // cost model (fixed-k by FixedKMeanField), and its candidates hold that one candidate.
 // Errors: InvalidArgument from FeaturesOf; the model's own error; InvalidArgument

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,14 @@ struct SelectOptions {
   // candidate uses max(k*, min_k); groups smaller than min_k rule out the groups
   // candidate; ASGD is a candidate only when min_k <= 1. Default 1, >= 1.
   int min_k = 1;
+  // The learned selector (learned.h, SelectLearned) overrides the heuristic's choice only
+  // when the model's best allowed class outscores the heuristic's class by at least this
+  // much (scores of a multi:softprob model are probabilities, so 0.3 means 30 points of
+  // probability); 0 always takes the model's choice. Default 0, finite and >= 0.
+  double learned_override_margin = 0;
+  // ... and only when the cost model's estimate for the model's choice is at most this
+  // multiple of the heuristic's estimate for its own. Default infinity (no check), >= 1.
+  double learned_max_estimate_ratio = std::numeric_limits<double>::infinity();
 };
 
 // Rounds of every worker the fixed-k simulation covers at least (see simulated_updates).
