@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "local/eta.h"
 #include "local/format.h"
 
 namespace star::local {
@@ -102,19 +103,10 @@ std::string ProgressLine(const ProgressInputs& in) {
                      (in.target_accuracy ? "/" + Fixed(*in.target_accuracy, 3) : std::string()) + "  mode " + mode +
                      "  stragglers " +
                      ListOf(in.stragglers) + "  amp " + ListOf(amp);
-  // ETA: the accuracy slope over the last few evaluations, extrapolated to the target.
-  const auto& curve = *in.accuracy_curve;
-  const size_t m = curve.size();
-  if (m >= 3 && !in.target_reached && in.target_accuracy) {
-    const auto& [ta, a] = curve[m - 3];
-    const auto& [tb, b] = curve[m - 1];
-    // Accuracies reported by several workers may arrive out of time order: no slope then.
-    const double slope = tb > ta ? (b - a) / (tb - ta) : 0;
-    if (slope > 0) {
-      // Evaluations trail the run: extrapolate from the last evaluation's time.
-      const double at = tb + (*in.target_accuracy - b) / slope;
-      line += "  eta " + Fixed(std::max(0.0, at - in.t), 0) + "s";
-    }
+  if (!in.target_reached && in.target_accuracy) {
+    const std::optional<double> eta =
+        EstimateEtaSeconds(*in.accuracy_curve, *in.target_accuracy, in.t);
+    line += "  eta " + (eta ? Fixed(*eta, 0) + "s" : std::string("unknown"));
   }
   return line;
 }

@@ -69,6 +69,8 @@ struct ProgressInputs {
 void SetLoopFields(const op::JobControlLoop& loop, ProgressInputs* in);
 
 // "[12.3s] iteration 40  accuracy 0.712/0.800  mode ssgd  stragglers [1]  amp []  eta 30s"
+// (eta: EstimateEtaSeconds, eta.h; "eta unknown" when it cannot be estimated; no eta
+// without a target or once it is reached).
 std::string ProgressLine(const ProgressInputs& in);
 
 }  // namespace star::local
