@@ -428,6 +428,60 @@ TEST(JobControlLoop, GroupsPolicySeparatesTheSevereStraggler) {
   EXPECT_EQ(d.groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
 }
 
+// Workers that run at their own pace, as in groups mode (each worker's iteration count
+// advances at its own speed): worker w's iteration takes 0.1 s x slow(w, t) + 0.02 s,
+// and it reports every kReportEvery iterations. Returns the decisions issued after
+// `from` seconds of job time, up to `until`.
+std::vector<api::Decision> RunDrifting(JobControlLoop& loop, double until, double from,
+                                       const std::function<double(int, double)>& slow) {
+  std::vector<double> t(kWorkers, 0);
+  std::vector<int64_t> it(kWorkers, 0);
+  std::vector<api::Decision> issued;
+  int64_t last_epoch = 0;
+  for (;;) {
+    const int w = static_cast<int>(std::min_element(t.begin(), t.end()) - t.begin());
+    const double per_iteration = 0.1 * slow(w, t[static_cast<size_t>(w)]) + 0.02;
+    t[static_cast<size_t>(w)] += kReportEvery * per_iteration;
+    it[static_cast<size_t>(w)] += kReportEvery;
+    if (t[static_cast<size_t>(w)] > until) break;
+    api::WorkerReport r;
+    r.worker = w;
+    r.iteration = it[static_cast<size_t>(w)];
+    r.iterations = kReportEvery;
+    r.time_seconds = t[static_cast<size_t>(w)];
+    r.local_batch = kGlobalBatch / kWorkers;
+    r.compute_seconds = per_iteration - 0.02;
+    r.communication_seconds = 0.02;
+    StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
+    EXPECT_TRUE(d.ok()) << d.status();
+    if (!d.ok() || !d.value() || d.value()->epoch == last_epoch) continue;
+    last_epoch = d.value()->epoch;
+    if (r.time_seconds >= from) issued.push_back(*d.value());
+  }
+  return issued;
+}
+
+TEST(JobControlLoop, NoRegroupWhenTheFastWorkersWouldWaitLongForTheSlowOne) {
+  // Worker 2 is 5 times slower from the start: the job goes to groups {0,1,3} {2} and
+  // worker 2's iteration count falls behind. At 60 s worker 3 slows to twice the pace
+  // of 0 and 1, which would be a regroup {0,1} {3} {2}; but every worker would first
+  // have to reach one apply iteration, and worker 2 is hundreds of iterations behind.
+  auto slow = [](int w, double t) { return w == 2 ? 5.0 : (w == 3 && t > 60 ? 2.0 : 1.0); };
+  api::TrainingJobSpec spec = Spec(api::SyncPolicy::kGroups, false, false);
+  LoopOptions patient;
+  patient.max_drift_wait_seconds = 1e9;
+  StatusOr<JobControlLoop> free_loop = JobControlLoop::Create(spec, patient);
+  ASSERT_TRUE(free_loop.ok()) << free_loop.status();
+  const std::vector<api::Decision> regroup = RunDrifting(*free_loop, 120, 60, slow);
+  ASSERT_FALSE(regroup.empty());  // without the limit the loop regroups
+  EXPECT_EQ(regroup.back().groups, (std::vector<std::vector<int>>{{0, 1}, {3}, {2}}));
+
+  JobControlLoop loop = MakeLoop(spec);
+  EXPECT_TRUE(RunDrifting(loop, 120, 60, slow).empty());
+  ASSERT_NE(loop.current(), nullptr);
+  EXPECT_EQ(loop.current()->groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+}
+
 TEST(JobControlLoop, StaticSlowWorkerGetsSmallerBatchSummingToGlobal) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, true));
   RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });

@@ -2,6 +2,7 @@
 // issued to the workers and the timeline of what changed.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "loop/times.h"
 #include "star/operator/control_loop.h"
@@ -19,8 +20,8 @@ void JobControlLoop::Decide(double t) {
   next.sync = KeepRing(ChooseSync(times, t));
   next.amp = amp_.States(n_);
   next.batches = PlanWorkerBatches(in_force_.batches);
+  if (next == in_force_ || DriftWaitTooLong(next, times)) return;
   if (next.sync != in_force_.sync) last_mode_round_ = rounds_;
-  if (next == in_force_) return;
   std::optional<api::Decision> d = Issue(next, times);
   if (!d) return;  // never hand out an invalid decision
   RecordChanges(t, next);
@@ -35,10 +36,7 @@ bool JobControlLoop::PreviousDecisionApplied() const {
   return !decision_ || MinIteration() >= decision_->apply_at_iteration;
 }
 
-std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
-                                                   const std::vector<double>& times) const {
-  api::Decision d;
-  d.epoch = std::max(decision_ ? decision_->epoch : 0, epoch_base_) + 1;
+int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const {
   // The margin is in the slowest worker's iterations: in fixed_k, groups and asgd the
   // fastest workers run ahead by the speed ratio, and the slowest must still report
   // (and learn the decision) before the fastest reach it.
@@ -47,9 +45,35 @@ std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
   }
-  d.apply_at_iteration =
-      std::max<int64_t>(max_iteration_, 0) +
-      static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
+  return std::max<int64_t>(max_iteration_, 0) +
+         static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
+}
+
+namespace {
+
+bool Drifts(api::SyncMode m) { return m != api::SyncMode::kSsgd; }
+
+}  // namespace
+
+bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
+  if (!Drifts(in_force_.sync.mode) || !Drifts(next.sync.mode) || !AllMeasured(times)) return false;
+  const int64_t at = ApplyAtIteration(times);
+  double first = std::numeric_limits<double>::infinity(), last = 0;
+  for (int i = 0; i < n_; ++i) {
+    const WorkerData& wd = workers_[static_cast<size_t>(i)];
+    const double arrive =
+        static_cast<double>(at - std::max<int64_t>(wd.last_iteration, 0)) * times[static_cast<size_t>(i)];
+    first = std::min(first, arrive);
+    last = std::max(last, arrive);
+  }
+  return last - first > options_.max_drift_wait_seconds;
+}
+
+std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
+                                                   const std::vector<double>& times) const {
+  api::Decision d;
+  d.epoch = std::max(decision_ ? decision_->epoch : 0, epoch_base_) + 1;
+  d.apply_at_iteration = ApplyAtIteration(times);
   d.mode = next.sync.mode;
   d.k = next.sync.k;
   d.groups = next.sync.groups;

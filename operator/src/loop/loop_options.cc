@@ -38,6 +38,8 @@ Status Validate(const LoopOptions& o) {
                              "amp_release_slowdown", "must be finite and >= 1"));
   STAR_RETURN_IF_ERROR(Check(o.min_batch_gain >= 0 && o.min_batch_gain < 1,
                              "min_batch_gain", "must be in [0, 1)"));
+  STAR_RETURN_IF_ERROR(Check(o.max_drift_wait_seconds >= 0 && !std::isnan(o.max_drift_wait_seconds),
+                             "max_drift_wait_seconds", "must be >= 0"));
   return AtLeast("resource_release_rounds", o.resource_release_rounds, 1);
 }
 

@@ -271,6 +271,11 @@ class JobControlLoop {
   [[nodiscard]] batch::WorkerModel FitWorker(int worker) const;
   [[nodiscard]] std::optional<api::Decision> Issue(const Setting& next,
                                                    const std::vector<double>& times) const;
+  // The iteration a decision issued now applies at (Issue's rule).
+  [[nodiscard]] int64_t ApplyAtIteration(const std::vector<double>& times) const;
+  // Whether `next` is a change within drifting modes whose wait at the apply iteration
+  // exceeds options_.max_drift_wait_seconds (LoopOptions).
+  [[nodiscard]] bool DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const;
   void RecordChanges(double t, const Setting& next);
 
   // Per-worker statistics (worker_stats.cc).
