@@ -262,6 +262,11 @@ Status Validate(const DetectorOptions& options) {
                             std::to_string(value));
     }
   }
+  for (const auto& [field, value] :
+       {std::pair<std::string_view, int>{"onset_window", options.onset_window},
+        {"ready_samples", options.ready_samples}}) {
+    if (value < 1) return Bad(field, "must be >= 1, got " + std::to_string(value));
+  }
   if (options.static_after_iterations < 1) {
     return Bad("static_after_iterations",
                "must be >= 1, got " + std::to_string(options.static_after_iterations));
@@ -367,6 +372,23 @@ void Detector::UpdateWorkerStats(int id) {
   w.mean_total = sum / static_cast<double>(n);
   w.med_compute = median_of(compute_, nullptr);
   w.med_comm = median_of(comm_, nullptr);
+  // The newest m samples: ring positions head - 1, head - 2, ... (mod window).
+  const auto window = static_cast<size_t>(options_.window);
+  // Only mad and relative look at the newest samples: star's narrow hysteresis band
+  // (0.2 / 0.1 over the fastest) needs the full window's median not to flap, and
+  // change_point compares means.
+  const bool newest_only = options_.rule == api::DetectionRule::kMad ||
+                           options_.rule == api::DetectionRule::kRelativeScore;
+  const size_t m = newest_only ? std::min(n, static_cast<size_t>(options_.onset_window)) : n;
+  auto newest_median = [&](const std::vector<double>& ring) {
+    for (size_t i = 0; i < m; ++i) {
+      scratch[i] = ring[base + (static_cast<size_t>(w.head) + window - 1 - i) % window];
+    }
+    return MedianInPlace(scratch, m);
+  };
+  w.level_total = newest_median(total_);
+  w.level_compute = newest_median(compute_);
+  w.level_comm = newest_median(comm_);
   if (w.best_total == 0 || w.med_total < w.best_total) {
     w.best_total = w.med_total;
     w.best_compute = w.med_compute;
@@ -376,17 +398,17 @@ void Detector::UpdateWorkerStats(int id) {
 }
 
 bool Detector::OnsetCondition(const Worker& w) const {
-  if (w.med_total <= 0) return false;
+  if (w.level_total <= 0) return false;
   switch (options_.rule) {
     case api::DetectionRule::kMad:
       // sigma_ == 0: no spread estimate, nobody is flagged.
-      return sigma_ > 0 && w.med_total > typical_ + options_.threshold * sigma_ &&
+      return sigma_ > 0 && w.level_total > typical_ + options_.threshold * sigma_ &&
              w.slowdown >= options_.min_slowdown;
     case api::DetectionRule::kRelativeScore:
-      return fastest_ / w.med_total < options_.threshold ||
-             (options_.individual_score && w.best_total / w.med_total < options_.threshold);
+      return fastest_ / w.level_total < options_.threshold ||
+             (options_.individual_score && w.best_total / w.level_total < options_.threshold);
     case api::DetectionRule::kStar:
-      return fastest_ > 0 && (w.med_total - fastest_) / fastest_ > options_.threshold;
+      return fastest_ > 0 && (w.level_total - fastest_) / fastest_ > options_.threshold;
     case api::DetectionRule::kChangePoint:
       return typical_mean_ > 0 && w.mean_total / typical_mean_ - 1 > options_.threshold;
   }
@@ -394,16 +416,16 @@ bool Detector::OnsetCondition(const Worker& w) const {
 }
 
 bool Detector::RecoveryCondition(const Worker& w) const {
-  if (w.med_total <= 0) return true;
+  if (w.level_total <= 0) return true;
   const double rt = options_.recovery_threshold;
   switch (options_.rule) {
     case api::DetectionRule::kMad:
-      return w.med_total <= std::max(typical_ + rt * sigma_, typical_ * options_.recovery_slowdown);
+      return w.level_total <= std::max(typical_ + rt * sigma_, typical_ * options_.recovery_slowdown);
     case api::DetectionRule::kRelativeScore:
-      return fastest_ / w.med_total >= rt &&
-             (!options_.individual_score || w.best_total / w.med_total >= rt);
+      return fastest_ / w.level_total >= rt &&
+             (!options_.individual_score || w.best_total / w.level_total >= rt);
     case api::DetectionRule::kStar:
-      return fastest_ <= 0 || (w.med_total - fastest_) / fastest_ <= rt;
+      return fastest_ <= 0 || (w.level_total - fastest_) / fastest_ <= rt;
     case api::DetectionRule::kChangePoint:
       return typical_mean_ <= 0 || w.mean_total / typical_mean_ - 1 <= rt;
   }
@@ -419,12 +441,12 @@ bool Detector::PersistedLongEnough(const Worker& w, int streak, int needed) cons
 void Detector::Excess(const Worker& w, double* compute, double* comm) const {
   // The reference is the typical worker, or with the individual score the worker's own
   // best window when it deviates more from that.
-  if (options_.individual_score && w.med_total - w.best_total > w.med_total - typical_) {
-    *compute = w.med_compute - w.best_compute;
-    *comm = w.med_comm - w.best_comm;
+  if (options_.individual_score && w.level_total - w.best_total > w.level_total - typical_) {
+    *compute = w.level_compute - w.best_compute;
+    *comm = w.level_comm - w.best_comm;
   } else {
-    *compute = w.med_compute - typical_compute_;
-    *comm = w.med_comm - typical_comm_;
+    *compute = w.level_compute - typical_compute_;
+    *comm = w.level_comm - typical_comm_;
   }
 }
 
@@ -443,7 +465,7 @@ void Detector::Evaluate(std::vector<Event>* events) {
   ready_.clear();
   for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
     Worker& w = workers_[id];
-    if (!w.known || w.count < options_.window) continue;
+    if (!w.known || w.count < std::min(options_.ready_samples, options_.window)) continue;
     if (w.dirty) UpdateWorkerStats(static_cast<int>(id));
     ready_.push_back(static_cast<int>(id));
   }
@@ -460,7 +482,7 @@ void Detector::Evaluate(std::vector<Event>* events) {
 
   for (int id : ready_) {
     Worker& w = workers_[static_cast<size_t>(id)];
-    w.slowdown = typical_ > 0 ? w.med_total / typical_ : 1;
+    w.slowdown = typical_ > 0 ? w.level_total / typical_ : 1;
     const int64_t evaluation = w.evaluations++;
     if (!w.straggler) {
       if (!OnsetCondition(w)) {

@@ -165,6 +165,8 @@ bool JobControlLoop::ObserveAmp(double typical) {
       straggling = true;
       cause = api::StragglerCause::kCompute;
     }
+    // AMP measured slower than full precision here: off, and not on again.
+    if (workers_[static_cast<size_t>(i)].amp_hurts) straggling = false;
     // Iterations are non-decreasing per worker (checked), so this cannot fail.
     (void)amp_.Observe(i, straggling, cause, workers_[static_cast<size_t>(i)].last_iteration,
                        &changes);

@@ -213,6 +213,20 @@ TEST(JobControlLoop, AutoLeavesSsgdWhenHalfTheWorkersAreSlowEvenUnflagged) {
   for (const api::Decision& d : r.decisions) EXPECT_GE(d.apply_at_iteration, 100);
 }
 
+// bf16 on a CPU without native support: AMP makes compute 6x slower. Once that is
+// measured, AMP goes off for the worker and does not come back, though the worker
+// still straggles (and looked even slower with AMP on).
+TEST(JobControlLoop, AmpThatSlowsTheWorkerGoesOffForGood) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, true, false));
+  RunJob(loop, 900, [](int w, int64_t i) { return (w == 2 && i >= 100) ? 2.0 : 1.0; },
+         /*seed=*/5, /*amp_factor=*/6.0);
+  ASSERT_EQ(Events(loop, "amp_on", 2).size(), 1u);
+  ASSERT_EQ(Events(loop, "amp_off", 2).size(), 1u);
+  ASSERT_NE(loop.current(), nullptr);
+  EXPECT_FALSE(loop.current()->workers[2].amp);
+  for (int w : {0, 1, 3}) EXPECT_TRUE(Events(loop, "amp_on", w).empty()) << w;
+}
+
 TEST(JobControlLoop, AmpDisabledNeverTurnsAmpOn) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
   RunJob(loop, 300, [](int w, int64_t i) { return (w == 2 && i >= 100) ? 3.0 : 1.0; });

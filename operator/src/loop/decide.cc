@@ -56,7 +56,10 @@ bool Drifts(api::SyncMode m) { return m != api::SyncMode::kSsgd; }
 }  // namespace
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
-  if (!Drifts(in_force_.sync.mode) || !Drifts(next.sync.mode) || !AllMeasured(times)) return false;
+  if (!Drifts(in_force_.sync.mode) || !Drifts(next.sync.mode) || !AllMeasured(times) ||
+      next.amp != in_force_.amp || next.batches != in_force_.batches) {
+    return false;
+  }
   const int64_t at = ApplyAtIteration(times);
   double first = std::numeric_limits<double>::infinity(), last = 0;
   for (int i = 0; i < n_; ++i) {

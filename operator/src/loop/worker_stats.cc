@@ -87,7 +87,10 @@ void JobControlLoop::MeasureAmpSpeedup(int worker) {
       wd.fp32_at_amp_on <= 0 || wd.ema_amp <= 0) {
     return;
   }
-  wd.amp_speedup = std::max(1.0, wd.fp32_at_amp_on / wd.ema_amp);
+  const double ratio = wd.fp32_at_amp_on / wd.ema_amp;
+  wd.amp_speedup = std::max(1.0, ratio);
+  // Slower with AMP than without it under the same contention: AMP is no remedy here.
+  if (ratio < 1) wd.amp_hurts = true;
 }
 
 bool JobControlLoop::StillContended(int worker, double typical) const {
@@ -128,8 +131,11 @@ std::vector<int> JobControlLoop::ModeStragglers() const {
     const detect::WorkerView v = detector_.View(w);
     if (amp_enabled && v.cause == api::StragglerCause::kCompute) {
       const int64_t since = amp_on_round_[static_cast<size_t>(w)];
-      // AMP goes on at the next round close; give it a detection window to show.
-      if (!amp_.Enabled(w) || since < 0 || rounds_ - since < settle) continue;
+      // AMP goes on at the decision's apply iteration: give it a detection window of
+      // reports run with AMP to show.
+      if (!amp_.Enabled(w) || since < 0 || workers_[static_cast<size_t>(w)].amp_samples < settle) {
+        continue;
+      }
     }
     out.push_back(w);
   }

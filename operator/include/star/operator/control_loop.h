@@ -209,6 +209,9 @@ class JobControlLoop {
     int amp_samples = 0;
     double fp32_at_amp_on = 0;
     double amp_speedup = 0;
+    // AMP was measured slower than full precision on this worker (no native bf16, say):
+    // it is turned off and not used for the worker again.
+    bool amp_hurts = false;
   };
   // How the job synchronises: mode, k and groups of a decision.
   struct SyncSetting {
@@ -273,8 +276,8 @@ class JobControlLoop {
                                                    const std::vector<double>& times) const;
   // The iteration a decision issued now applies at (Issue's rule).
   [[nodiscard]] int64_t ApplyAtIteration(const std::vector<double>& times) const;
-  // Whether `next` is a change within drifting modes whose wait at the apply iteration
-  // exceeds options_.max_drift_wait_seconds (LoopOptions).
+  // Whether `next` changes only the sync setting, within drifting modes, with a wait at
+  // the apply iteration above options_.max_drift_wait_seconds (LoopOptions).
   [[nodiscard]] bool DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const;
   void RecordChanges(double t, const Setting& next);
 
