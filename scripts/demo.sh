@@ -3,8 +3,8 @@
 # Fashion-MNIST trainer, and runs examples/fmnist-job.yaml with `star local`: 4 worker
 # processes, each in its own cgroup (400m CPU) and network namespace, training over Gloo.
 # At 5 s a co-located neighbor (3 busy threads) starts beside worker 2; STAR detects the
-# straggler, turns on mixed precision for it, reconsiders the sync mode and takes CPU back
-# from the neighbor. Prints the decision timeline and the report; writes demo-report.json
+# straggler, takes CPU back from the neighbor, rebalances batches, reconsiders the sync
+# mode and, where the CPU has native bf16, turns on mixed precision for it. Prints the decision timeline and the report; writes demo-report.json
 # and demo.png. Needs root (cgroups, namespaces).
 #   STAR_DEMO_POLICY=ssgd bash scripts/demo.sh    # the same run without mitigation
 set -euo pipefail

@@ -1,5 +1,7 @@
 #include "local/plot.h"
 
+#include "local/format.h"
+
 #include <chrono>
 
 #include <sys/stat.h>
@@ -211,7 +213,7 @@ std::string Script(const PlotData& d, const std::string& data_dir, const std::st
   if (d.tta) {
     g << "set arrow 1 from " << Num(*d.tta) << ", graph 0 to " << Num(*d.tta)
       << ", graph 1 nohead lw 1.5 lc rgb 'red'\n"
-      << "set label 1 " << Quote("TTA " + Num(*d.tta) + " s") << " at " << Num(*d.tta)
+      << "set label 1 " << Quote("TTA " + Fixed(*d.tta, 1) + " s") << " at " << Num(*d.tta)
       << ", graph 0.1 offset 0.5,0 tc rgb 'red'\n";
   }
   std::vector<std::string> plots;

@@ -29,6 +29,7 @@
 #include "star/operator/learned_model.h"
 #include "star/report/server.h"
 #include "star/report/token.h"
+#include "star/shim/cpu_features.h"
 #include "star/shim/store_server.h"
 #include "star/shim/timing.h"
 
@@ -128,6 +129,12 @@ Status Runner::SetupJob() {
   }
   if (spec_.mitigation.amp.enabled && spec_.mitigation.amp.dtype == api::AmpDtype::kFloat16) {
     Notice("spec.mitigation.amp.dtype float16 needs a GPU: this CPU runs bfloat16");
+  }
+  if (spec_.mitigation.amp.enabled && !shim::CpuHasNativeBf16()) {
+    // Emulated bf16 autocast made a worker 4-12x slower here (bench/README.md).
+    spec_.mitigation.amp.enabled = false;
+    Notice("spec.mitigation.amp: off for this run: this CPU has no native bf16 "
+           "(avx512_bf16 or amx_bf16), where mixed precision is slower than fp32");
   }
   op::LoopOptions lo;
   lo.apply_margin_iterations = 3 * o_.report_every;

@@ -11,8 +11,6 @@
 namespace star::detect {
 namespace {
 
-constexpr int kMinWindow = 3;
-constexpr int kMaxWindow = 1024;
 constexpr int kMaxEvaluations = 1000;
 // Korel's consistency constant: 1.4826 * MAD estimates the standard deviation.
 constexpr double kMadToSigma = 1.4826;

@@ -10,21 +10,6 @@
 
 namespace star::shim {
 
-bool CpuHasNativeBf16() {
-  static const bool has = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("flags", 0) == 0) {
-        return line.find(" avx512_bf16") != std::string::npos ||
-               line.find(" amx_bf16") != std::string::npos;
-      }
-    }
-    return false;
-  }();
-  return has;
-}
-
 StatusOr<AmpSwitch> AmpSwitch::Create(AmpOptions options, bool enabled) {
   if (options.device == AmpDevice::kCpu && options.dtype == AmpDtype::kFloat16) {
     return Status::InvalidArgument("amp: fp16 autocast is not supported on CPU; use bf16");

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "star/core/status.h"
+#include "star/shim/cpu_features.h"
 
 namespace star::shim {
 
@@ -21,9 +22,8 @@ struct AmpOptions {
   AmpDtype dtype = AmpDtype::kBFloat16;  // default: bf16 (fp16 on CPU is rejected)
 };
 
-// Whether this CPU has native bf16 (AVX512-BF16 or AMX-BF16): what `--amp auto` uses
-// until the Decision drives the switch. Thread-safe.
-bool CpuHasNativeBf16();
+// CpuHasNativeBf16() (cpu_features.h) is what `--amp auto` uses until the Decision
+// drives the switch.
 
 // Per-iteration on/off switch. Not thread-safe: one training thread owns it.
 class AmpSwitch {

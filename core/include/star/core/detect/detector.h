@@ -102,6 +102,10 @@ std::string_view RuleName(api::DetectionRule rule);
 // Inverse of RuleName; nullopt for anything else (case-sensitive).
 std::optional<api::DetectionRule> ParseRule(std::string_view s);
 
+// The window's bounds (DetectorOptions::window).
+inline constexpr int kMinWindow = 3;
+inline constexpr int kMaxWindow = 1024;
+
 struct DetectorOptions {
   api::DetectionRule rule = api::DetectionRule::kMad;  // default: MAD with hysteresis
   // Samples per worker in the sliding window (the windowed median). In [3, 1024].
