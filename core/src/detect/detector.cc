@@ -384,9 +384,15 @@ void Detector::UpdateWorkerStats(int id) {
     }
     return MedianInPlace(scratch, m);
   };
-  w.level_total = newest_median(total_);
-  w.level_compute = newest_median(compute_);
-  w.level_comm = newest_median(comm_);
+  if (m == n) {  // the whole window: its medians
+    w.level_total = w.med_total;
+    w.level_compute = w.med_compute;
+    w.level_comm = w.med_comm;
+  } else {
+    w.level_total = newest_median(total_);
+    w.level_compute = newest_median(compute_);
+    w.level_comm = newest_median(comm_);
+  }
   if (w.best_total == 0 || w.med_total < w.best_total) {
     w.best_total = w.med_total;
     w.best_compute = w.med_compute;
