@@ -3,12 +3,14 @@
 // detect/trace_for_test.h: 8 workers, 80 ms compute + 20 ms communication, 5% lognormal
 // noise on each, every worker reporting every iteration).
 //
-// BM_DetectLatency/<rule>/<factor x 10>: worker 3's compute is slowed by the factor in
+// BM_DetectLatency/<rule>/<factor x 10>/<onset_window>: worker 3's compute is slowed by the factor in
 // iterations [60, 140) of 200, over 40 seeds. Counters (in iterations): the median and
 // largest onset latency (onset event's iteration - 60) and recovery latency (recovery
 // event's iteration - 140), episodes missed (no onset or no recovery), and false alarms
-// (onsets of other workers). BM_DetectNoiseOnly/<rule>: 40 noise-only traces; counter
-// false_alarms. Rules: 0 mad, 1 relative, 2 star, 3 change_point; default options.
+// (onsets of other workers). BM_DetectNoiseOnly/<rule>/<onset_window>: 40 noise-only
+// traces; counter false_alarms. Rules: 0 mad, 1 relative, 2 star, 3 change_point;
+// default options but DetectorOptions::onset_window (0: the full window, the default;
+// 4: `star detect --onset-window 4`).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -28,9 +30,10 @@ namespace t = star::detect::testing;
 constexpr int kSeeds = 40;
 constexpr int64_t kStart = 60, kEnd = 140;
 
-DetectorOptions OptionsOf(int64_t rule) {
+DetectorOptions OptionsOf(int64_t rule, int64_t onset_window) {
   DetectorOptions o;
   o.rule = static_cast<star::api::DetectionRule>(rule);
+  o.onset_window = static_cast<int>(onset_window);
   return star::detect::ResolveDefaults(o);
 }
 
@@ -46,7 +49,7 @@ double Max(const std::vector<double>& v) {
 }
 
 void BM_DetectLatency(benchmark::State& state) {
-  const DetectorOptions o = OptionsOf(state.range(0));
+  const DetectorOptions o = OptionsOf(state.range(0), state.range(2));
   const double factor = static_cast<double>(state.range(1)) / 10;
   std::vector<double> onset, recovery;
   int missed = 0, false_alarms = 0;
@@ -81,7 +84,7 @@ void BM_DetectLatency(benchmark::State& state) {
 }
 
 void BM_DetectNoiseOnly(benchmark::State& state) {
-  const DetectorOptions o = OptionsOf(state.range(0));
+  const DetectorOptions o = OptionsOf(state.range(0), state.range(1));
   int false_alarms = 0;
   for (auto _ : state) {
     false_alarms = 0;
@@ -97,8 +100,11 @@ void BM_DetectNoiseOnly(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_DetectLatency)
-    ->ArgsProduct({{0, 1, 2, 3}, {15, 20, 30}})
+    ->ArgsProduct({{0, 1, 2, 3}, {15, 20, 30}, {0, 4}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DetectNoiseOnly)->DenseRange(0, 3)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DetectNoiseOnly)
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 4}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

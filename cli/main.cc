@@ -39,6 +39,7 @@ struct DetectArgs {
   std::string rule = "mad";
   int window = 0;
   double threshold = 0;
+  int onset_window = 0;
 };
 
 int RunDetect(const DetectArgs& args) {
@@ -51,8 +52,13 @@ int RunDetect(const DetectArgs& args) {
   options.rule = *rule;
   if (args.window != 0) options.window = args.window;
   if (args.threshold != 0) options.threshold = args.threshold;
-  // Option fields and flags share names: "window: must be ..." -> "--window: must be ...".
-  if (Status s = detect::Validate(options); !s.ok()) return Fail(Status(s.code(), "--" + s.message()));
+  options.onset_window = args.onset_window;
+  // Option fields name the flags: "window: must be ..." -> "--window: must be ...".
+  if (Status s = detect::Validate(options); !s.ok()) {
+    std::string m = s.message();
+    if (m.rfind("onset_window", 0) == 0) m.replace(0, 12, "onset-window");
+    return Fail(Status(s.code(), "--" + m));
+  }
 
   std::ifstream f(args.trace);
   if (!f) return Fail(Status::NotFound(args.trace + ": cannot open"));
@@ -118,6 +124,9 @@ CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
   detect->add_option("--rule", args.rule, "mad (default) | relative | star | change_point");
   detect->add_option("--window", args.window, "iterations in the sliding window (default: rule's)");
   detect->add_option("--threshold", args.threshold, "rule threshold (default: rule's)");
+  detect->add_option("--onset-window", args.onset_window,
+                     "rules mad and relative: judge each worker by its newest N samples "
+                     "(faster onsets; default 0: the full window, as the control loop does)");
   return detect;
 }
 

@@ -155,8 +155,7 @@ StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy, const SimO
   spec.synchronization.selector = options.selector;
   op::LoopOptions lo;
   lo.apply_margin_iterations = 3 * s.report_every;  // as `star local` runs it
-  lo.select.learned_override_margin = options.learned_override_margin;
-  lo.select.learned_max_estimate_ratio = options.learned_max_estimate_ratio;
+  lo.select = options.select;
   op::LearnedModel learned;
   if (options.model) learned.selector = options.model;
   auto loop = op::JobControlLoop::Create(spec, lo, std::move(learned));

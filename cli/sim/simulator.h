@@ -40,12 +40,10 @@ struct SimOptions {
   // The learned selector for selector ML (shared by the runs; Simulate is single-threaded).
   // Default none.
   std::shared_ptr<select::LearnedSelector> model;
-  // The loop's SelectOptions::learned_override_margin (core's select/selector.h): how
-  // clearly the model must prefer its class to override the heuristic's. Default that
-  // of op::LoopOptions.
-  double learned_override_margin = op::LoopOptions{}.select.learned_override_margin;
-  // The loop's SelectOptions::learned_max_estimate_ratio. Default that of op::LoopOptions.
-  double learned_max_estimate_ratio = op::LoopOptions{}.select.learned_max_estimate_ratio;
+  // The loop's Select() options (core's select/selector.h: among them how clearly the
+  // learned model must prefer its class to override the heuristic's). Default those of
+  // op::LoopOptions; min_k comes from the scenario.
+  select::SelectOptions select = op::LoopOptions{}.select;
   // When set, every completed worker iteration is written as one CSV row
   // "iteration,worker,compute_seconds,communication_seconds" (`star detect`'s trace form,
   // cli/trace_csv.h; the caller writes the header).

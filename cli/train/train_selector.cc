@@ -211,18 +211,19 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
     return 1;
   };
   if (args.model.empty()) return bad("--evaluate: needs --model FILE");
-  if (!(std::isfinite(args.margin) && args.margin >= 0)) {
-    return bad("--margin: must be >= 0, got " + std::to_string(args.margin));
-  }
-  if (!(args.max_estimate_ratio >= 1)) {
-    return bad("--max-estimate-ratio: must be >= 1, got " + std::to_string(args.max_estimate_ratio));
+  sim::SimOptions ml_options;
+  ml_options.select.learned_override_margin = args.margin;
+  ml_options.select.learned_max_estimate_ratio = args.max_estimate_ratio;
+  // A bad gate would make every ML decision fail over to the heuristic: refuse it.
+  if (Status st = select::Validate(ml_options.select); !st.ok()) {
+    std::string m = st.message();
+    if (m.rfind("learned_override_margin", 0) == 0) m.replace(0, 23, "--margin");
+    if (m.rfind("learned_max_estimate_ratio", 0) == 0) m.replace(0, 26, "--max-estimate-ratio");
+    return bad(m);
   }
   auto model = op::XgboostSelector::Load(args.model);
   if (!model.ok()) return bad("--model: " + model.status().ToString());
   const std::shared_ptr<select::LearnedSelector> shared = std::move(*model);
-  sim::SimOptions ml_options;
-  ml_options.learned_override_margin = args.margin;
-  ml_options.learned_max_estimate_ratio = args.max_estimate_ratio;
   const auto started = std::chrono::steady_clock::now();
   std::mt19937_64 rng(args.seed);
   std::vector<double> gains;

@@ -60,10 +60,10 @@ struct TrainSelectorArgs {
   std::string model;          // --model FILE: the model --evaluate runs
   // --margin M: the loop's learned_override_margin in --evaluate's ML runs (how clearly
   // the model must prefer a class to override the heuristic), >= 0; default the loop's.
-  double margin = sim::SimOptions{}.learned_override_margin;
+  double margin = sim::SimOptions{}.select.learned_override_margin;
   // --max-estimate-ratio R: the loop's learned_max_estimate_ratio in --evaluate's ML runs,
   // >= 1; default the loop's.
-  double max_estimate_ratio = sim::SimOptions{}.learned_max_estimate_ratio;
+  double max_estimate_ratio = sim::SimOptions{}.select.learned_max_estimate_ratio;
 };
 
 // One scenario of the closed-loop evaluation: policy auto's TTA with each selector

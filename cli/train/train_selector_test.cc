@@ -172,5 +172,22 @@ TEST(TrainSelector, EvaluateNeedsALoadableModel) {
   EXPECT_TRUE(out2.str().empty());
 }
 
+TEST(TrainSelector, EvaluateRefusesABadGateNamingTheFlag) {
+  TrainSelectorArgs args;
+  args.evaluate = 2;
+  args.model = "/nonexistent/selector.json";  // refused before the model is read
+  args.margin = -0.5;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
+  EXPECT_NE(err.str().find("--margin: must be >= 0"), std::string::npos) << err.str();
+  EXPECT_TRUE(out.str().empty());
+  args.margin = 0.4;
+  args.max_estimate_ratio = 0.5;
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunTrainSelectorCommand(args, out2, err2), 1);
+  EXPECT_NE(err2.str().find("--max-estimate-ratio: must be >= 1"), std::string::npos) << err2.str();
+  EXPECT_TRUE(out2.str().empty());
+}
+
 }  // namespace
 }  // namespace star::train

@@ -165,6 +165,24 @@ TEST_F(StarCli, DetectRunsEveryRule) {
   }
 }
 
+TEST_F(StarCli, DetectOnsetWindowFlagsTheStepSooner) {
+  std::string trace = Write("t.csv", Trace(4, 200, 3, 50, 150, 3.0, 1.0));
+  Result full = Run("detect --trace " + trace);
+  Result fast = Run("detect --onset-window 4 --trace " + trace);
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  auto f = Lines(full.out), s = Lines(fast.out);
+  ASSERT_FALSE(f.empty());
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s.front().at("worker"), 3);
+  EXPECT_LT(s.front().at("iteration").get<int64_t>(), f.front().at("iteration").get<int64_t>());
+
+  Result bad = Run("detect --onset-window -1 --trace " + trace);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find("--onset-window"), std::string::npos) << bad.err;
+}
+
 TEST_F(StarCli, DetectRejectsBadInputWithoutOutput) {
   std::string bad = Write("bad.csv", "iteration,worker,compute_seconds,communication_seconds\n0,0,x,1\n");
   Result r = Run("detect --trace " + bad);

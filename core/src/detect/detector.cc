@@ -11,6 +11,8 @@
 namespace star::detect {
 namespace {
 
+constexpr int kMinWindow = 3;
+constexpr int kMaxWindow = 1024;
 constexpr int kMaxEvaluations = 1000;
 // Korel's consistency constant: 1.4826 * MAD estimates the standard deviation.
 constexpr double kMadToSigma = 1.4826;
@@ -260,10 +262,9 @@ Status Validate(const DetectorOptions& options) {
                             std::to_string(value));
     }
   }
-  for (const auto& [field, value] :
-       {std::pair<std::string_view, int>{"onset_window", options.onset_window},
-        {"ready_samples", options.ready_samples}}) {
-    if (value < 1) return Bad(field, "must be >= 1, got " + std::to_string(value));
+  if (options.onset_window < 0) {
+    return Bad("onset_window", "must be >= 0 (0 = the full window), got " +
+                                   std::to_string(options.onset_window));
   }
   if (options.static_after_iterations < 1) {
     return Bad("static_after_iterations",
@@ -375,9 +376,7 @@ void Detector::UpdateWorkerStats(int id) {
   // Only mad and relative look at the newest samples: star's narrow hysteresis band
   // (0.2 / 0.1 over the fastest) needs the full window's median not to flap, and
   // change_point compares means.
-  const bool newest_only = options_.rule == api::DetectionRule::kMad ||
-                           options_.rule == api::DetectionRule::kRelativeScore;
-  const size_t m = newest_only ? std::min(n, static_cast<size_t>(options_.onset_window)) : n;
+  const size_t m = ShortLevel() ? std::min(n, static_cast<size_t>(options_.onset_window)) : n;
   auto newest_median = [&](const std::vector<double>& ring) {
     for (size_t i = 0; i < m; ++i) {
       scratch[i] = ring[base + (static_cast<size_t>(w.head) + window - 1 - i) % window];
@@ -399,6 +398,12 @@ void Detector::UpdateWorkerStats(int id) {
     w.best_comm = w.med_comm;
   }
   w.dirty = false;
+}
+
+bool Detector::ShortLevel() const {
+  return options_.onset_window > 0 && options_.onset_window < options_.window &&
+         (options_.rule == api::DetectionRule::kMad ||
+          options_.rule == api::DetectionRule::kRelativeScore);
 }
 
 bool Detector::OnsetCondition(const Worker& w) const {
@@ -469,7 +474,7 @@ void Detector::Evaluate(std::vector<Event>* events) {
   ready_.clear();
   for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
     Worker& w = workers_[id];
-    if (!w.known || w.count < std::min(options_.ready_samples, options_.window)) continue;
+    if (!w.known || w.count < (ShortLevel() ? options_.onset_window + 1 : options_.window)) continue;
     if (w.dirty) UpdateWorkerStats(static_cast<int>(id));
     ready_.push_back(static_cast<int>(id));
   }

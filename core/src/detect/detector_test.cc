@@ -98,8 +98,7 @@ TEST(DetectorOptions, ValidateRejectsBadFieldsAndNamesThem) {
       {"onset_evaluations", [](DetectorOptions* o) { o->onset_evaluations = 0; }},
       {"recovery_evaluations", [](DetectorOptions* o) { o->recovery_evaluations = 5000; }},
       {"static_after_iterations", [](DetectorOptions* o) { o->static_after_iterations = 0; }},
-      {"onset_window", [](DetectorOptions* o) { o->onset_window = 0; }},
-      {"ready_samples", [](DetectorOptions* o) { o->ready_samples = -1; }},
+      {"onset_window", [](DetectorOptions* o) { o->onset_window = -1; }},
       {"cause_switch_ratio", [](DetectorOptions* o) { o->cause_switch_ratio = 0.5; }},
       {"rule", [](DetectorOptions* o) { o->rule = static_cast<Rule>(42); }},
   };
@@ -270,30 +269,47 @@ TEST_P(EveryRule, DetectsEpisodeWhenWorkersReportEveryFewIterations) {
 
 // ---- rule-specific and classification behaviour -----------------------------------------
 
-TEST(MadRule, FlagsAStepWithinFourIterationsAndReportsItsRecovery) {
+// The options `star detect --onset-window 4` uses.
+DetectorOptions ShortLevel() {
+  DetectorOptions o;
+  o.onset_window = 4;
+  return o;
+}
+
+TEST(MadRule, AShortLevelFlagsAStepWithinFourIterationsAndReportsItsRecovery) {
   // The worker's level is the median of its newest 4 samples: a step shows once 2 or 3
   // of them are slow, and the onset needs 3 rounds of it. With the full window of 10
-  // it took 6-7 iterations (bench/detect_latency_bench).
+  // (the default) it takes 6-7 iterations (bench/detect_latency_bench).
   for (double factor : {1.5, 2.0, 3.0}) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       SCOPED_TRACE("factor " + std::to_string(factor) + " seed " + std::to_string(seed));
       TraceSpec spec;
       spec.episodes = {Episode{3, 60, 140, factor, 1.0}};
-      const std::vector<Event> events = RunDetector(DetectorOptions{}, MakeTrace(spec, seed));
+      const std::vector<Event> events = RunDetector(ShortLevel(), MakeTrace(spec, seed));
       ASSERT_EQ(events.size(), 2u) << Describe(events);
       EXPECT_LE(events[0].iteration, 60 + 4);
       EXPECT_EQ(events[1].state, State::kRecovered);
       EXPECT_LE(events[1].iteration, 140 + 5);
     }
   }
-  // onset_window = window is the full window's median again: slower.
-  DetectorOptions full;
-  full.onset_window = full.window;
+  // The default is the full window's median: slower.
   TraceSpec spec;
   spec.episodes = {Episode{3, 60, 140, 2.0, 1.0}};
-  const std::vector<Event> events = RunDetector(full, MakeTrace(spec, 1));
+  const std::vector<Event> events = RunDetector(DetectorOptions{}, MakeTrace(spec, 1));
   ASSERT_FALSE(events.empty());
   EXPECT_GT(events[0].iteration, 60 + 4);
+}
+
+TEST(MadRule, AShortLevelRaisesNoEventsOnNoiseOnly) {
+  for (double noise : {0.05, 0.10}) {
+    for (uint64_t seed = 200; seed < 230; ++seed) {
+      TraceSpec spec;
+      spec.iterations = 300;
+      spec.noise = noise;
+      const std::vector<Event> events = RunDetector(ShortLevel(), MakeTrace(spec, seed));
+      EXPECT_TRUE(events.empty()) << "noise " << noise << " seed " << seed << "\n" << Describe(events);
+    }
+  }
 }
 
 TEST(MadRule, NoiseOnlyAtTenPercentRaisesNoEvents) {

@@ -19,15 +19,6 @@ inline select::SelectOptions LoopSelectOptions() {
   return o;
 }
 
-// DetectorOptions{} with onset_window and ready_samples kMaxWindow (see
-// LoopOptions::detector).
-inline detect::DetectorOptions LoopDetectorOptions() {
-  detect::DetectorOptions o;
-  o.onset_window = detect::kMaxWindow;
-  o.ready_samples = detect::kMaxWindow;
-  return o;
-}
-
 struct LoopOptions {
   // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
   int decide_every_rounds = 10;
@@ -45,12 +36,9 @@ struct LoopOptions {
   // smaller gains re-plan on noise).
   double min_batch_gain = 0.15;
   // Detector settings other than rule, window and threshold (those come from
-  // spec.mitigation.detection). Default: DetectorOptions{} but with the full window's
-  // median as each worker's level and evaluation from a full window (onset_window and
-  // ready_samples kMaxWindow): with the newest 4 samples the loop's own decisions (new
-  // batches, AMP on a CPU without native bf16) flagged healthy workers in the testbed
-  // demo, and each flag brought more decisions (bench/README.md, "Detection latency").
-  detect::DetectorOptions detector = LoopDetectorOptions();
+  // spec.mitigation.detection). Default: DetectorOptions{} (each worker's level is its
+  // full window's median: see DetectorOptions::onset_window).
+  detect::DetectorOptions detector;
   // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
   amp::AmpOptions amp;
   // Reports of iterations up to this one are not shown to the detector (warm-up:

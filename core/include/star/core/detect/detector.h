@@ -102,10 +102,6 @@ std::string_view RuleName(api::DetectionRule rule);
 // Inverse of RuleName; nullopt for anything else (case-sensitive).
 std::optional<api::DetectionRule> ParseRule(std::string_view s);
 
-// The window's bounds (DetectorOptions::window).
-inline constexpr int kMinWindow = 3;
-inline constexpr int kMaxWindow = 1024;
-
 struct DetectorOptions {
   api::DetectionRule rule = api::DetectionRule::kMad;  // default: MAD with hysteresis
   // Samples per worker in the sliding window (the windowed median). In [3, 1024].
@@ -128,17 +124,17 @@ struct DetectorOptions {
   // kChangePoint only: a shift (onset or recovery) must last more than this many
   // iterations of the worker. >= 0; default 10.
   int change_point_min_iterations = 10;
-  // Rules mad and relative: a worker's own level (what the onset and recovery
-  // conditions, its slowdown and its cause compare against the cohort) is the median of
-  // its newest min(onset_window, window) samples, so a step in its time shows after
-  // about half of them, while the cohort's typical time and spread come from the full
-  // windows. Rule star uses the full window's median (its narrow hysteresis band would
-  // flap on fewer samples), change_point the window means. >= 1; default 4 (window or
-  // more: the full window).
-  int onset_window = 4;
-  // A worker is evaluated once it has min(ready_samples, window) samples. >= 1;
-  // default 5.
-  int ready_samples = 5;
+  // Rules mad and relative: when in [1, window), a worker's own level (what the onset
+  // and recovery conditions, its slowdown and its cause compare against the cohort) is
+  // the median of its newest onset_window samples, so a step in its time shows after
+  // about half of them, while the cohort's typical time and spread still come from the
+  // full windows; 4 flags a step in about 3 iterations instead of 6-7, and a worker is
+  // then evaluated once it has onset_window + 1 samples. Rule star always uses the full
+  // window's median (its narrow hysteresis band would flap on fewer samples),
+  // change_point the window means. >= 0; default 0: the full window (the control loop's
+  // setting: a short level also flags the brief slowdowns that the loop's own batch and
+  // AMP changes cause).
+  int onset_window = 0;
   // Consecutive rounds the onset / recovery condition must hold. In [1, 1000]; default 3.
   int onset_evaluations = 3;
   int recovery_evaluations = 3;
@@ -195,7 +191,7 @@ std::string ToJsonLine(const Event& event);
 // What the detector currently believes about one worker.
 struct WorkerView {
   bool known = false;           // the worker has reported at least once
-  bool ready = false;           // its window is full (it is evaluated from ready_samples)
+  bool ready = false;           // its window is full, so it is evaluated (see onset_window)
   bool straggler = false;
   api::StragglerCause cause = api::StragglerCause::kCompute;  // if straggler
   api::StragglerKind kind = api::StragglerKind::kDynamic;     // if straggler
@@ -246,7 +242,7 @@ class Detector {
     int64_t last_iteration = -1;
     int64_t evaluations = 0;  // rounds this worker was evaluated in
     double med_total = 0, med_compute = 0, med_comm = 0, mean_total = 0;
-    // Medians of the newest onset_window samples (the worker's level).
+    // The worker's level: medians of its newest onset_window samples, or its window's.
     double level_total = 0, level_compute = 0, level_comm = 0;
     double slowdown = 1;
     // Individual score baseline (own best windowed median and its components).
@@ -263,6 +259,8 @@ class Detector {
 
   void Evaluate(std::vector<Event>* events);
   void UpdateWorkerStats(int id);
+  // Whether workers' levels are the newest onset_window samples (see the option).
+  bool ShortLevel() const;
   bool OnsetCondition(const Worker& w) const;
   bool RecoveryCondition(const Worker& w) const;
   bool PersistedLongEnough(const Worker& w, int streak, int needed) const;
