@@ -54,6 +54,13 @@ StatusOr<std::unique_ptr<SyncEngine>> SyncEngine::Create(std::unique_ptr<Collect
 
 Status SyncEngine::Schedule(const api::Decision& d) { return core_->Schedule(d); }
 
+Status SyncEngine::Finish() {
+  STAR_RETURN_IF_ERROR(core_->CheckUsable());
+  Status s = core_->Finish(params_);
+  if (!s.ok()) core_->Fail(s);
+  return s;
+}
+
 StatusOr<StepStats> SyncEngine::Step(std::span<const float> local_grad_sum, int64_t local_batch) {
   STAR_RETURN_IF_ERROR(core_->CheckUsable());
   if (local_grad_sum.size() != params_.size()) {

@@ -199,6 +199,36 @@ TEST(SyncEngineFixedK, KEqualToNIsSsgdOverTheRing) {
   RunFixedKExactlyOnce(3, 3, false);
 }
 
+// A run that ends while in fixed_k (a trainer's iteration budget): the ring stops at the
+// budget with children's gradients still in flight. Finish answers them, so every worker
+// ends without error at the budget with the ring's parameters.
+TEST(SyncEngineFixedK, FinishReleasesChildrenStillWaiting) {
+  for (int n : {2, 3, 5}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const Problem problem(64);
+    std::vector<std::vector<float>> finals(static_cast<size_t>(n));
+    std::vector<int64_t> last(static_cast<size_t>(n), -1);
+    ExpectAllOk(RunRanks(n, milliseconds(5000), [&](int r, std::unique_ptr<Collective> world) -> Status {
+      STAR_ASSIGN_OR_RETURN(auto engine, SyncEngine::Create(std::move(world), Zeros(Problem::kDim),
+                                                            SgdOptions{.lr = 0.05f}));
+      STAR_RETURN_IF_ERROR(engine->Schedule(MakeDecision(1, 2, api::SyncMode::kFixedK, 1)));
+      for (int s = 0; s < 40 && engine->iteration() < 12; ++s) {
+        auto g = problem.GradSum(engine->params(), static_cast<size_t>(r) * 8, 8);
+        STAR_RETURN_IF_ERROR(engine->Step(g, 8).status());
+      }
+      STAR_RETURN_IF_ERROR(engine->Finish());
+      STAR_RETURN_IF_ERROR(engine->Finish());  // idempotent
+      finals[static_cast<size_t>(r)].assign(engine->params().begin(), engine->params().end());
+      last[static_cast<size_t>(r)] = engine->iteration();
+      return Status::Ok();
+    }));
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(last[static_cast<size_t>(r)], 12) << "rank " << r;
+      EXPECT_EQ(finals[static_cast<size_t>(r)], finals[0]) << "rank " << r;
+    }
+  }
+}
+
 // Groups [[0,1],[2,3]]: each group's parameters equal those of a 2-worker SSGD run on the
 // same data; after regrouping into SSGD every worker holds the same parameters.
 TEST(SyncEngineGroups, GroupsEvolveIndependentlyAndConverge) {

@@ -2,7 +2,6 @@
 
 #include <numeric>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "star/shim/parameter_server.h"
@@ -27,8 +26,7 @@ class SynchronizerOf final : public Synchronizer {
   Status Finish() override {
     if (finished_) return Status::Ok();
     finished_ = true;
-    if constexpr (std::is_same_v<Engine, PsWorker>) return engine_->Finish();
-    return Status::Ok();
+    return engine_->Finish();
   }
   std::span<const float> params() const override { return engine_->params(); }
   int64_t iteration() const override { return engine_->iteration(); }

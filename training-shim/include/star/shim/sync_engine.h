@@ -132,6 +132,13 @@ class SyncEngine {
   // is a no-op.
   Status Schedule(const api::Decision& decision);
 
+  // This worker is done (call once, after its last Step): a fixed-k parent waits (up to
+  // options.timeout) for each child's last gradient and answers it "finished"; a child
+  // waits for the answer to its last gradient and takes its parent's parameters. So no
+  // peer is left waiting on a worker that exited. Other modes: nothing. Idempotent;
+  // later Steps only use this worker's own gradient. Errors: the exchange's errors.
+  Status Finish();
+
   std::span<const float> params() const { return params_; }
   int64_t iteration() const;
   api::SyncMode mode() const;

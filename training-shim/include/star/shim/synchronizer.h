@@ -75,8 +75,9 @@ class Synchronizer {
   // this job, e.g. k > workers), FailedPrecondition (its iteration already passed),
   // Unimplemented (asgd in an all-reduce job, groups in a parameter-server job).
   virtual Status Schedule(const api::Decision& decision) = 0;
-  // This worker is done: parameter servers stop once every worker finished. Later Steps
-  // fail. All-reduce: only marks it (peers see this worker gone when it is destroyed).
+  // This worker is done: parameter servers stop once every worker finished; all-reduce:
+  // fixed-k messages still in flight are answered or awaited (SyncEngine::Finish), so no
+  // peer hangs on a worker that exited. Later Steps fail.
   virtual Status Finish() = 0;
 
   virtual std::span<const float> params() const = 0;
