@@ -47,8 +47,9 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
       in_force_{.sync = {api::SyncMode::kSsgd, n_, {}},
                 .amp = std::vector<bool>(static_cast<size_t>(n_), false),
                 .batches = batch::EqualBatches(spec_.training.global_batch_size, n_)},
+      equal_batches_(in_force_.batches),
       amp_on_round_(static_cast<size_t>(n_), -1),
-      need_quiet_rounds_(static_cast<size_t>(n_), 0) {}
+      need_holds_(static_cast<size_t>(n_), NeedHold{.release_rounds = options_.resource_release_rounds}) {}
 
 StatusOr<JobControlLoop::Setting> JobControlLoop::SettingOf(const api::Decision& d) const {
   STAR_RETURN_IF_ERROR(api::Validate(d, "decision"));
@@ -120,7 +121,7 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
 bool JobControlLoop::ObserveDetector(const api::WorkerReport& r) {
   std::vector<detect::Event> events;
   // Warm-up iterations (allocator, caches, connections) say nothing about stragglers.
-  if (r.iteration > options_.warmup_iterations) detector_.Observe(r, &events);
+  if (r.iteration > options_.warmup_iterations) detector_.Observe(AtEqualBatch(r), &events);
   for (const detect::Event& e : events) {
     if (e.state == detect::State::kStraggler) {
       if (e.kind == api::StragglerKind::kStatic && spec_.mitigation.batch_adaptation.enabled) {
@@ -132,6 +133,15 @@ bool JobControlLoop::ObserveDetector(const api::WorkerReport& r) {
     }
   }
   return !events.empty();
+}
+
+api::WorkerReport JobControlLoop::AtEqualBatch(const api::WorkerReport& r) const {
+  const int64_t equal = equal_batches_[static_cast<size_t>(r.worker)];
+  api::WorkerReport scaled = r;
+  if (r.local_batch > 0 && r.local_batch != equal) {
+    scaled.compute_seconds = r.compute_seconds * static_cast<double>(equal) / r.local_batch;
+  }
+  return scaled;
 }
 
 bool JobControlLoop::CountTowardRound(int worker) {

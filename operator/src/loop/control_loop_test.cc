@@ -98,6 +98,16 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
   return out;
 }
 
+// The timeline, one event per line, for failure messages.
+std::string TimelineText(const JobControlLoop& loop) {
+  std::string all;
+  for (const auto& e : loop.timeline()) {
+    all += std::to_string(e.t) + " " + std::string(EventName(e.kind)) + " " +
+           std::to_string(e.worker) + " " + EventDetail(e) + "\n";
+  }
+  return all;
+}
+
 JobControlLoop MakeLoop(const api::TrainingJobSpec& spec) {
   StatusOr<JobControlLoop> loop = JobControlLoop::Create(spec);
   EXPECT_TRUE(loop.ok()) << loop.status();
@@ -192,14 +202,7 @@ TEST(JobControlLoop, AmpThatHidesTheContentionStaysOnUntilTheContentionEnds) {
   ASSERT_EQ(amp_off.size(), 1u);
   EXPECT_GE(amp_off.front()->t, 500 * 0.15);  // not before the contention ended
   for (const api::Decision& d : r.decisions) EXPECT_EQ(d.mode, api::SyncMode::kSsgd);
-  EXPECT_TRUE(Events(loop, "mode", -1).empty()) << [&] {
-    std::string all;
-    for (const auto& e : loop.timeline()) {
-      all += std::to_string(e.t) + " " + std::string(EventName(e.kind)) + " " +
-             std::to_string(e.worker) + " " + EventDetail(e) + "\n";
-    }
-    return all;
-  }();
+  EXPECT_TRUE(Events(loop, "mode", -1).empty()) << TimelineText(loop);
 }
 
 // Two of four workers 3x slower: the MAD rule's typical worker is then slow too and it
@@ -619,6 +622,45 @@ TEST(JobControlLoop, AStragglerIsRequestedUntilItRecoversWithoutFlapping) {
   EXPECT_GE(*last, 300) << "requested until it recovered";
   EXPECT_TRUE(loop.resource_needs().workers.empty()) << "recovered: everything goes back";
   EXPECT_EQ(loop.resource_needs().revision, 2) << "one request, one release: no flapping";
+}
+
+// Batch adaptation gives the static straggler fewer samples until every worker's
+// iteration takes as long: the detector judges speed (compute at the equal batch), so the
+// worker, still twice as slow, is not reported recovered and its batch stays small.
+TEST(JobControlLoop, AStragglerGivenASmallerBatchStaysFlaggedWhileSlow) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, true));
+  RunJob(loop, 800, [](int w, int64_t i) { return (w == 2 && i >= 100) ? 2.0 : 1.0; });
+  ASSERT_FALSE(Events(loop, "straggler", 2).empty()) << TimelineText(loop);
+  ASSERT_FALSE(Events(loop, "batches", -1).empty()) << TimelineText(loop);
+  EXPECT_TRUE(Events(loop, "recovered", 2).empty()) << TimelineText(loop);
+  EXPECT_TRUE(loop.straggler_view(2).straggler);
+}
+
+// A neighbor that stays: what the worker is given makes it well (slow only while it is
+// out of the request). Each release is followed by a return, and each return holds the
+// worker twice as long as the one before (up to 16 x): the request changes ever more
+// rarely instead of every few rounds.
+TEST(JobControlLoop, AReturningNeedIsHeldLongerEachTime) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
+  auto listed = [&] { return !loop.resource_needs().workers.empty(); };
+  const auto needs = TrackNeeds(
+      loop, 3000, [&](int w, int64_t i) { return (w == 2 && i >= 100 && !listed()) ? 3.0 : 1.0; }, 5,
+      0.7);
+  std::vector<int64_t> holds;  // iterations each stay in the request lasted
+  std::optional<int64_t> entered;
+  for (const auto& [i, n] : needs) {
+    if (!n.workers.empty() && !entered) entered = i;
+    if (n.workers.empty() && entered) {
+      holds.push_back(i - *entered);
+      entered.reset();
+    }
+  }
+  ASSERT_GE(holds.size(), 3u) << "the neighbor stays: the worker returns after each release";
+  for (size_t h = 1; h < holds.size(); ++h) {
+    if (holds[h - 1] >= 16 * 5 * kReportEvery) break;  // the cap
+    EXPECT_GT(holds[h], holds[h - 1]) << "hold " << h << " of " << ::testing::PrintToString(holds);
+  }
+  EXPECT_GE(holds.back(), 4 * holds.front()) << ::testing::PrintToString(holds);
 }
 
 // AMP hides a 4x contention completely (4.5x faster): the detector then sees no

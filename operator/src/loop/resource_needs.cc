@@ -1,4 +1,6 @@
 // The control loop's reallocation request (the rule is in resource_needs.h).
+#include <algorithm>
+
 #include "star/operator/control_loop.h"
 
 namespace star::op {
@@ -19,25 +21,40 @@ void JobControlLoop::UpdateResourceNeeds(double typical) {
 
 std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNeed* listed,
                                                    double typical) {
-  int& quiet = need_quiet_rounds_[static_cast<size_t>(worker)];
+  NeedHold& hold = need_holds_[static_cast<size_t>(worker)];
   const detect::WorkerView v = detector_.View(worker);
   const bool contended = amp_.Enabled(worker) && StillContended(worker, typical);
   if (v.straggler || contended) {
-    quiet = 0;
+    hold.quiet = 0;
   } else if (listed) {
-    ++quiet;
+    ++hold.quiet;
   }
   if (v.straggler && (!listed || listed->cause != v.cause)) {
+    if (!listed) Reenter(hold);
     return ResourceNeed{worker, v.cause, v.slowdown};
   }
   if (listed) {
-    if (quiet >= options_.resource_release_rounds) return std::nullopt;
+    if (hold.quiet >= hold.release_rounds) {
+      hold.released = true;
+      return std::nullopt;
+    }
     return *listed;
   }
   if (contended) {
+    Reenter(hold);
     return ResourceNeed{worker, api::StragglerCause::kCompute, AmpEquivalentSlowdown(worker, typical)};
   }
   return std::nullopt;
+}
+
+void JobControlLoop::Reenter(NeedHold& hold) const {
+  // Back after a release: what it was given was what kept it well (its contention
+  // outlasted the hold), so the next hold is twice as long, up to 16 x the first.
+  if (hold.released) {
+    hold.release_rounds = std::min(2 * hold.release_rounds, 16 * options_.resource_release_rounds);
+  }
+  hold.released = false;
+  hold.quiet = 0;
 }
 
 }  // namespace star::op

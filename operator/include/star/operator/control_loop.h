@@ -220,6 +220,12 @@ class JobControlLoop {
     std::vector<std::vector<int>> groups;
     friend bool operator==(const SyncSetting&, const SyncSetting&) = default;
   };
+  // A worker's place in the reallocation request (resource_needs.h).
+  struct NeedHold {
+    int quiet = 0;           // round closes without the need, while listed
+    int release_rounds = 1;  // quiet rounds before it leaves (doubles on each return)
+    bool released = false;   // it left the request and has not returned since
+  };
   // Everything a decision sets.
   struct Setting {
     SyncSetting sync;
@@ -241,6 +247,10 @@ class JobControlLoop {
   void ObserveNoise(const api::WorkerReport& r);
   // Feeds the detector; records its events. True when any state changed.
   bool ObserveDetector(const api::WorkerReport& r);
+  // `r` with its compute scaled to the worker's equal share of the global batch: the
+  // detector compares speeds, so batches the loop moved neither make the workers given
+  // more samples look slow nor make a straggler given fewer look recovered.
+  api::WorkerReport AtEqualBatch(const api::WorkerReport& r) const;
   // Counts the report toward the round; at a round close runs the AMP policy and the
   // reallocation rule. True when the round calls for a decision.
   bool CountTowardRound(int worker);
@@ -251,6 +261,8 @@ class JobControlLoop {
   // or nullptr); nullopt when it is not (or no longer) in it.
   [[nodiscard]] std::optional<ResourceNeed> NeedOf(int worker, const ResourceNeed* listed,
                                                    double typical);
+  // A worker (re)enters the request: a return after a release doubles its hold.
+  void Reenter(NeedHold& hold) const;
 
   // Decide's steps (decide.cc, mode.cc, batches.cc).
   void Decide(double t);
@@ -315,6 +327,7 @@ class JobControlLoop {
   bool adapt_batches_ = false;  // a static straggler was seen (sticky)
   std::optional<api::Decision> decision_;
   Setting in_force_;  // the baseline before any decision
+  std::vector<int64_t> equal_batches_;  // each worker's equal share of the global batch
   std::vector<TimelineEvent> timeline_;
   int64_t last_mode_round_ = -1;        // round of the last mode change
   bool redecide_ = false;               // a decision waits for the previous one to apply
@@ -322,7 +335,7 @@ class JobControlLoop {
   std::vector<int64_t> amp_on_round_;   // per worker: round AMP last went on; -1 never
   int64_t epoch_base_ = 0;              // epochs an earlier loop issued (ContinueEpochs)
   ResourceNeeds needs_;
-  std::vector<int> need_quiet_rounds_;  // per worker: round closes without the need
+  std::vector<NeedHold> need_holds_;  // per worker
   std::vector<std::pair<double, double>> accuracy_curve_;  // (t, accuracy), by arrival
   std::optional<double> tta_;                              // the target's first crossing
   LearnedModel learned_;

@@ -19,6 +19,13 @@ inline select::SelectOptions LoopSelectOptions() {
   return o;
 }
 
+// DetectorOptions{} with onset_window 4 (see LoopOptions::detector).
+inline detect::DetectorOptions LoopDetectorOptions() {
+  detect::DetectorOptions o;
+  o.onset_window = 4;
+  return o;
+}
+
 struct LoopOptions {
   // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
   int decide_every_rounds = 10;
@@ -36,14 +43,18 @@ struct LoopOptions {
   // smaller gains re-plan on noise).
   double min_batch_gain = 0.15;
   // Detector settings other than rule, window and threshold (those come from
-  // spec.mitigation.detection). Default: DetectorOptions{} (each worker's level is its
-  // full window's median: see DetectorOptions::onset_window).
-  detect::DetectorOptions detector;
+  // spec.mitigation.detection). Default: LoopDetectorOptions() (a worker's level is the
+  // median of its newest 4 samples, for rules mad and relative: see
+  // DetectorOptions::onset_window). The detector sees each report's compute scaled to
+  // the worker's equal batch (JobControlLoop::AtEqualBatch).
+  detect::DetectorOptions detector = LoopDetectorOptions();
   // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
   amp::AmpOptions amp;
   // Reports of iterations up to this one are not shown to the detector (warm-up:
-  // allocator, caches, connections). >= 0; default 20.
-  int64_t warmup_iterations = 20;
+  // allocator, caches, connections). >= 0; default 4: the first iterations' extra cost
+  // is shared by every worker and a worker's level is a median, so a longer warm-up only
+  // delays detection (20 iterations were 14 s of the demo's 30 s to flag a straggler).
+  int64_t warmup_iterations = 4;
   // Auto without a straggler the mode must handle: another mode replaces SSGD only if
   // Select estimates it at least this fraction faster than SSGD. In [0, 1); default 0.3.
   double auto_switch_margin = 0.3;
@@ -72,7 +83,8 @@ struct LoopOptions {
   // return to SSGD, new batches or AMP flags always are. >= 0; default 5.
   double max_drift_wait_seconds = 5;
   // A worker leaves the reallocation request (resource_needs.h) after this many
-  // consecutive rounds without the need. >= 1; default 5.
+  // consecutive rounds without the need; each time it returns after leaving, twice as
+  // many (up to 16 x). >= 1; default 5.
   int resource_release_rounds = 5;
 };
 

@@ -13,6 +13,9 @@
 //   cause (slowdown updates alone do not change the request: no re-planning on noise).
 // * It leaves after `resource_release_rounds` consecutive round closes in which it was
 //   neither flagged nor still contended under AMP (hysteresis: it does not flap).
+// * A worker that enters again after leaving held what it was given only thanks to it
+//   (its contention outlasted the hold): each return doubles its hold, up to 16 x
+//   `resource_release_rounds`, so a persistent neighbor is given up ever more rarely.
 // * With spec.mitigation.resourceReallocation.enabled = false the request stays empty.
 // An empty request means: give everything back.
 #pragma once
