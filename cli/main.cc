@@ -22,6 +22,7 @@
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
 #include "star/operator/learned_model.h"
+#include "star/operator/loop_options.h"
 #include "trace_csv.h"
 
 namespace star::cli {
@@ -39,7 +40,7 @@ struct DetectArgs {
   std::string rule = "mad";
   int window = 0;
   double threshold = 0;
-  int onset_window = 0;
+  int onset_window = op::LoopDetectorOptions().onset_window;  // the control loop's
 };
 
 int RunDetect(const DetectArgs& args) {
@@ -125,8 +126,9 @@ CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
   detect->add_option("--window", args.window, "iterations in the sliding window (default: rule's)");
   detect->add_option("--threshold", args.threshold, "rule threshold (default: rule's)");
   detect->add_option("--onset-window", args.onset_window,
-                     "rules mad and relative: judge each worker by its newest N samples "
-                     "(faster onsets; default 0: the full window, as the control loop does)");
+                     "rules mad and relative: judge each worker by the median of its newest "
+                     "N samples (default 4, as the control loop does; 0: the full window, "
+                     "slower onsets)");
   return detect;
 }
 

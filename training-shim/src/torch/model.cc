@@ -133,6 +133,11 @@ StatusOr<LocalGradient> ComputeGradientSum(FashionCnn& model, const Batch& batch
   }
 }
 
+// Samples per forward pass. Small enough that the activations stay in the allocator's
+// heap: 1000 (a 100 MB first activation, a fresh mmap and page faults each time) took
+// 1.55 s per 2000-sample evaluation on one thread here, 50 takes 0.68 s.
+constexpr int64_t kEvalChunk = 50;
+
 StatusOr<double> Evaluate(FashionCnn& model, const ImageDataset& data, int64_t limit) {
   int64_t n = limit < 0 ? data.size() : std::min(limit, data.size());
   if (n == 0) return Status::InvalidArgument("evaluate: no samples");
@@ -140,8 +145,8 @@ StatusOr<double> Evaluate(FashionCnn& model, const ImageDataset& data, int64_t l
     torch::NoGradGuard no_grad;
     model->eval();
     int64_t correct = 0;
-    for (int64_t i = 0; i < n; i += 1000) {
-      int64_t len = std::min<int64_t>(1000, n - i);
+    for (int64_t i = 0; i < n; i += kEvalChunk) {
+      int64_t len = std::min<int64_t>(kEvalChunk, n - i);
       torch::Tensor pred = model->forward(data.images.narrow(0, i, len)).argmax(1);
       correct += pred.eq(data.labels.narrow(0, i, len)).sum().item<int64_t>();
     }
