@@ -22,7 +22,6 @@
 #include "star/core/detect/detector.h"
 #include "star/core/select/selector.h"
 #include "star/operator/learned_model.h"
-#include "star/operator/loop_options.h"
 #include "trace_csv.h"
 
 namespace star::cli {
@@ -40,7 +39,7 @@ struct DetectArgs {
   std::string rule = "mad";
   int window = 0;
   double threshold = 0;
-  int onset_window = op::LoopDetectorOptions().onset_window;  // the control loop's
+  int onset_window = 0;
 };
 
 int RunDetect(const DetectArgs& args) {
@@ -126,9 +125,8 @@ CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
   detect->add_option("--window", args.window, "iterations in the sliding window (default: rule's)");
   detect->add_option("--threshold", args.threshold, "rule threshold (default: rule's)");
   detect->add_option("--onset-window", args.onset_window,
-                     "rules mad and relative: judge each worker by the median of its newest "
-                     "N samples (default 4, as the control loop does; 0: the full window, "
-                     "slower onsets)");
+                     "rules mad and relative: judge each worker by its newest N samples "
+                     "(faster onsets; default 0: the full window, as the control loop does)");
   return detect;
 }
 

@@ -19,13 +19,6 @@ inline select::SelectOptions LoopSelectOptions() {
   return o;
 }
 
-// DetectorOptions{} with onset_window 4 (see LoopOptions::detector).
-inline detect::DetectorOptions LoopDetectorOptions() {
-  detect::DetectorOptions o;
-  o.onset_window = 4;
-  return o;
-}
-
 struct LoopOptions {
   // Re-decide every this many rounds (besides detector and AMP triggers). >= 1; default 10.
   int decide_every_rounds = 10;
@@ -43,11 +36,11 @@ struct LoopOptions {
   // smaller gains re-plan on noise).
   double min_batch_gain = 0.15;
   // Detector settings other than rule, window and threshold (those come from
-  // spec.mitigation.detection). Default: LoopDetectorOptions() (a worker's level is the
-  // median of its newest 4 samples, for rules mad and relative: see
-  // DetectorOptions::onset_window). The detector sees each report's compute scaled to
-  // the worker's equal batch (JobControlLoop::AtEqualBatch).
-  detect::DetectorOptions detector = LoopDetectorOptions();
+  // spec.mitigation.detection). Default: DetectorOptions{} (each worker's level is its
+  // full window's median: the newest-4 level, DetectorOptions::onset_window, flagged a
+  // clean run's workers at 1.35x on a loaded 2-core machine). The detector sees each
+  // report's compute scaled to the worker's equal batch (JobControlLoop::AtEqualBatch).
+  detect::DetectorOptions detector;
   // AMP hysteresis (enabled comes from spec.mitigation.amp.enabled). Default AmpOptions{}.
   amp::AmpOptions amp;
   // Reports of iterations up to this one are not shown to the detector (warm-up:

@@ -132,8 +132,8 @@ struct DetectorOptions {
   // then evaluated once it has onset_window + 1 samples. Rule star always uses the full
   // window's median (its narrow hysteresis band would flap on fewer samples),
   // change_point the window means. >= 0; default 0: the full window (the control loop's
-  // setting: a short level also flags the brief slowdowns that the loop's own batch and
-  // AMP changes cause).
+  // setting: on a loaded machine a short level also flags healthy workers' brief
+  // slowdowns, 1.35x for a few reports in a clean run).
   int onset_window = 0;
   // Consecutive rounds the onset / recovery condition must hold. In [1, 1000]; default 3.
   int onset_evaluations = 3;
