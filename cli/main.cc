@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "flag_error.h"
 #include "input.h"
 #include "local/command.h"
 #include "sim/command.h"
@@ -53,12 +54,8 @@ int RunDetect(const DetectArgs& args) {
   if (args.window != 0) options.window = args.window;
   if (args.threshold != 0) options.threshold = args.threshold;
   options.onset_window = args.onset_window;
-  // Option fields name the flags: "window: must be ..." -> "--window: must be ...".
-  if (Status s = detect::Validate(options); !s.ok()) {
-    std::string m = s.message();
-    if (m.rfind("onset_window", 0) == 0) m.replace(0, 12, "onset-window");
-    return Fail(Status(s.code(), "--" + m));
-  }
+  // Option fields name the flags: "onset_window: must be ..." -> "--onset-window: ...".
+  if (Status s = detect::Validate(options); !s.ok()) return Fail(AsFlagError(s));
 
   std::ifstream f(args.trace);
   if (!f) return Fail(Status::NotFound(args.trace + ": cannot open"));

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 
+#include "flag_error.h"
 #include "local/runtime.h"
 #include "sim/simulator.h"
 #include "star/operator/xgboost_selector.h"
@@ -216,10 +217,9 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
   ml_options.select.learned_max_estimate_ratio = args.max_estimate_ratio;
   // A bad gate would make every ML decision fail over to the heuristic: refuse it.
   if (Status st = select::Validate(ml_options.select); !st.ok()) {
-    std::string m = st.message();
-    if (m.rfind("learned_override_margin", 0) == 0) m.replace(0, 23, "--margin");
-    if (m.rfind("learned_max_estimate_ratio", 0) == 0) m.replace(0, 26, "--max-estimate-ratio");
-    return bad(m);
+    return bad(cli::AsFlagError(st, {{"learned_override_margin", "--margin"},
+                                     {"learned_max_estimate_ratio", "--max-estimate-ratio"}})
+                   .message());
   }
   auto model = op::XgboostSelector::Load(args.model);
   if (!model.ok()) return bad("--model: " + model.status().ToString());
