@@ -41,6 +41,8 @@ struct DetectArgs {
   int window = 0;
   double threshold = 0;
   int onset_window = 0;
+  double step_slowdown = detect::DetectorOptions{}.step_slowdown;
+  int step_samples = detect::DetectorOptions{}.step_samples;
 };
 
 int RunDetect(const DetectArgs& args) {
@@ -54,6 +56,8 @@ int RunDetect(const DetectArgs& args) {
   if (args.window != 0) options.window = args.window;
   if (args.threshold != 0) options.threshold = args.threshold;
   options.onset_window = args.onset_window;
+  options.step_slowdown = args.step_slowdown;
+  options.step_samples = args.step_samples;
   // Option fields name the flags: "onset_window: must be ..." -> "--onset-window: ...".
   if (Status s = detect::Validate(options); !s.ok()) return Fail(AsFlagError(s));
 
@@ -124,6 +128,13 @@ CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
   detect->add_option("--onset-window", args.onset_window,
                      "rules mad and relative: judge each worker by its newest N samples "
                      "(faster onsets; default 0: the full window, as the control loop does)");
+  detect->add_option("--step-slowdown", args.step_slowdown,
+                     "flag a worker at once when each of its newest --step-samples samples is "
+                     "this many times the cohort's typical (0 = off)")
+      ->capture_default_str();
+  detect->add_option("--step-samples", args.step_samples,
+                     "slow samples in a row the step path needs")
+      ->capture_default_str();
   return detect;
 }
 

@@ -165,10 +165,33 @@ TEST_F(StarCli, DetectRunsEveryRule) {
   }
 }
 
+TEST_F(StarCli, DetectStepPathFlagsALargeStepInTwoSamples) {
+  std::string trace = Write("t.csv", Trace(4, 200, 3, 50, 150, 3.0, 1.0));
+  Result step = Run("detect --trace " + trace);
+  Result off = Run("detect --step-slowdown 0 --trace " + trace);
+  ASSERT_EQ(step.exit_code, 0) << step.err;
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  auto s = Lines(step.out), o = Lines(off.out);
+  ASSERT_FALSE(s.empty());
+  ASSERT_FALSE(o.empty());
+  EXPECT_EQ(s.front().at("worker"), 3);
+  EXPECT_LE(s.front().at("iteration").get<int64_t>(), 50 + 2);
+  EXPECT_LT(s.front().at("iteration").get<int64_t>(), o.front().at("iteration").get<int64_t>());
+  EXPECT_EQ(s.back().at("state"), "recovered");
+
+  for (const char* flags : {"--step-slowdown 1", "--step-samples 0", "--step-samples 11"}) {
+    Result bad = Run(std::string("detect ") + flags + " --trace " + trace);
+    EXPECT_NE(bad.exit_code, 0) << flags;
+    EXPECT_EQ(bad.out, "") << flags;
+    const std::string flag = std::string(flags).substr(0, std::string(flags).find(' '));
+    EXPECT_NE(bad.err.find(flag + ":"), std::string::npos) << bad.err;
+  }
+}
+
 TEST_F(StarCli, DetectOnsetWindowFlagsTheStepSooner) {
   std::string trace = Write("t.csv", Trace(4, 200, 3, 50, 150, 3.0, 1.0));
-  Result full = Run("detect --trace " + trace);
-  Result fast = Run("detect --onset-window 4 --trace " + trace);
+  Result full = Run("detect --step-slowdown 0 --trace " + trace);
+  Result fast = Run("detect --step-slowdown 0 --onset-window 4 --trace " + trace);
   ASSERT_EQ(full.exit_code, 0) << full.err;
   ASSERT_EQ(fast.exit_code, 0) << fast.err;
   auto f = Lines(full.out), s = Lines(fast.out);

@@ -128,6 +128,7 @@ template <typename Worker>
 void MarkStraggler(Worker& w, api::StragglerCause cause, int onset_evaluations) {
   w.straggler = true;
   w.since = w.last_iteration;
+  w.onset_samples = w.samples;
   w.cause = cause;
   w.kind = w.streak_start_evaluation < onset_evaluations ? api::StragglerKind::kStatic
                                                          : api::StragglerKind::kDynamic;
@@ -266,6 +267,15 @@ Status Validate(const DetectorOptions& options) {
     return Bad("onset_window", "must be >= 0 (0 = the full window), got " +
                                    std::to_string(options.onset_window));
   }
+  if (!std::isfinite(options.step_slowdown) ||
+      (options.step_slowdown != 0 && options.step_slowdown <= 1)) {
+    return Bad("step_slowdown", "must be 0 (off) or a finite number > 1, got " +
+                                    Num(options.step_slowdown));
+  }
+  if (options.step_samples < 1 || options.step_samples > options.window) {
+    return Bad("step_samples", "must be in [1, window (" + std::to_string(options.window) +
+                                   ")], got " + std::to_string(options.step_samples));
+  }
   if (options.static_after_iterations < 1) {
     return Bad("static_after_iterations",
                "must be >= 1, got " + std::to_string(options.static_after_iterations));
@@ -329,6 +339,7 @@ void Detector::Observe(const Sample& s, std::vector<Event>* events) {
     comm_.resize(n * window);
     for (auto* v : {&scratch_a_, &scratch_b_, &scratch_c_, &scratch_d_}) v->resize(n);
     ready_.reserve(n);
+    in_window_.resize(n);
   }
   num_workers_ = std::max(num_workers_, s.worker + 1);
   Worker& w = workers_[id];
@@ -343,6 +354,7 @@ void Detector::Observe(const Sample& s, std::vector<Event>* events) {
   w.head = w.head + 1 == options_.window ? 0 : w.head + 1;
   w.count = std::min(w.count + 1, options_.window);
   w.dirty = true;
+  ++w.samples;
   w.last_iteration = s.iteration;
   max_iteration_ = std::max(max_iteration_, s.iteration);
   ++pending_;
@@ -471,15 +483,36 @@ Event Detector::StragglerEvent(int id, const Worker& w) const {
 
 void Detector::Evaluate(std::vector<Event>* events) {
   pending_ = 0;
-  ready_.clear();
+  const bool window_cohort = WindowCohort();
+  StepCohort();
   for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
     Worker& w = workers_[id];
-    if (!w.known || w.count < (ShortLevel() ? options_.onset_window + 1 : options_.window)) continue;
+    if (!w.known) continue;
+    if (!w.straggler && StepOnset(w)) {
+      double compute = w.step_compute - typical_step_compute_;
+      double comm = w.step_comm - typical_step_comm_;
+      MarkStraggler(w, comm > compute ? api::StragglerCause::kCommunication
+                                      : api::StragglerCause::kCompute, 1);
+      w.kind = w.step_rounds == 1 ? api::StragglerKind::kStatic : api::StragglerKind::kDynamic;
+      w.slowdown = w.step_total / typical_step_;
+      events->push_back(StragglerEvent(static_cast<int>(id), w));
+      continue;
+    }
+    if (window_cohort && in_window_[id]) JudgeWindow(static_cast<int>(id), events);
+  }
+}
+
+bool Detector::WindowCohort() {
+  ready_.clear();
+  const int needed = ShortLevel() ? options_.onset_window + 1 : options_.window;
+  for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
+    Worker& w = workers_[id];
+    in_window_[id] = w.known && w.count >= needed;
+    if (!in_window_[id]) continue;
     if (w.dirty) UpdateWorkerStats(static_cast<int>(id));
     ready_.push_back(static_cast<int>(id));
   }
-  if (ready_.size() < 2) return;
-
+  if (ready_.size() < 2) return false;
   const Cohort cohort =
       CohortOf(workers_, ready_, options_.rule, scratch_a_, scratch_b_, scratch_c_, scratch_d_);
   fastest_ = cohort.fastest;
@@ -488,43 +521,85 @@ void Detector::Evaluate(std::vector<Event>* events) {
   typical_comm_ = cohort.typical_comm;
   if (cohort.sigma) sigma_ = *cohort.sigma;
   if (cohort.typical_mean) typical_mean_ = *cohort.typical_mean;
+  return true;
+}
 
-  for (int id : ready_) {
-    Worker& w = workers_[static_cast<size_t>(id)];
-    w.slowdown = typical_ > 0 ? w.level_total / typical_ : 1;
-    const int64_t evaluation = w.evaluations++;
-    if (!w.straggler) {
-      if (!OnsetCondition(w)) {
-        w.onset_streak = 0;
-        continue;
-      }
-      ExtendOnsetStreak(w, evaluation);
-      if (!PersistedLongEnough(w, w.onset_streak, options_.onset_evaluations)) continue;
-      MarkStraggler(w, DominantCause(w), options_.onset_evaluations);
-      events->push_back(StragglerEvent(id, w));
-      continue;
-    }
-
-    if (RecoveryCondition(w)) {
-      if (w.recovery_streak++ == 0) w.streak_start_iteration = w.last_iteration;
-      if (PersistedLongEnough(w, w.recovery_streak, options_.recovery_evaluations)) {
-        MarkRecovered(w);
-        events->push_back(Event{w.last_iteration, id, State::kRecovered, w.cause, w.kind,
-                                w.slowdown});
-      }
-      continue;
-    }
-    w.recovery_streak = 0;
-    // Reclassify cause and kind only while the worker is clearly slow (not in the
-    // hysteresis band between the recovery and onset thresholds).
-    if (!OnsetCondition(w)) {
-      w.cause_streak = 0;
-      continue;
-    }
-    double compute = 0, comm = 0;
-    Excess(w, &compute, &comm);
-    if (Reclassify(w, compute, comm, options_)) events->push_back(StragglerEvent(id, w));
+void Detector::StepCohort() {
+  typical_step_ = typical_step_compute_ = typical_step_comm_ = 0;
+  if (options_.step_slowdown == 0) return;
+  size_t n = 0;
+  for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
+    Worker& w = workers_[id];
+    if (!w.known || w.count < options_.step_samples) continue;
+    UpdateStepLevel(static_cast<int>(id));
+    ++w.step_rounds;
+    scratch_a_[n] = w.step_total;
+    scratch_b_[n] = w.step_compute;
+    scratch_c_[n] = w.step_comm;
+    ++n;
   }
+  if (n < 3) return;
+  typical_step_ = MedianInPlace(scratch_a_.data(), n);
+  typical_step_compute_ = MedianInPlace(scratch_b_.data(), n);
+  typical_step_comm_ = MedianInPlace(scratch_c_.data(), n);
+}
+
+void Detector::UpdateStepLevel(int id) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  const auto window = static_cast<size_t>(options_.window);
+  const size_t base = static_cast<size_t>(id) * window;
+  w.step_total = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < static_cast<size_t>(options_.step_samples); ++i) {
+    const size_t slot = base + (static_cast<size_t>(w.head) + window - 1 - i) % window;
+    if (total_[slot] < w.step_total) {
+      w.step_total = total_[slot];
+      w.step_compute = compute_[slot];
+      w.step_comm = comm_[slot];
+    }
+  }
+}
+
+bool Detector::StepOnset(const Worker& w) const {
+  return typical_step_ > 0 && w.count >= options_.step_samples &&
+         w.step_total >= options_.step_slowdown * typical_step_;
+}
+
+void Detector::JudgeWindow(int id, std::vector<Event>* events) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  w.slowdown = typical_ > 0 ? w.level_total / typical_ : 1;
+  const int64_t evaluation = w.evaluations++;
+  if (!w.straggler) {
+    if (!OnsetCondition(w)) {
+      w.onset_streak = 0;
+      return;
+    }
+    ExtendOnsetStreak(w, evaluation);
+    if (!PersistedLongEnough(w, w.onset_streak, options_.onset_evaluations)) return;
+    MarkStraggler(w, DominantCause(w), options_.onset_evaluations);
+    events->push_back(StragglerEvent(id, w));
+    return;
+  }
+  // Recovery is judged once half a window of samples followed the onset, so the window
+  // reflects the episode (a step-path onset comes before the window has seen it).
+  if (w.samples - w.onset_samples >= options_.window / 2 && RecoveryCondition(w)) {
+    if (w.recovery_streak++ == 0) w.streak_start_iteration = w.last_iteration;
+    if (PersistedLongEnough(w, w.recovery_streak, options_.recovery_evaluations)) {
+      MarkRecovered(w);
+      events->push_back(Event{w.last_iteration, id, State::kRecovered, w.cause, w.kind,
+                              w.slowdown});
+    }
+    return;
+  }
+  w.recovery_streak = 0;
+  // Reclassify cause and kind only while the worker is clearly slow (not in the
+  // hysteresis band between the recovery and onset thresholds).
+  if (!OnsetCondition(w)) {
+    w.cause_streak = 0;
+    return;
+  }
+  double compute = 0, comm = 0;
+  Excess(w, &compute, &comm);
+  if (Reclassify(w, compute, comm, options_)) events->push_back(StragglerEvent(id, w));
 }
 
 bool Detector::IsStraggler(int worker) const {
@@ -546,6 +621,8 @@ WorkerView Detector::View(int worker) const {
   v.since_iteration = w.since;
   v.last_iteration = w.last_iteration;
   v.median_seconds = w.med_total;
+  const bool young = w.straggler && w.samples - w.onset_samples < options_.window / 2;
+  v.level_seconds = young && w.step_total > 0 ? w.step_total : w.med_total;
   return v;
 }
 

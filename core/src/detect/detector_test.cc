@@ -99,6 +99,11 @@ TEST(DetectorOptions, ValidateRejectsBadFieldsAndNamesThem) {
       {"recovery_evaluations", [](DetectorOptions* o) { o->recovery_evaluations = 5000; }},
       {"static_after_iterations", [](DetectorOptions* o) { o->static_after_iterations = 0; }},
       {"onset_window", [](DetectorOptions* o) { o->onset_window = -1; }},
+      {"step_slowdown", [](DetectorOptions* o) { o->step_slowdown = 1; }},
+      {"step_slowdown", [](DetectorOptions* o) { o->step_slowdown = -2; }},
+      {"step_slowdown", [](DetectorOptions* o) { o->step_slowdown = NAN; }},
+      {"step_samples", [](DetectorOptions* o) { o->step_samples = 0; }},
+      {"step_samples", [](DetectorOptions* o) { o->step_samples = 11; }},
       {"cause_switch_ratio", [](DetectorOptions* o) { o->cause_switch_ratio = 0.5; }},
       {"rule", [](DetectorOptions* o) { o->rule = static_cast<Rule>(42); }},
   };
@@ -292,10 +297,13 @@ TEST(MadRule, AShortLevelFlagsAStepWithinFourIterationsAndReportsItsRecovery) {
       EXPECT_LE(events[1].iteration, 140 + 5);
     }
   }
-  // The default is the full window's median: slower.
+  // The default is the full window's median: slower (without the step path, which
+  // flags a 2x step sooner still: detector_step_test.cc).
   TraceSpec spec;
   spec.episodes = {Episode{3, 60, 140, 2.0, 1.0}};
-  const std::vector<Event> events = RunDetector(DetectorOptions{}, MakeTrace(spec, 1));
+  DetectorOptions window_only;
+  window_only.step_slowdown = 0;
+  const std::vector<Event> events = RunDetector(window_only, MakeTrace(spec, 1));
   ASSERT_FALSE(events.empty());
   EXPECT_GT(events[0].iteration, 60 + 4);
 }
@@ -328,7 +336,13 @@ TEST(MadRule, MadOfZeroFlagsNobodyEvenWithOneSlowWorker) {
   TraceSpec spec;
   spec.noise = 0;
   spec.episodes = {Episode{1, 0, spec.iterations, 2.0, 1.0}};
-  EXPECT_TRUE(RunDetector(DetectorOptions{}, MakeTrace(spec, 1)).empty());
+  DetectorOptions window_only;
+  window_only.step_slowdown = 0;
+  EXPECT_TRUE(RunDetector(window_only, MakeTrace(spec, 1)).empty());
+  // The step path does not need a spread: 1.8x the typical step level flags it.
+  const std::vector<Event> step = RunDetector(DetectorOptions{}, MakeTrace(spec, 1));
+  ASSERT_EQ(step.size(), 1u) << Describe(step);
+  EXPECT_EQ(step[0].worker, 1);
   // The relative rules do flag it.
   const std::vector<Event> star = RunDetector(Options(Rule::kStar), MakeTrace(spec, 1));
   ASSERT_EQ(star.size(), 1u) << Describe(star);
@@ -513,6 +527,7 @@ TEST(Detector, FlushEvaluatesTheLastRound) {
   DetectorOptions o;
   o.window = 3;
   o.onset_evaluations = 1;
+  o.step_slowdown = 0;  // the step path would flag it in the round of iteration 1
   Detector d(o);
   std::vector<Event> events;
   for (int64_t it = 0; it < 3; ++it) {

@@ -381,6 +381,8 @@ TEST(JobControlLoop, AResumedLoopKeepsTheStateInForceAndContinuesTheEpochs) {
   EXPECT_EQ(again.decisions.front(), last) << "the decision in force is repeated to the workers";
   for (size_t i = 1; i < again.decisions.size(); ++i) EXPECT_GT(again.decisions[i].epoch, last.epoch);
   EXPECT_NE(again.decisions.back().mode, api::SyncMode::kSsgd);
+  // (fixed_k and groups are within 1% of each other here: without
+  // LoopOptions::mode_switch_margin noise would switch between them.)
   EXPECT_TRUE(Events(resumed, "mode", -1).empty()) << "no mode change: the mode in force fits";
 }
 
@@ -705,6 +707,12 @@ TEST(JobControlLoop, CreateRejectsBadOptionsAndSpecs) {
   l = JobControlLoop::Create(Spec(api::SyncPolicy::kAuto, true, true), o);
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().message(), "options.resource_release_rounds: must be >= 1, got 0");
+  o = LoopOptions{};
+  o.mode_switch_margin = 1;
+  l = JobControlLoop::Create(Spec(api::SyncPolicy::kAuto, true, true), o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("options.mode_switch_margin: must be in [0, 1)"), std::string::npos)
+      << l.status();
 
   api::TrainingJobSpec bad = Spec(api::SyncPolicy::kAuto, true, true);
   bad.workers.replicas = 0;

@@ -88,6 +88,7 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
   select::SelectionInput in{spec_.architecture, BatchPerWorker(), NoiseScale(), times};
   StatusOr<select::Selection> sel = SelectMode(in, t);
   if (!sel.ok()) return std::nullopt;  // keep the mode in force
+  if (!WorthLeaving(sel.value())) return std::nullopt;
   if (!flagged && sel.value().mode != api::SyncMode::kSsgd) {
     // Nobody the detector flags (or AMP is handling them): leave SSGD only for a clear
     // gain (noise must not switch modes; with half of the workers slow the detector's
@@ -101,6 +102,18 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     }
   }
   return FromSelection(sel.value(), times);
+}
+
+bool JobControlLoop::WorthLeaving(const select::Selection& sel) const {
+  const api::SyncMode now = in_force_.sync.mode;
+  if (now == api::SyncMode::kSsgd || sel.mode == api::SyncMode::kSsgd || sel.mode == now) return true;
+  for (const auto& c : sel.candidates) {
+    if (c.mode == now) {
+      return sel.estimated_seconds_per_progress <
+             (1 - options_.mode_switch_margin) * c.estimated_seconds_per_progress;
+    }
+  }
+  return true;  // no estimate of the mode in force (a learned selection): its choice
 }
 
 bool UsesLearnedSelector(const api::TrainingJobSpec& spec) {

@@ -145,11 +145,12 @@ std::vector<int> JobControlLoop::ModeStragglers() const {
 std::vector<double> JobControlLoop::MedianIterationSeconds() const {
   std::vector<double> t(static_cast<size_t>(n_), 0);
   for (size_t i = 0; i < t.size(); ++i) {
-    // The detector's windowed median once it has one (robust, and as recent as the
+    // The detector's level once it has one (its windowed median: robust; a new
+    // straggler's step level until its window shows the step: as recent as the
     // detection itself), else the mean of the reports so far.
     const detect::WorkerView v = detector_.View(static_cast<int>(i));
-    if (v.ready && v.median_seconds > 0) {
-      t[i] = v.median_seconds;
+    if ((v.ready || v.straggler) && v.level_seconds > 0) {
+      t[i] = v.level_seconds;
       continue;
     }
     const auto& s = workers_[i].iteration_seconds;

@@ -270,6 +270,10 @@ class JobControlLoop {
   // `t`: the time of the report that asked for the decision (for a selector_fallback).
   [[nodiscard]] SyncSetting ChooseSync(const std::vector<double>& times, double t);
   [[nodiscard]] std::optional<SyncSetting> ChooseAutoSync(const std::vector<double>& times, double t);
+  // Whether Auto leaves the mode in force for `sel`'s: always to or from SSGD; from one
+  // other mode to another only for a gain of options_.mode_switch_margin by Select's
+  // estimates (near-equal modes would flip on noise).
+  [[nodiscard]] bool WorthLeaving(const select::Selection& sel) const;
   // Auto's selection: the learned selector's when the job asks for it and it works,
   // else Select's (recording the first fallback).
   [[nodiscard]] StatusOr<select::Selection> SelectMode(const select::SelectionInput& in, double t);

@@ -57,6 +57,11 @@ struct LoopOptions {
   // Auto: after a mode change, the mode stays for at least this many rounds. >= 0;
   // default 20.
   int mode_dwell_rounds = 20;
+  // Auto: a mode other than SSGD gives way to another such mode only when Select
+  // estimates the new one at least this fraction faster. In [0, 1); default 0.05
+  // (fixed_k and groups for one straggler of four are often within 1% of each other,
+  // and noise then flips them).
+  double mode_switch_margin = 0.05;
   // A worker with AMP on keeps it while its full-precision equivalent compute per
   // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
   // multiple of the typical full-precision worker's. >= 1; default 1.2.

@@ -24,7 +24,14 @@
 // * Persistence and hysteresis. A worker becomes a straggler only after its onset
 //   condition held in `onset_evaluations` consecutive rounds; it recovers only after
 //   its (stricter, lower) recovery condition held in `recovery_evaluations` consecutive
-//   rounds. Between the two thresholds the state is kept. So noise does not flap.
+//   rounds, judged from half a window of its samples after the onset (so its window
+//   reflects the episode). Between the two thresholds the state is kept. So noise does
+//   not flap.
+// * Step path. A large step (step_slowdown, default 1.6x the cohort's typical short
+//   level, in each of the worker's newest step_samples = 2 samples) is flagged at once,
+//   by any rule; see DetectorOptions::step_slowdown. Its slowdown is the step ratio,
+//   its cause the excess of the components of the worker's step sample, and its kind
+//   static when the worker was slow from the first round it could be judged in.
 // * Rules (`threshold` / `recovery_threshold` meaning; NaN or 0 selects the default):
 //   - kMad (default, Korel): m = typical median, MAD = median_j |med_j - m|,
 //     sigma = 1.4826 * MAD. Onset: med_i > m + k * sigma with k = threshold (default 3)
@@ -135,6 +142,18 @@ struct DetectorOptions {
   // setting: on a loaded machine a short level also flags healthy workers' brief
   // slowdowns, 1.35x for a few reports in a clean run).
   int onset_window = 0;
+  // The step path (every rule): a worker whose newest step_samples samples are each at
+  // least step_slowdown times the cohort's typical step level is flagged in that round,
+  // without waiting for its window or onset_evaluations. A worker's step level is the
+  // smallest of its newest step_samples totals; the cohort's typical step level is the
+  // median of the step levels of every worker with step_samples samples (at least 3 of
+  // them), so a load that slows every worker alike cancels out. The window rule above
+  // still flags smaller slowdowns. step_slowdown: 0 = off, else > 1; default 1.6 (a
+  // clean run beside a busy loop on a 2-core machine showed healthy workers' short
+  // levels at up to 1.37x; 2x compute is 1.8x of a 80/20 compute/communication split).
+  // step_samples in [1, window]; default 2 (one sample would flag a single hiccup).
+  double step_slowdown = 1.6;
+  int step_samples = 2;
   // Consecutive rounds the onset / recovery condition must hold. In [1, 1000]; default 3.
   int onset_evaluations = 3;
   int recovery_evaluations = 3;
@@ -199,6 +218,10 @@ struct WorkerView {
   int64_t since_iteration = -1; // iteration of the onset event; -1 if not straggling
   int64_t last_iteration = -1;  // last iteration observed
   double median_seconds = 0;    // windowed median of t_i at the last evaluated round
+  // The worker's time as the detector judges it now: while a straggler's episode is
+  // younger than half a window (its window does not show it yet), its step level;
+  // otherwise median_seconds.
+  double level_seconds = 0;
 };
 
 // Not thread-safe; one detector per job. Copyable.
@@ -255,10 +278,26 @@ class Detector {
     int onset_streak = 0, recovery_streak = 0, cause_streak = 0;
     int64_t streak_start_iteration = 0;
     int64_t streak_start_evaluation = 0;
+    int64_t samples = 0;        // samples observed, ever
+    int64_t onset_samples = 0;  // `samples` at the onset event
+    // Step path: the worker's step level (its smallest of the newest step_samples
+    // totals) and that sample's components; rounds it was judged in by the step path.
+    double step_total = 0, step_compute = 0, step_comm = 0;
+    int64_t step_rounds = 0;
   };
 
   void Evaluate(std::vector<Event>* events);
+  // The window rule's cohort statistics over ready_; false when fewer than 2 are ready.
+  bool WindowCohort();
+  // The step levels of the workers with step_samples samples and their typical level
+  // (typical_step_*; 0 when fewer than 3 have them).
+  void StepCohort();
+  // Whether (step path) `w` is at least step_slowdown times the typical step level.
+  bool StepOnset(const Worker& w) const;
+  // The window rule's judgement of `id` (in ready_) for this round.
+  void JudgeWindow(int id, std::vector<Event>* events);
   void UpdateWorkerStats(int id);
+  void UpdateStepLevel(int id);
   // Whether workers' levels are the newest onset_window samples (see the option).
   bool ShortLevel() const;
   bool OnsetCondition(const Worker& w) const;
@@ -281,9 +320,11 @@ class Detector {
   std::vector<double> scratch_window_;
   std::vector<double> scratch_a_, scratch_b_, scratch_c_, scratch_d_;
   std::vector<int> ready_;
+  std::vector<char> in_window_;  // per worker id: in ready_ this round
   // Cohort statistics of the round being evaluated.
   double typical_ = 0, typical_compute_ = 0, typical_comm_ = 0, typical_mean_ = 0;
   double fastest_ = 0, sigma_ = 0;
+  double typical_step_ = 0, typical_step_compute_ = 0, typical_step_comm_ = 0;
 };
 
 }  // namespace star::detect
