@@ -3,14 +3,16 @@
 // detect/trace_for_test.h: 8 workers, 80 ms compute + 20 ms communication, 5% lognormal
 // noise on each, every worker reporting every iteration).
 //
-// BM_DetectLatency/<rule>/<factor x 10>/<onset_window>: worker 3's compute is slowed by the factor in
+// BM_DetectLatency/<rule>/<factor x 10>/<variant>: worker 3's compute is slowed by the factor in
 // iterations [60, 140) of 200, over 40 seeds. Counters (in iterations): the median and
 // largest onset latency (onset event's iteration - 60) and recovery latency (recovery
 // event's iteration - 140), episodes missed (no onset or no recovery), and false alarms
-// (onsets of other workers). BM_DetectNoiseOnly/<rule>/<onset_window>: 40 noise-only
-// traces; counter false_alarms. Rules: 0 mad, 1 relative, 2 star, 3 change_point;
-// default options but DetectorOptions::onset_window (0: the full window, the default;
-// 4: `star detect --onset-window 4`).
+// (onsets of other workers). BM_DetectNoiseOnly/<rule>/<variant>/<noise %>: 40
+// noise-only traces; counter false_alarms. Rules: 0 mad, 1 relative, 2 star,
+// 3 change_point. Variants of the default options: 0 the defaults (the step path and
+// the full window: the control loop's), 1 the window path alone (step_slowdown 0),
+// 2 the window path on the newest 4 samples alone (`star detect --step-slowdown 0
+// --onset-window 4`).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -30,10 +32,11 @@ namespace t = star::detect::testing;
 constexpr int kSeeds = 40;
 constexpr int64_t kStart = 60, kEnd = 140;
 
-DetectorOptions OptionsOf(int64_t rule, int64_t onset_window) {
+DetectorOptions OptionsOf(int64_t rule, int64_t variant) {
   DetectorOptions o;
   o.rule = static_cast<star::api::DetectionRule>(rule);
-  o.onset_window = static_cast<int>(onset_window);
+  if (variant >= 1) o.step_slowdown = 0;
+  if (variant == 2) o.onset_window = 4;
   return star::detect::ResolveDefaults(o);
 }
 
@@ -85,11 +88,13 @@ void BM_DetectLatency(benchmark::State& state) {
 
 void BM_DetectNoiseOnly(benchmark::State& state) {
   const DetectorOptions o = OptionsOf(state.range(0), state.range(1));
+  t::TraceSpec spec;
+  spec.noise = static_cast<double>(state.range(2)) / 100;
   int false_alarms = 0;
   for (auto _ : state) {
     false_alarms = 0;
     for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-      for (const Event& e : t::RunDetector(o, t::MakeTrace(t::TraceSpec{}, seed))) {
+      for (const Event& e : t::RunDetector(o, t::MakeTrace(spec, seed))) {
         false_alarms += e.state == State::kStraggler;
       }
     }
@@ -100,11 +105,11 @@ void BM_DetectNoiseOnly(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_DetectLatency)
-    ->ArgsProduct({{0, 1, 2, 3}, {15, 20, 30}, {0, 4}})
+    ->ArgsProduct({{0, 1, 2, 3}, {15, 20, 30}, {0, 1, 2}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DetectNoiseOnly)
-    ->ArgsProduct({{0, 1, 2, 3}, {0, 4}})
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1, 2}, {5, 10, 15}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -347,6 +347,11 @@ void Detector::Observe(const Sample& s, std::vector<Event>* events) {
     w.known = true;
     ++known_workers_;
   }
+  if (s.iteration > max_iteration_) {
+    at_max_ = 1;
+  } else if (s.iteration == max_iteration_ && w.last_iteration != max_iteration_) {
+    ++at_max_;
+  }
   const size_t slot = id * static_cast<size_t>(options_.window) + static_cast<size_t>(w.head);
   total_[slot] = s.compute_seconds + s.communication_seconds;
   compute_[slot] = s.compute_seconds;
@@ -358,6 +363,8 @@ void Detector::Observe(const Sample& s, std::vector<Event>* events) {
   w.last_iteration = s.iteration;
   max_iteration_ = std::max(max_iteration_, s.iteration);
   ++pending_;
+  // Every known worker has reported the newest iteration: the round is complete now.
+  if (at_max_ >= known_workers_ && pending_ >= known_workers_) Evaluate(events);
 }
 
 void Detector::Flush(std::vector<Event>* events) {

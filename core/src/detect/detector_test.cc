@@ -520,20 +520,43 @@ TEST(Detector, IgnoresInvalidSamples) {
   EXPECT_EQ(RunDetector(DetectorOptions{}, dirty), expected);
 }
 
-TEST(Detector, FlushEvaluatesTheLastRound) {
-  // Worker 0 is slow from the start; with window 3 and one onset evaluation the first
-  // round with full windows (iterations 0..2) already flags it, but that round only
-  // closes on Flush since no later sample arrives.
+// Window 3, one onset evaluation, no step path: the first round in which worker 0 (slow
+// from the start) has a full window flags it.
+DetectorOptions FirstFullWindowFlags() {
   DetectorOptions o;
   o.window = 3;
   o.onset_evaluations = 1;
   o.step_slowdown = 0;  // the step path would flag it in the round of iteration 1
-  Detector d(o);
+  return o;
+}
+
+Sample SlowWorkerZero(int64_t it, int w) { return Sample{it, w, w == 0 ? 0.3 : 0.1 + 0.001 * w, 0.02}; }
+
+TEST(Detector, ARoundClosesAsSoonAsEveryWorkerHasReportedItsIteration) {
+  Detector d(FirstFullWindowFlags());
   std::vector<Event> events;
   for (int64_t it = 0; it < 3; ++it) {
     for (int w = 0; w < 5; ++w) {
-      d.Observe(Sample{it, w, w == 0 ? 0.3 : 0.1 + 0.001 * w, 0.02}, &events);
+      d.Observe(SlowWorkerZero(it, w), &events);
+      if (it < 2 || w < 4) {
+        EXPECT_TRUE(events.empty()) << it << " " << w;
+      }
     }
+  }
+  ASSERT_EQ(events.size(), 1u) << Describe(events);
+  EXPECT_EQ(events[0].worker, 0);
+  EXPECT_EQ(events[0].iteration, 2);
+  d.Flush(&events);  // nothing pending
+  EXPECT_EQ(events.size(), 1u);
+}
+
+TEST(Detector, FlushEvaluatesTheLastRound) {
+  // The same, but worker 4 does not report iteration 2: that round stays open until a
+  // later iteration arrives, or Flush.
+  Detector d(FirstFullWindowFlags());
+  std::vector<Event> events;
+  for (int64_t it = 0; it < 3; ++it) {
+    for (int w = 0; w < (it < 2 ? 5 : 4); ++w) d.Observe(SlowWorkerZero(it, w), &events);
   }
   EXPECT_TRUE(events.empty());
   d.Flush(&events);

@@ -186,7 +186,10 @@ bool JobControlLoop::ObserveAmp(double typical) {
     if (!c.amp) continue;
     WorkerData& cw = workers_[static_cast<size_t>(c.worker)];
     amp_on_round_[static_cast<size_t>(c.worker)] = rounds_;
-    cw.fp32_at_amp_on = cw.ema_fp32;
+    // Full precision's cost now: the newest two reports' mean (the moving average lags
+    // a step the detector flagged within two reports), else the average.
+    cw.fp32_at_amp_on = cw.newest_fp32[0] > 0 ? (cw.newest_fp32[0] + cw.newest_fp32[1]) / 2
+                                               : cw.ema_fp32;
     cw.ema_amp = 0;
     cw.amp_samples = 0;
     cw.amp_speedup = 0;

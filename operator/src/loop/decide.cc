@@ -51,12 +51,21 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
 
 namespace {
 
-bool Drifts(api::SyncMode m) { return m != api::SyncMode::kSsgd; }
+// Whether workers' iteration counts drift apart under a mode: not in SSGD, nor in
+// fixed_k waiting for every worker (k = n) or in one group of all: those keep every
+// worker in step as SSGD does.
+bool Drifts(api::SyncMode mode, int k, size_t groups, int n) {
+  if (mode == api::SyncMode::kFixedK) return k < n;
+  if (mode == api::SyncMode::kGroups) return groups > 1;
+  return mode != api::SyncMode::kSsgd;
+}
 
 }  // namespace
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
-  if (!Drifts(in_force_.sync.mode) || !Drifts(next.sync.mode) || !AllMeasured(times) ||
+  const SyncSetting& now = in_force_.sync;
+  if (!Drifts(now.mode, now.k, now.groups.size(), n_) ||
+      !Drifts(next.sync.mode, next.sync.k, next.sync.groups.size(), n_) || !AllMeasured(times) ||
       next.amp != in_force_.amp || next.batches != in_force_.batches) {
     return false;
   }

@@ -28,7 +28,12 @@ void JobControlLoop::RecordSample(const api::WorkerReport& r) {
   const double per_sample = r.compute_seconds / r.local_batch;
   double& ema = r.amp ? wd.ema_amp : wd.ema_fp32;
   ema = ema > 0 ? (1 - kAlpha) * ema + kAlpha * per_sample : per_sample;
-  if (r.amp) ++wd.amp_samples;
+  if (r.amp) {
+    ++wd.amp_samples;
+  } else {
+    wd.newest_fp32[0] = wd.newest_fp32[1];
+    wd.newest_fp32[1] = per_sample;
+  }
 }
 
 std::optional<double> JobControlLoop::estimated_tta_seconds() const {

@@ -157,6 +157,9 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
         EnvValue("STAR_PARAMETER_SERVERS", std::to_string(ps)),
         EnvValue("STAR_STORE_URL", store_url),
         EnvValue("STAR_CONTROLLER_URL", options.report_url),
+        // A report every 10 iterations or every second, whichever comes first: a
+        // straggler's slow iterations reach the detector within about a second each.
+        EnvValue("STAR_REPORT_SECONDS", "1"),
         EnvValue("STAR_JOB", ns + "/" + name),
         {{"name", "STAR_JOB_TOKEN"},
          {"valueFrom", {{"secretKeyRef", {{"name", TokenSecretName(name)}, {"key", "token"}}}}}},

@@ -72,6 +72,7 @@ void BindDecision(py::module_& m) {
       .def_readonly("host_store", &shim::WorkerConfig::host_store)
       .def_readonly("controller_url", &shim::WorkerConfig::controller_url)
       .def_readonly("report_every", &shim::WorkerConfig::report_every)
+      .def_readonly("report_seconds", &shim::WorkerConfig::report_seconds)
       .def_readonly("metrics_address", &shim::WorkerConfig::metrics_address)
       .def_property_readonly("timeout_ms", [](const shim::WorkerConfig& c) { return c.timeout.count(); })
       .def_property_readonly("worker", &shim::WorkerConfig::worker);

@@ -1,6 +1,7 @@
 #include "star/shim/worker_config.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <system_error>
@@ -50,6 +51,9 @@ Status ReadOptional(const EnvLookup& env, WorkerConfig& c) {
   if (auto v = env("STAR_REPORT_EVERY")) {
     STAR_RETURN_IF_ERROR(ParseNumber("STAR_REPORT_EVERY", *v, "an integer", &c.report_every));
   }
+  if (auto v = env("STAR_REPORT_SECONDS")) {
+    STAR_RETURN_IF_ERROR(ParseNumber("STAR_REPORT_SECONDS", *v, "a number", &c.report_seconds));
+  }
   if (auto v = env("STAR_METRICS_ADDRESS")) c.metrics_address = *v;
   if (auto v = env("STAR_BACKEND")) c.backend = *v;
   if (auto v = env("STAR_TIMEOUT_MS")) {
@@ -79,6 +83,10 @@ Status Validate(const WorkerConfig& c) {
                c.rank);
   }
   if (c.report_every < 1) return bad("report_every", ">= 1", c.report_every);
+  if (!(c.report_seconds >= 0) || !std::isfinite(c.report_seconds)) {
+    return Status::InvalidArgument("report_seconds: must be a finite number >= 0, got " +
+                                   std::to_string(c.report_seconds));
+  }
   if (c.timeout.count() <= 0) return bad("timeout", "> 0 ms", c.timeout.count());
   if (c.backend != "gloo" && c.backend != "nccl") {
     return Status::InvalidArgument("backend: must be gloo or nccl, got \"" + c.backend + "\"");

@@ -31,6 +31,7 @@ TEST(WorkerConfig, ReadsEveryStarVariable) {
                                             {"STAR_CONTROLLER_URL", "http://op:8080"},
                                             {"STAR_JOB_TOKEN", "t"},
                                             {"STAR_REPORT_EVERY", "7"},
+                                            {"STAR_REPORT_SECONDS", "0.5"},
                                             {"STAR_METRICS_ADDRESS", "0.0.0.0:9400"},
                                             {"STAR_TIMEOUT_MS", "1500"},
                                             {"STAR_CLOCK_ORIGIN", "12.5"},
@@ -48,6 +49,7 @@ TEST(WorkerConfig, ReadsEveryStarVariable) {
   EXPECT_EQ(c->controller_url, "http://op:8080");
   EXPECT_EQ(c->token, "t");
   EXPECT_EQ(c->report_every, 7);
+  EXPECT_EQ(c->report_seconds, 0.5);
   EXPECT_EQ(c->metrics_address, "0.0.0.0:9400");
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->clock_origin, 12.5);
@@ -84,6 +86,15 @@ TEST(WorkerConfig, AMalformedValueIsNamed) {
       Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "2"}, {"STAR_HOST_STORE", "yes"}}));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("STAR_HOST_STORE"), std::string::npos);
+  c = WorkerConfigFromEnvironment(
+      Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "2"}, {"STAR_REPORT_SECONDS", "1s"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "STAR_REPORT_SECONDS: not a number: \"1s\"");
+  c = WorkerConfigFromEnvironment(
+      Env({{"STAR_RANK", "0"}, {"STAR_WORLD_SIZE", "2"}, {"STAR_REPORT_SECONDS", "-1"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message().rfind("report_seconds: must be a finite number >= 0", 0), 0u)
+      << c.status();
 }
 
 TEST(WorkerConfig, AnUnknownBackendIsNamed) {

@@ -135,7 +135,10 @@ Status WorkerSession::EndCommunication() { return timer_.EndCommunication(); }
 Status WorkerSession::AddWait(double seconds) { return timer_.AddWait(seconds); }
 
 bool WorkerSession::report_due() const {
-  return sender_ != nullptr && timer_.pending_iterations() + 1 >= options_.config.report_every;
+  if (sender_ == nullptr) return false;
+  const double seconds = options_.config.report_seconds;
+  return timer_.pending_iterations() + 1 >= options_.config.report_every ||
+         (seconds > 0 && timer_.elapsed_seconds() - last_report_seconds_ >= seconds);
 }
 
 StatusOr<IterationSample> WorkerSession::EndIteration(const IterationInfo& info) {
@@ -152,6 +155,7 @@ StatusOr<IterationSample> WorkerSession::EndIteration(const IterationInfo& info)
 
 Status WorkerSession::QueueReport() {
   STAR_ASSIGN_OR_RETURN(api::WorkerReport report, timer_.TakeReport());
+  last_report_seconds_ = timer_.elapsed_seconds();
   if (accuracy_) {
     report.accuracy = accuracy_->accuracy;
     report.accuracy_time_seconds = accuracy_->time_seconds;

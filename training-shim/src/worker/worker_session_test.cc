@@ -326,8 +326,9 @@ struct ClockedSession {
   std::shared_ptr<double> now = std::make_shared<double>(100);
   std::unique_ptr<WorkerSession> session;
 
-  ClockedSession(const std::string& url, int64_t report_every) {
+  ClockedSession(const std::string& url, int64_t report_every, double report_seconds = 0) {
     WorkerSessionOptions o = Options(url, report_every);
+    o.config.report_seconds = report_seconds;
     o.now = [now = now] { return *now; };
     o.config.clock_origin = 100;
     auto s = WorkerSession::Create(std::move(o));
@@ -335,9 +336,11 @@ struct ClockedSession {
     if (s.ok()) session = std::move(*s);
   }
   // Iterations [from, to) without Flush: only the reports the session itself sends.
-  void Run(int64_t from, int64_t to) {
+  // Each advances the clock by `seconds`.
+  void Run(int64_t from, int64_t to, double seconds = 0) {
     for (int64_t i = from; i < to; ++i) {
       ASSERT_TRUE(session->BeginIteration(i).ok());
+      *now += seconds;
       IterationInfo info;
       info.iteration = i;
       info.local_batch = 32;
@@ -345,6 +348,28 @@ struct ClockedSession {
     }
   }
 };
+
+TEST(WorkerSessionReports, GoEveryReportEveryIterationsOrReportSecondsWhicheverComesFirst) {
+  Controller controller({NoChange()});
+  ClockedSession c(controller.url(), 10, 1.0);
+  ASSERT_NE(c.session, nullptr);
+  c.Run(0, 20, 0.01);  // fast iterations: every 10
+  c.Run(20, 26, 0.6);  // slow ones: once a second has passed, every 2
+  const std::vector<api::WorkerReport> reports = controller.reports();
+  ASSERT_EQ(reports.size(), 5u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(reports[i].iterations, 10) << i;
+  for (size_t i = 2; i < 5; ++i) {
+    EXPECT_EQ(reports[i].iterations, 2) << i;
+    EXPECT_EQ(reports[i].iteration, 21 + 2 * static_cast<int64_t>(i - 2)) << i;
+  }
+
+  Controller by_count({NoChange()});
+  ClockedSession plain(by_count.url(), 10);  // report_seconds 0: iterations only
+  ASSERT_NE(plain.session, nullptr);
+  plain.Run(0, 20, 0.6);
+  ASSERT_EQ(by_count.reports().size(), 2u);
+  EXPECT_EQ(by_count.reports()[0].iterations, 10);
+}
 
 TEST(WorkerSessionAccuracy, GoesOutWithTheNextReportStampedWithTheTimeItWasReported) {
   Controller controller({NoChange()});

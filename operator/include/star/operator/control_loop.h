@@ -73,6 +73,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -208,6 +209,8 @@ class JobControlLoop {
     double ema_amp = 0;
     int amp_samples = 0;
     double fp32_at_amp_on = 0;
+    // The newest two full-precision reports' compute per sample, older first (0: none).
+    std::array<double, 2> newest_fp32{};
     double amp_speedup = 0;
     // AMP was measured slower than full precision on this worker (no native bf16, say):
     // it is turned off and not used for the worker again.

@@ -17,6 +17,7 @@
 //                           the CA the report endpoint's https certificate must verify
 //                           against; unset or "" = the system's CAs
 //   STAR_REPORT_EVERY       report_every
+//   STAR_REPORT_SECONDS     report_seconds
 //   STAR_METRICS_ADDRESS    metrics_address
 //   STAR_TIMEOUT_MS         timeout
 //   STAR_CLOCK_ORIGIN       clock_origin (a negative value means absent)
@@ -48,6 +49,10 @@ struct WorkerConfig {
   std::string report_ca_file{};
   std::string report_ca_data{};
   int64_t report_every = 10;    // iterations per WorkerReport; >= 1
+  // A report also goes out once the iterations pending since the last one took at least
+  // this many seconds, whichever comes first (slow iterations report more often, so a
+  // straggler shows sooner). >= 0; default 0: by iterations only. The operator sets 1.
+  double report_seconds = 0;
   std::string metrics_address;  // HOST:PORT of the Prometheus endpoint; "" = none
   std::chrono::milliseconds timeout{60000};  // bound on every rendezvous and collective wait
   std::optional<double> clock_origin;  // monotonic seconds report times count from; absent = start

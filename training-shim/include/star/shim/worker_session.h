@@ -189,6 +189,7 @@ class WorkerSession {
   int64_t last_epoch_ = -1;
   int64_t last_iteration_ = -1;
   std::optional<HeldAccuracy> accuracy_;
+  double last_report_seconds_ = 0;  // timer_.elapsed_seconds() at the last report
 };
 
 }  // namespace star::shim

@@ -15,7 +15,8 @@ ENV_NAMES = {
     "parameter_servers": "STAR_PARAMETER_SERVERS", "store_url": "STAR_STORE_URL",
     "host_store": "STAR_HOST_STORE", "listen_host": "STAR_LISTEN_HOST",
     "controller_url": "STAR_CONTROLLER_URL", "token": "STAR_JOB_TOKEN", "report_ca": "STAR_REPORT_CA",
-    "report_every": "STAR_REPORT_EVERY", "metrics_address": "STAR_METRICS_ADDRESS",
+    "report_every": "STAR_REPORT_EVERY", "report_seconds": "STAR_REPORT_SECONDS",
+    "metrics_address": "STAR_METRICS_ADDRESS",
     "timeout_ms": "STAR_TIMEOUT_MS", "clock_origin": "STAR_CLOCK_ORIGIN", "backend": "STAR_BACKEND",
 }
 AMP_DTYPES = {"bfloat16": torch.bfloat16}
@@ -60,7 +61,7 @@ def init(**overrides):
     """Joins this process to its STAR job. Reads the STAR_* environment the operator and
     `star local` set (STAR_RANK, STAR_WORLD_SIZE, STAR_STORE_URL, STAR_CONTROLLER_URL, ...);
     keyword arguments override it: rank, world_size, job, store_url, host_store,
-    listen_host, controller_url, token, report_ca, report_every, metrics_address,
+    listen_host, controller_url, token, report_ca, report_every, report_seconds, metrics_address,
     timeout_ms, clock_origin, backend ("gloo", the default, or "nccl": all-reduces on the
     current CUDA device through NCCL, messages over Gloo), and amp_dtype (the autocast type when a decision turns AMP
     on: "bfloat16", on CPU and CUDA; default STAR_AMP_DTYPE or "bfloat16"; float16 would

@@ -13,9 +13,11 @@
 //   detection (as a candidate and as a member of the cohort) once its window is full.
 // * Evaluation rounds. Cross-worker statistics (the typical worker = median of the
 //   worker medians, MAD, fastest median) are recomputed once per round, not per sample.
-//   A round closes when a sample arrives whose iteration is larger than every iteration
-//   seen so far AND at least as many samples as there are known workers arrived since
-//   the previous round; the closing sample belongs to the next round. Each round costs
+//   A round closes as soon as every known worker has reported the newest iteration (and
+//   at least as many samples as there are known workers arrived since the previous
+//   round), or otherwise (workers reporting different iterations) when a sample arrives
+//   whose iteration is larger than every iteration seen so far AND that many samples
+//   arrived; the closing sample then belongs to the next round. Each round costs
 //   O(n * window) and needs n new samples, so Observe is amortised O(window) = O(1) per
 //   sample with no allocation (memory grows only when a new worker id appears). Call
 //   Flush() after the last sample (end of a trace) to evaluate the final round.
@@ -316,6 +318,7 @@ class Detector {
   int known_workers_ = 0;
   int64_t max_iteration_ = -1;
   int64_t pending_ = 0;  // samples since the last round
+  int at_max_ = 0;       // known workers whose last iteration is max_iteration_
   // Scratch buffers (sized once per worker id, reused every round).
   std::vector<double> scratch_window_;
   std::vector<double> scratch_a_, scratch_b_, scratch_c_, scratch_d_;
