@@ -23,6 +23,7 @@
 #include "local/run_report.h"
 #include "local/sandbox.h"
 #include "local/supervisor.h"
+#include "star/core/api/json_reader.h"
 #include "star/core/api/types.h"
 #include "star/core/batch/baseline.h"
 #include "star/operator/control_loop.h"
@@ -269,6 +270,7 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
   set("STAR_JOB", o_.job.job.metadata.name);
   set("STAR_LISTEN_HOST", sandbox_->slot_address(slot));
   set("STAR_REPORT_EVERY", std::to_string(o_.report_every));
+  set("STAR_REPORT_SECONDS", api::FormatNumber(o_.report_seconds));
   set("STAR_TIMEOUT_MS", "120000");
   set("STAR_CLOCK_ORIGIN", Fixed(origin_, 6));
   set("OMP_NUM_THREADS", std::to_string(o_.trainer_threads));

@@ -80,6 +80,9 @@ struct RunOptions {
   double timeout_seconds = 1800;    // whole run, > 0
   bool network = true;              // per-worker network namespaces when available
   int64_t report_every = 2;         // iterations per WorkerReport, >= 1
+  // ... or once this many seconds passed since the last report, whichever first: a
+  // straggler's slow iterations each report (STAR_REPORT_SECONDS). >= 0; 0 = off.
+  double report_seconds = 0.5;
   int64_t snapshot_every = 20;      // iterations per parameter snapshot, >= 1
   int64_t eval_samples = 2000;      // test samples per evaluation (0: all 10000)
   int64_t eval_millicores = 300;    // the evaluator's CPU quota, >= 10

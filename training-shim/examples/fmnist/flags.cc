@@ -64,6 +64,9 @@ void AddJobFlags(CLI::App& app, Flags* flags) {
           "PEM"));
   app.add_option("--report-every", flags->report_every, "iterations per WorkerReport")
       ->envname("STAR_REPORT_EVERY")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--report-seconds", flags->report_seconds,
+                 "also report once this many seconds passed since the last report (0 = off)")
+      ->envname("STAR_REPORT_SECONDS")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--metrics", flags->metrics, "HOST:PORT of the Prometheus endpoint (off if empty)")
       ->envname("STAR_METRICS_ADDRESS");
   app.add_option("--timeout-ms", flags->timeout_ms, "bound on every rendezvous and collective wait")
@@ -114,6 +117,7 @@ shim::WorkerConfig WorkerConfigOf(const Flags& flags) {
   c.token = flags.token;
   (void)shim::SetReportCa(flags.report_ca, &c);  // checked when the flag was parsed
   c.report_every = flags.report_every;
+  c.report_seconds = flags.report_seconds;
   c.metrics_address = flags.metrics;
   c.timeout = std::chrono::milliseconds(flags.timeout_ms);
   if (flags.clock_origin >= 0) c.clock_origin = flags.clock_origin;

@@ -37,6 +37,7 @@ struct Flags {
   std::string report_ca;           // STAR_REPORT_CA: PEM text or file ("" = system CAs)
   std::string token;               // bearer token for the report endpoint
   int64_t report_every = 10;       // iterations per WorkerReport
+  double report_seconds = 0;       // ... or this many seconds, whichever first (0 = off)
   std::string metrics;             // host:port of the Prometheus endpoint ("" = off)
   int64_t timeout_ms = 60000;      // bound on every rendezvous and collective wait
   double clock_origin = -1;        // monotonic-clock seconds report times count from (-1: start)

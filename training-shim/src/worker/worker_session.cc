@@ -75,7 +75,7 @@ WorkerSession::WorkerSession(WorkerSessionOptions options,
   in_force_.local_batch = options_.local_batch;
 }
 
-WorkerSession::~WorkerSession() { QueueHeldAccuracy(); }
+WorkerSession::~WorkerSession() { QueuePendingReport(/*without_accuracy=*/true); }
 
 StatusOr<IterationPlan> WorkerSession::BeginIteration(int64_t iteration) {
   if (iteration < last_iteration_) {
@@ -165,8 +165,9 @@ Status WorkerSession::QueueReport() {
   return Status::Ok();
 }
 
-void WorkerSession::QueueHeldAccuracy() {
-  if (sender_ == nullptr || !accuracy_ || timer_.pending_iterations() == 0) return;
+void WorkerSession::QueuePendingReport(bool without_accuracy) {
+  if (sender_ == nullptr || timer_.pending_iterations() == 0) return;
+  if (!accuracy_ && !without_accuracy) return;
   (void)QueueReport();  // cannot fail: iterations are pending
 }
 
@@ -181,7 +182,7 @@ Status WorkerSession::ReportAccuracy(double accuracy) {
 }
 
 Status WorkerSession::Flush(std::chrono::milliseconds timeout) {
-  QueueHeldAccuracy();
+  QueuePendingReport(/*without_accuracy=*/false);
   return sender_ != nullptr ? sender_->Flush(timeout) : Status::Ok();
 }
 

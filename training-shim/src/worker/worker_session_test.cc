@@ -459,6 +459,16 @@ TEST(WorkerSessionAccuracy, TheDestructorSendsTheHeldAccuracyWithThePendingItera
   EXPECT_EQ(reports[0].iterations, 4);
   EXPECT_EQ(reports[0].accuracy, 0.875);
   EXPECT_EQ(reports[0].accuracy_time_seconds, 20.5);
+
+  Controller plain({NoChange()});
+  {
+    ClockedSession c(plain.url(), 10);
+    ASSERT_NE(c.session, nullptr);
+    c.Run(0, 13);  // one report of 10, then 3 pending
+  }
+  ASSERT_EQ(plain.reports().size(), 2u) << "the last iterations are reported without an accuracy too";
+  EXPECT_EQ(plain.reports()[1].iteration, 12);
+  EXPECT_EQ(plain.reports()[1].iterations, 3);
 }
 
 TEST(WorkerSessionAccuracy, WithoutAControllerAGoodValueIsAcceptedAndABadOneRefused) {

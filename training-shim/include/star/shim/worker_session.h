@@ -145,8 +145,9 @@ class WorkerSession {
   // job-relative time now (the session's clock and clock_origin, as a report's
   // time_seconds) and held until the next report this session sends, which carries it as
   // accuracy and accuracy_time_seconds; of several reported before that report only the
-  // newest is kept. Flush and the destructor send a final report of the iterations
-  // ended since the last report when an accuracy is held; with no iteration pending there
+  // newest is kept. Flush sends a report of the iterations ended since the last report
+  // when an accuracy is held, and the destructor sends one whenever iterations are pending
+  // (with the accuracy, if held); with no iteration pending there
   // is nothing to report (a report covers at least one iteration): the accuracy waits
   // for the next report, and is lost if the session ends first, so a trainer that
   // evaluates after its last iteration should report before ending that iteration or end
@@ -154,8 +155,8 @@ class WorkerSession {
   // must be finite and in [0, 1], got 1.5") and nothing changes otherwise.
   [[nodiscard]] Status ReportAccuracy(double accuracy);
 
-  // Sends a final report of the pending iterations when ReportAccuracy holds an accuracy
-  // (see there), then waits until every queued report has been answered or has failed.
+  // Sends a report of the pending iterations when ReportAccuracy holds an accuracy (see
+  // there), then waits until every queued report has been answered or has failed.
   // DeadlineExceeded if that takes longer than `timeout`. For orderly shutdown and tests.
   [[nodiscard]] Status Flush(std::chrono::milliseconds timeout);
 
@@ -170,8 +171,9 @@ class WorkerSession {
   void ApplyDue(int64_t iteration);
   // Queues a report of the pending iterations with the held accuracy, if any.
   Status QueueReport();
-  // A held accuracy with pending iterations: queues their report.
-  void QueueHeldAccuracy();
+  // Pending iterations: queues their report with the held accuracy; without one, only
+  // when `without_accuracy` (the destructor: the controller learns every iteration).
+  void QueuePendingReport(bool without_accuracy);
 
   // An accuracy from ReportAccuracy waiting for a report.
   struct HeldAccuracy {
