@@ -13,16 +13,12 @@ namespace {
 
 using api::StragglerCause;
 using api::StragglerKind;
+using testing::Describe;
 using testing::Episode;
 using testing::MakeTrace;
 using testing::RunDetector;
+using testing::RunStepEpisode;
 using testing::TraceSpec;
-
-std::string Describe(const std::vector<Event>& events) {
-  std::string s;
-  for (const Event& e : events) s += ToJsonLine(e) + "\n";
-  return s.empty() ? "(no events)" : s;
-}
 
 DetectorOptions WithRule(Rule rule, double step_slowdown = DetectorOptions{}.step_slowdown) {
   DetectorOptions o;
@@ -39,9 +35,7 @@ TEST_P(StepPath, FlagsALargeStepInItsSecondSampleAndReportsItsRecovery) {
   for (double factor : {2.0, 3.0}) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       SCOPED_TRACE("factor " + std::to_string(factor) + " seed " + std::to_string(seed));
-      TraceSpec spec;
-      spec.episodes = {Episode{3, 60, 140, factor, 1.0}};
-      const std::vector<Event> events = RunDetector(WithRule(GetParam()), MakeTrace(spec, seed));
+      const std::vector<Event> events = RunStepEpisode(WithRule(GetParam()), factor, seed);
       ASSERT_EQ(events.size(), 2u) << Describe(events);
       EXPECT_EQ(events[0].worker, 3);
       EXPECT_EQ(events[0].state, State::kStraggler);
@@ -56,9 +50,7 @@ TEST_P(StepPath, FlagsALargeStepInItsSecondSampleAndReportsItsRecovery) {
 }
 
 TEST_P(StepPath, TurnedOffTheSameStepWaitsForTheWindow) {
-  TraceSpec spec;
-  spec.episodes = {Episode{3, 60, 140, 3.0, 1.0}};
-  const std::vector<Event> events = RunDetector(WithRule(GetParam(), 0), MakeTrace(spec, 1));
+  const std::vector<Event> events = RunStepEpisode(WithRule(GetParam(), 0), 3.0, 1);
   ASSERT_FALSE(events.empty());
   EXPECT_GT(events[0].iteration, 60 + 2);
 }
@@ -134,11 +126,9 @@ TEST(StepPathKind, NeedsThreeWorkersWithSamples) {
 }
 
 TEST(StepPathKind, StepSamplesSetsHowManySlowSamplesItNeeds) {
-  TraceSpec spec;
-  spec.episodes = {Episode{3, 60, 140, 3.0, 1.0}};
   DetectorOptions o;
   o.step_samples = 4;
-  const std::vector<Event> events = RunDetector(o, MakeTrace(spec, 6));
+  const std::vector<Event> events = RunStepEpisode(o, 3.0, 6);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events[0].iteration, 60 + 3);
 }

@@ -13,6 +13,7 @@ namespace {
 
 using api::StragglerCause;
 using api::StragglerKind;
+using testing::Describe;
 using testing::Episode;
 using testing::MakeTrace;
 using testing::RunDetector;
@@ -35,11 +36,6 @@ int64_t LatencyBound(const DetectorOptions& o) {
   return bound;
 }
 
-std::string Describe(const std::vector<Event>& events) {
-  std::string s;
-  for (const Event& e : events) s += ToJsonLine(e) + "\n";
-  return s.empty() ? "(no events)" : s;
-}
 
 // ---- names, options, JSON --------------------------------------------------------------
 
@@ -288,9 +284,7 @@ TEST(MadRule, AShortLevelFlagsAStepWithinFourIterationsAndReportsItsRecovery) {
   for (double factor : {1.5, 2.0, 3.0}) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       SCOPED_TRACE("factor " + std::to_string(factor) + " seed " + std::to_string(seed));
-      TraceSpec spec;
-      spec.episodes = {Episode{3, 60, 140, factor, 1.0}};
-      const std::vector<Event> events = RunDetector(ShortLevel(), MakeTrace(spec, seed));
+      const std::vector<Event> events = testing::RunStepEpisode(ShortLevel(), factor, seed);
       ASSERT_EQ(events.size(), 2u) << Describe(events);
       EXPECT_LE(events[0].iteration, 60 + 4);
       EXPECT_EQ(events[1].state, State::kRecovered);
@@ -299,11 +293,9 @@ TEST(MadRule, AShortLevelFlagsAStepWithinFourIterationsAndReportsItsRecovery) {
   }
   // The default is the full window's median: slower (without the step path, which
   // flags a 2x step sooner still: detector_step_test.cc).
-  TraceSpec spec;
-  spec.episodes = {Episode{3, 60, 140, 2.0, 1.0}};
   DetectorOptions window_only;
   window_only.step_slowdown = 0;
-  const std::vector<Event> events = RunDetector(window_only, MakeTrace(spec, 1));
+  const std::vector<Event> events = testing::RunStepEpisode(window_only, 2.0, 1);
   ASSERT_FALSE(events.empty());
   EXPECT_GT(events[0].iteration, 60 + 4);
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "star/core/detect/detector.h"
@@ -65,6 +66,22 @@ inline std::vector<Event> RunDetector(const DetectorOptions& options,
   for (const Sample& s : trace) detector.Observe(s, &events);
   detector.Flush(&events);
   return events;
+}
+
+// The events as JSON lines, for failure messages.
+inline std::string Describe(const std::vector<Event>& events) {
+  std::string s;
+  for (const Event& e : events) s += ToJsonLine(e) + "\n";
+  return s.empty() ? "(no events)" : s;
+}
+
+// The events of the default trace (seed `seed`) in which worker 3's compute is slowed
+// by `factor` in iterations [60, 140).
+inline std::vector<Event> RunStepEpisode(const DetectorOptions& options, double factor,
+                                         uint64_t seed) {
+  TraceSpec spec;
+  spec.episodes = {Episode{3, 60, 140, factor, 1.0}};
+  return RunDetector(options, MakeTrace(spec, seed));
 }
 
 }  // namespace star::detect::testing
