@@ -571,6 +571,10 @@ bool Detector::StepOnset(const Worker& w) const {
          w.step_total >= options_.step_slowdown * typical_step_;
 }
 
+bool Detector::YoungEpisode(const Worker& w) const {
+  return w.straggler && w.samples - w.onset_samples < options_.window / 2;
+}
+
 void Detector::JudgeWindow(int id, std::vector<Event>* events) {
   Worker& w = workers_[static_cast<size_t>(id)];
   w.slowdown = typical_ > 0 ? w.level_total / typical_ : 1;
@@ -588,7 +592,7 @@ void Detector::JudgeWindow(int id, std::vector<Event>* events) {
   }
   // Recovery is judged once half a window of samples followed the onset, so the window
   // reflects the episode (a step-path onset comes before the window has seen it).
-  if (w.samples - w.onset_samples >= options_.window / 2 && RecoveryCondition(w)) {
+  if (!YoungEpisode(w) && RecoveryCondition(w)) {
     if (w.recovery_streak++ == 0) w.streak_start_iteration = w.last_iteration;
     if (PersistedLongEnough(w, w.recovery_streak, options_.recovery_evaluations)) {
       MarkRecovered(w);
@@ -628,8 +632,7 @@ WorkerView Detector::View(int worker) const {
   v.since_iteration = w.since;
   v.last_iteration = w.last_iteration;
   v.median_seconds = w.med_total;
-  const bool young = w.straggler && w.samples - w.onset_samples < options_.window / 2;
-  v.level_seconds = young && w.step_total > 0 ? w.step_total : w.med_total;
+  v.level_seconds = YoungEpisode(w) && w.step_total > 0 ? w.step_total : w.med_total;
   return v;
 }
 

@@ -114,9 +114,11 @@ TEST(StepPathKind, SlowFromItsFirstJudgedRoundIsStatic) {
 }
 
 TEST(StepPathKind, NeedsThreeWorkersWithSamples) {
+  // 10x compute: 0.82 s against 0.10 s, 1.78x the mean of the two, which would pass the
+  // 1.6x step if two workers made a cohort.
   TraceSpec spec;
   spec.workers = 2;
-  spec.episodes = {Episode{1, 0, 200, 3.0, 1.0}};
+  spec.episodes = {Episode{1, 0, 200, 10.0, 1.0}};
   DetectorOptions o;
   o.rule = Rule::kStar;
   // Two workers: no typical step level; rule star flags it from its full window.

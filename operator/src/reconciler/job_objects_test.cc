@@ -68,6 +68,7 @@ TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStor
     EXPECT_EQ(env["STAR_PARAMETER_SERVERS"], "0");
     EXPECT_EQ(env["STAR_STORE_URL"], "http://fm-worker-0.fm.team.svc:29500");
     EXPECT_EQ(env["STAR_CONTROLLER_URL"], "http://op:8443");
+    EXPECT_EQ(env["STAR_REPORT_SECONDS"], "1");
     EXPECT_EQ(env["STAR_JOB"], "team/fm");
     EXPECT_NE(env["STAR_JOB_TOKEN"].find("fm-token"), std::string::npos);
     EXPECT_NE(env["STAR_LISTEN_HOST"].find("status.podIP"), std::string::npos);

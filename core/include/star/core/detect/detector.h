@@ -296,6 +296,9 @@ class Detector {
   void StepCohort();
   // Whether (step path) `w` is at least step_slowdown times the typical step level.
   bool StepOnset(const Worker& w) const;
+  // Whether `w` straggles in an episode younger than half a window (its window does not
+  // show the episode yet: no recovery is judged, and its level is its step level).
+  bool YoungEpisode(const Worker& w) const;
   // The window rule's judgement of `id` (in ready_) for this round.
   void JudgeWindow(int id, std::vector<Event>* events);
   void UpdateWorkerStats(int id);
