@@ -7,10 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <optional>
-
-#include <yaml-cpp/yaml.h>
 
 #include "star/core/api/json_reader.h"
 #include "star/yaml/to_json.h"

@@ -36,7 +36,7 @@ struct LocalJob {
 // document whose kind is TrainingJob (none or several -> error). The document is decoded
 // by api::TrainingJobFromJson. Errors are InvalidArgument prefixed with the file name:
 //   "job.yaml: spec.workers.replicas: must be >= 1, got 0"
-//   "job.yaml:3:5: <yaml-cpp's parse error>"
+//   "job.yaml:3:5: <libyaml's parse error>"
 //   "job.yaml: spec.workers.template.spec.containers[0].env[1].valueFrom: not supported ..."
 // LoadManifest adds "job.yaml: cannot read: <strerror>" (NotFound when the file does not
 // exist, InvalidArgument otherwise, e.g. a directory; files over 16 MiB are refused).

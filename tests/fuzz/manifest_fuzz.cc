@@ -1,8 +1,8 @@
 // `star local JOB.yaml` (local::ParseManifest) on any bytes: YAML to JSON, the document
 // picked, TrainingJobFromJson and the pod-template reads. A job it accepts validates like
 // the CRD and survives ToJson -> TrainingJobFromJson unchanged; CPU amounts are >= 0.
-// Its findings are in the seed corpus: text that is not UTF-8, and the ',' on which
-// yaml-cpp 0.7 never returns (star::yaml::CheckSyntax refuses it first).
+// Its findings are in the seed corpus: text that is not UTF-8, and the text on which
+// yaml-cpp 0.7's LoadAll never returns (ToJson now reads libyaml's events instead).
 #include "fuzz_support.h"
 #include "local/manifest.h"
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace star::yaml {
 namespace {
 
@@ -84,6 +86,37 @@ TEST(ToJsonTest, RefusesACommaOutsideFlowCollectionsInsteadOfHanging) {
     ASSERT_FALSE(parsed.ok()) << text;
     EXPECT_EQ(parsed.status().message().rfind("h.yaml:", 0), 0u) << parsed.status();
   }
+}
+
+// Regression (found by tests/fuzz/manifest_fuzz): valid YAML on which yaml-cpp 0.7's
+// LoadAll never returned: a tagged or anchored root scalar, then a line starting with ','
+// or '?' (libyaml reads one plain scalar across the lines).
+TEST(ToJsonTest, ReadsATaggedRootScalarFollowedByACommaLine) {
+  const std::pair<const char*, json> cases[] = {
+      {"!t a\n,b\n", json("a ,b")},
+      {"&x a\n? b\n", json("a ? b")},
+      {"!!str 7\n,8\n", json("7 ,8")},
+      {"!!77778   a)777\n,770batchAdap7\n-7701", json("a)777 ,770batchAdap7 -7701")}};
+  for (const auto& [text, want] : cases) {
+    auto docs = ToJson(text, "t.yaml");
+    ASSERT_TRUE(docs.ok()) << text << ": " << docs.status();
+    ASSERT_EQ(docs->size(), 1u) << text;
+    EXPECT_EQ(docs->front(), want) << text;
+  }
+}
+
+TEST(ToJsonTest, AliasesCopyTheirNodeAndMayBeKeys) {
+  auto docs = ToJson("base: &b {cpu: 1, tags: [x]}\ncopy: *b\n&k name: v\nother: {*k : w}\n", "a.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  const json& d = docs->front();
+  EXPECT_EQ(d["copy"], json::parse(R"({"cpu": 1, "tags": ["x"]})"));
+  EXPECT_EQ(d["other"], json::parse(R"({"name": "w"})"));
+  auto unknown = ToJson("a: *nope\n", "u.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "u.yaml:1:4: unknown anchor \"nope\"");
+  auto map_key = ToJson("a: &m {x: 1}\nb: {*m : 2}\n", "m.yaml");
+  ASSERT_FALSE(map_key.ok());
+  EXPECT_EQ(map_key.status().message(), "m.yaml:2:5: mapping keys must be scalars");
 }
 
 TEST(ToJsonTest, RejectsTextThatIsNotUtf8WithItsPosition) {

@@ -1,5 +1,5 @@
-// Whether text is well-formed YAML, by libyaml: the guard run before yaml-cpp, which
-// never returns on some malformed input (see yaml/CMakeLists.txt).
+// Whether text is well-formed YAML, by libyaml: positions for syntax errors, and the
+// guard run before yaml-cpp reads a text (see yaml/CMakeLists.txt).
 #pragma once
 
 #include <string>
