@@ -10,9 +10,9 @@ namespace {
 
 using Curve = std::vector<std::pair<double, double>>;
 
-// Accuracy 1 - 0.5 exp(-t / 40): the target 0.85 is reached at t = 40 ln(0.5 / 0.15).
-double Accuracy(double t) { return 1 - 0.5 * std::exp(-t / 40); }
-const double kTruth = 40 * std::log(0.5 / 0.15);  // 48.2 s
+// Accuracy 1 - 0.6 (t / 4)^-0.6: the target 0.85 is reached at t = 4 (0.6 / 0.15)^(1 / 0.6).
+double Accuracy(double t) { return 1 - 0.6 * std::pow(t / 4, -0.6); }
+const double kTruth = 4 * std::pow(0.6 / 0.15, 1 / 0.6);  // 40.3 s
 
 TEST(EstimateEta, UnknownWithoutAFallingErrorTrend) {
   EXPECT_FALSE(EstimateEtaSeconds({}, 0.85, 10));
@@ -21,6 +21,18 @@ TEST(EstimateEta, UnknownWithoutAFallingErrorTrend) {
   EXPECT_FALSE(EstimateEtaSeconds({{1, 0.7}, {2, 0.6}, {3, 0.5}}, 0.85, 10));  // falling
   EXPECT_FALSE(EstimateEtaSeconds({{1, 0.5}, {1, 0.6}, {1, 0.7}}, 0.85, 10));  // no spread in time
   EXPECT_FALSE(EstimateEtaSeconds({{1, 0.5}, {2, 0.6}, {3, 0.7}}, 1.0, 10));  // target 1
+  EXPECT_FALSE(EstimateEtaSeconds({{0, 0.5}, {2, 0.6}, {3, 0.7}}, 0.85, 10));  // 2 at t > 0
+}
+
+TEST(EstimateEta, FollowsTheSlowingTail) {
+  // Mid-run on the power-law curve (20 s left), a line through log(error) in time over
+  // the same points would say 5.8 s; the fit in log(time) follows the slowing.
+  Curve curve;
+  for (double t = 4; t <= 20; t += 4) curve.emplace_back(t, Accuracy(t));
+  const auto eta = EstimateEtaSeconds(curve, 0.85, 20);
+  ASSERT_TRUE(eta);
+  EXPECT_NEAR(20 + *eta, kTruth, 0.5);
+  EXPECT_GT(*eta, 4 * 4);  // more than four evaluation intervals away
 }
 
 TEST(EstimateEta, ConvergesToTheTruthNearTheEnd) {
