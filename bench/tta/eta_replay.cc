@@ -33,20 +33,13 @@ using Estimator = std::optional<double> (*)(const Curve&, double, double);
 std::optional<double> ExponentialNewest6(const Curve& curve, double target, double now) {
   if (curve.size() < 3) return std::nullopt;
   const Curve points(curve.end() - std::min<size_t>(curve.size(), 6), curve.end());
-  const double m = static_cast<double>(points.size());
-  double st = 0, sy = 0, stt = 0, sty = 0;
-  for (const auto& [t, a] : points) {
-    const double y = std::log(std::max(1 - a, 1e-6));
-    st += t;
-    sy += y;
-    stt += t * t;
-    sty += t * y;
-  }
-  const double var = stt - st * st / m;
-  const double slope = var > 0 ? (sty - st * sy / m) / var : 0;
-  if (!(slope < 0)) return std::nullopt;
-  const double at = (std::log(1 - target) - (sy - slope * st) / m) / slope;
-  return std::max(at - now, (points.back().first - points.front().first) / (m - 1));
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& [t, a] : points) xy.emplace_back(t, std::log(std::max(1 - a, 1e-6)));
+  const auto line = star::local::FitLine(xy);
+  if (!line || !(line->slope < 0)) return std::nullopt;
+  const double at = (std::log(1 - target) - line->intercept) / line->slope;
+  return std::max(at - now, (points.back().first - points.front().first) /
+                                static_cast<double>(points.size() - 1));
 }
 
 struct Run {

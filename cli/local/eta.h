@@ -21,6 +21,14 @@ namespace star::local {
 [[nodiscard]] std::optional<double> EstimateEtaSeconds(
     const std::vector<std::pair<double, double>>& curve, double target, double now);
 
+// The least-squares line y = slope x + intercept through (x, y) points; nullopt with
+// fewer than 2 points or no spread in x.
+struct Line {
+  double slope = 0;
+  double intercept = 0;
+};
+[[nodiscard]] std::optional<Line> FitLine(const std::vector<std::pair<double, double>>& xy);
+
 // Evaluations the fit covers.
 inline constexpr int kEtaFitPoints = 64;
 
