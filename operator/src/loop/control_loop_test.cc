@@ -521,6 +521,24 @@ TEST(JobControlLoop, StaticSlowWorkerGetsSmallerBatchSummingToGlobal) {
   }
 }
 
+// Batches are planned for one barrier that every worker meets: under auto, a setting
+// where workers drift apart (groups of several, fixed_k with k < n) carries equal
+// batches, and only an in-step setting (SSGD) carries planned ones.
+TEST(JobControlLoop, BatchesAreEqualWhereWorkersDriftApart) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, false, true));
+  RunResult r = RunJob(loop, 400, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });
+  int drifting = 0;
+  for (const api::Decision& d : r.decisions) {
+    const bool drifts = (d.mode == api::SyncMode::kGroups && d.groups.size() > 1) ||
+                        (d.mode == api::SyncMode::kFixedK && d.k < kWorkers) ||
+                        d.mode == api::SyncMode::kAsgd;
+    if (!drifts) continue;
+    ++drifting;
+    for (const api::WorkerSetting& ws : d.workers) EXPECT_EQ(ws.batch, kGlobalBatch / kWorkers);
+  }
+  EXPECT_GT(drifting, 0) << "the static straggler should move auto out of SSGD\n" << TimelineText(loop);
+}
+
 TEST(JobControlLoop, WithoutBatchAdaptationBatchesStayEqual) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, false));
   RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });

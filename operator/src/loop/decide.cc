@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "loop/drift.h"
 #include "loop/times.h"
 #include "star/operator/control_loop.h"
 
@@ -19,7 +20,7 @@ void JobControlLoop::Decide(double t) {
   Setting next;
   next.sync = KeepRing(ChooseSync(times, t));
   next.amp = amp_.States(n_);
-  next.batches = PlanWorkerBatches(in_force_.batches);
+  next.batches = PlanWorkerBatches(in_force_.batches, next.sync);
   if (next == in_force_ || DriftWaitTooLong(next, times)) return;
   if (next.sync != in_force_.sync) last_mode_round_ = rounds_;
   std::optional<api::Decision> d = Issue(next, times);
@@ -48,19 +49,6 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
   return std::max<int64_t>(max_iteration_, 0) +
          static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
 }
-
-namespace {
-
-// Whether workers' iteration counts drift apart under a mode: not in SSGD, nor in
-// fixed_k waiting for every worker (k = n) or in one group of all: those keep every
-// worker in step as SSGD does.
-bool Drifts(api::SyncMode mode, int k, size_t groups, int n) {
-  if (mode == api::SyncMode::kFixedK) return k < n;
-  if (mode == api::SyncMode::kGroups) return groups > 1;
-  return mode != api::SyncMode::kSsgd;
-}
-
-}  // namespace
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
   const SyncSetting& now = in_force_.sync;

@@ -289,7 +289,10 @@ class JobControlLoop {
   [[nodiscard]] bool AmpInPlay() const;
   [[nodiscard]] double NoiseScale() const;
   [[nodiscard]] double BatchPerWorker() const;
-  [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current) const;
+  // Batches for `sync`: planned from the workers' fits where every worker meets one
+  // barrier, equal where they drift apart (see batches.cc).
+  [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current,
+                                                       const SyncSetting& sync) const;
   [[nodiscard]] batch::WorkerModel FitWorker(int worker) const;
   [[nodiscard]] std::optional<api::Decision> Issue(const Setting& next,
                                                    const std::vector<double>& times) const;
