@@ -521,22 +521,27 @@ TEST(JobControlLoop, StaticSlowWorkerGetsSmallerBatchSummingToGlobal) {
   }
 }
 
-// Batches are planned for one barrier that every worker meets: under auto, a setting
-// where workers drift apart (groups of several, fixed_k with k < n) carries equal
-// batches, and only an in-step setting (SSGD) carries planned ones.
-TEST(JobControlLoop, BatchesAreEqualWhereWorkersDriftApart) {
+// In groups mode batches are shared within each group only: under auto, a worker alone
+// in its group keeps its equal share, and every group's batches sum to its members'
+// equal shares.
+TEST(JobControlLoop, GroupsShareBatchesOnlyWithinAGroup) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, false, true));
   RunResult r = RunJob(loop, 400, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });
-  int drifting = 0;
+  const int64_t share = kGlobalBatch / kWorkers;
+  int grouped = 0;
   for (const api::Decision& d : r.decisions) {
-    const bool drifts = (d.mode == api::SyncMode::kGroups && d.groups.size() > 1) ||
-                        (d.mode == api::SyncMode::kFixedK && d.k < kWorkers) ||
-                        d.mode == api::SyncMode::kAsgd;
-    if (!drifts) continue;
-    ++drifting;
-    for (const api::WorkerSetting& ws : d.workers) EXPECT_EQ(ws.batch, kGlobalBatch / kWorkers);
+    if (d.mode != api::SyncMode::kGroups || d.groups.size() < 2) continue;
+    ++grouped;
+    for (const std::vector<int>& group : d.groups) {
+      int64_t sum = 0;
+      for (int w : group) sum += d.workers[static_cast<size_t>(w)].batch;
+      EXPECT_EQ(sum, share * static_cast<int64_t>(group.size())) << TimelineText(loop);
+      if (group.size() == 1) {
+        EXPECT_EQ(d.workers[static_cast<size_t>(group[0])].batch, share);
+      }
+    }
   }
-  EXPECT_GT(drifting, 0) << "the static straggler should move auto out of SSGD\n" << TimelineText(loop);
+  EXPECT_GT(grouped, 0) << "the static straggler should move auto to groups\n" << TimelineText(loop);
 }
 
 TEST(JobControlLoop, WithoutBatchAdaptationBatchesStayEqual) {

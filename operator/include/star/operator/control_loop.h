@@ -289,10 +289,11 @@ class JobControlLoop {
   [[nodiscard]] bool AmpInPlay() const;
   [[nodiscard]] double NoiseScale() const;
   [[nodiscard]] double BatchPerWorker() const;
-  // Batches for `sync`: planned from the workers' fits where every worker meets one
-  // barrier, equal where they drift apart (see batches.cc).
+  // Batches for `sync`: each set of workers planned together (every worker, or each
+  // group in groups mode) shares its equal shares by the workers' fits (batches.cc).
   [[nodiscard]] std::vector<int64_t> PlanWorkerBatches(const std::vector<int64_t>& current,
                                                        const SyncSetting& sync) const;
+  [[nodiscard]] std::vector<std::vector<int>> Barriers(const SyncSetting& sync) const;
   [[nodiscard]] batch::WorkerModel FitWorker(int worker) const;
   [[nodiscard]] std::optional<api::Decision> Issue(const Setting& next,
                                                    const std::vector<double>& times) const;
