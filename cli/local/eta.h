@@ -11,10 +11,11 @@ namespace star::local {
 // accuracy curve's (job time, accuracy) points (in any order). Test error falls roughly
 // as a power of training time (error ~ c t^-b), so the estimate fits log(1 - accuracy)
 // as a line in log(job time) over the newest kEtaFitPoints evaluations (least squares)
-// and solves for the target. Replayed on 21 testbed runs (159 estimates), this halved
-// the bias of an exponential fit over the newest 6 (which under-estimated 126 times of
-// 159, often down to its floor): median error 45% of the time left, 2.2 s within 10 s
-// of the target (bench/README.md, "ETA"). It is never below one evaluation interval
+// and solves for the target. Replayed on testbed runs against an exponential fit over
+// the newest 6 (which under-estimated most of the time, often down to its floor), its
+// median error fell from 61% to 39% of the time left on 58 held-out runs, though within
+// 10 s of the target it was 2.8 s against 2.2 s (bench/README.md, "ETA"). It is never
+// below one evaluation interval
 // (the mean spacing of those points): a target not yet seen is at least one more
 // evaluation away. nullopt ("unknown") with fewer than 3 points at t > 0, a target
 // outside (0, 1), or no falling error trend.
