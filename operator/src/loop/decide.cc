@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 
-#include "loop/drift.h"
 #include "loop/times.h"
 #include "star/operator/control_loop.h"
 
@@ -49,6 +48,19 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
   return std::max<int64_t>(max_iteration_, 0) +
          static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
 }
+
+namespace {
+
+// Whether workers' iteration counts drift apart under a mode: not in SSGD, nor in
+// fixed_k waiting for every worker (k = n) or in one group of all: those keep every
+// worker in step as SSGD does.
+bool Drifts(api::SyncMode mode, int k, size_t groups, int n) {
+  if (mode == api::SyncMode::kFixedK) return k < n;
+  if (mode == api::SyncMode::kGroups) return groups > 1;
+  return mode != api::SyncMode::kSsgd;
+}
+
+}  // namespace
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
   const SyncSetting& now = in_force_.sync;

@@ -18,7 +18,8 @@ namespace star::yaml {
 // string. Errors are InvalidArgument "<name>:<line>:<column>: <reason>" (1-based): syntax errors
 // (CheckSyntax), duplicate mapping keys, non-scalar keys, keys or scalars that are not
 // well-formed UTF-8, nesting deeper than 512 levels, and documents that expand (through
-// aliases) to more than 1,000,000 values.
+// aliases) to more than 1,000,000 values (an anchored node counts twice: the anchor keeps
+// a copy, so chains of anchors stay bounded too).
 StatusOr<std::vector<nlohmann::json>> ToJson(std::string_view text, const std::string& name_for_errors);
 
 
