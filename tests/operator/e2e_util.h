@@ -254,10 +254,10 @@ class OperatorTest : public EmulatorTest {
   }
 
   // Starts star-operator (report endpoint on a free loopback port, metrics endpoint on
-  // metrics_listen_, status every 200 ms, restart backoff 100 ms, then `extra`) and waits for its report URL.
+  // metrics_listen_, status every status_interval_, restart backoff 100 ms, then `extra`) and waits for its report URL.
   void StartOperator(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen",
-                                     "127.0.0.1:0", "--metrics-listen", metrics_listen_, "--status-interval", "200ms",
+                                     "127.0.0.1:0", "--metrics-listen", metrics_listen_, "--status-interval", status_interval_,
                                      "--restart-backoff", "100ms"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     ASSERT_TRUE(op_.Start(argv, dir_.path() + "/operator.log"));
@@ -274,6 +274,7 @@ class OperatorTest : public EmulatorTest {
   OperatorProcess op_;
   std::string report_url_;
   std::string metrics_listen_;  // star-operator's --metrics-listen ("" = none), set before StartOperator
+  std::string status_interval_ = "200ms";  // star-operator's --status-interval, set before StartOperator
 };
 #endif
 

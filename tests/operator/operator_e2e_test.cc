@@ -133,6 +133,28 @@ TEST_F(OperatorE2eTest, AJobWithSelectorMlAndNoUsableModelGetsALearnedSelectorUn
   EXPECT_NE(warning.value("message", "").find(model), std::string::npos) << warning.dump();
 }
 
+TEST_F(OperatorE2eTest, AStragglerShowsInEventsAndStatusWithoutWaitingForTheStatusInterval) {
+  status_interval_ = "60m";  // only a straggler's urgency can bring the writes forward
+  StartOperator();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("fm", 4)).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4; })) << ReadFile(dir_.path() + "/operator.log");
+  for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", "node-0");
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }));
+  e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
+  ASSERT_TRUE(Eventually([&] {
+    json events = GetJson({"get", "events"});
+    if (!events.is_object()) return false;
+    for (const json& e : events["items"]) {
+      if (e.value("reason", "") == "StragglerDetected" && e["involvedObject"]["name"] == "fm") return true;
+    }
+    return false;
+  })) << ReadFile(dir_.path() + "/operator.log");
+  ASSERT_TRUE(Eventually([&] {
+    json st = GetJson({"get", "tj", "fm"})["status"];
+    return st.is_object() && st.value("stragglers", json::array()).size() == 1 && st["stragglers"][0]["worker"] == 0;
+  })) << GetJson({"get", "tj", "fm"}).dump(2);
+}
+
 TEST_F(OperatorE2eTest, AnInvalidManifestIsRefusedNamingTheField) {
   std::string yaml = JobYaml("bad", 4);
   yaml.replace(yaml.find("replicas: 4"), 11, "replicas: 0");

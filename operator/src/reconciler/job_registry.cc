@@ -108,12 +108,37 @@ std::optional<std::string> JobRegistry::Token(const std::string& key) const {
 StatusOr<std::optional<api::Decision>> JobRegistry::Observe(const api::WorkerReport& report,
                                                             double* latency_seconds,
                                                             bool* new_decision) {
+  bool urgent = false;
+  auto decision = ObserveLocked(report, latency_seconds, new_decision, &urgent);
+  if (urgent && on_urgent_) on_urgent_();
+  return decision;
+}
+
+void JobRegistry::SetUrgentListener(std::function<void()> listener) { on_urgent_ = std::move(listener); }
+
+namespace {
+
+// Whether the loop's timeline from entry `from` holds a straggler or a recovery.
+bool HasStragglerChange(const std::vector<TimelineEvent>& timeline, size_t from) {
+  for (size_t i = from; i < timeline.size(); ++i) {
+    if (timeline[i].kind == EventKind::kStraggler || timeline[i].kind == EventKind::kRecovered) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+StatusOr<std::optional<api::Decision>> JobRegistry::ObserveLocked(const api::WorkerReport& report,
+                                                                  double* latency_seconds, bool* new_decision,
+                                                                  bool* urgent) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(report.job);
   if (it == jobs_.end()) return Status::NotFound("job \"" + report.job + "\": not running here");
   Job& job = it->second;
   const api::Decision* before = job.loop->current();
   const int64_t epoch_before = before ? before->epoch : 0;
+  const size_t events_before = job.loop->timeline().size();
+  const int64_t needs_before = job.loop->resource_needs().revision;
   const auto start = std::chrono::steady_clock::now();
   auto decision = job.loop->Observe(report);
   if (latency_seconds) {
@@ -125,6 +150,8 @@ StatusOr<std::optional<api::Decision>> JobRegistry::Observe(const api::WorkerRep
     const api::Decision* after = job.loop->current();
     *new_decision = after && after->epoch != epoch_before;
   }
+  *urgent = HasStragglerChange(job.loop->timeline(), events_before) ||
+            job.loop->resource_needs().revision != needs_before;
   job.iteration = std::max(job.iteration, report.iteration);
   job.dirty = true;
   return decision;

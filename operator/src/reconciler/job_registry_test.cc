@@ -84,6 +84,31 @@ TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
   EXPECT_TRUE(reg.Drain().empty()) << "drained once";
 }
 
+TEST(JobRegistry, TheUrgentListenerHearsOfAStragglerOnTheReportThatFlagsIt) {
+  JobRegistry reg([] { return std::string("2025-01-01T00:00:00Z"); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());
+  std::vector<int64_t> heard;  // the iteration of each report the listener followed
+  int64_t iteration = 0;
+  reg.SetUrgentListener([&] { heard.push_back(iteration); });
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  for (iteration = 1; iteration <= 39; ++iteration) {
+    for (int w = 0; w < 4; ++w) ASSERT_TRUE(reg.Observe(Report("ns/a", w, iteration, 0.1 * noise(rng))).ok());
+  }
+  EXPECT_TRUE(heard.empty()) << "no straggler, no need: nothing urgent (first at iteration " << heard[0] << ")";
+  for (; iteration <= 80 && heard.empty(); ++iteration) {
+    for (int w = 0; w < 4 && heard.empty(); ++w) {
+      ASSERT_TRUE(reg.Observe(Report("ns/a", w, iteration, (w == 3 ? 0.4 : 0.1) * noise(rng))).ok());
+    }
+  }
+  ASSERT_FALSE(heard.empty()) << "worker 3, 4x slower from iteration 40, was never urgent";
+  bool flagged = false;
+  for (const JobUpdate& u : reg.Drain()) {
+    for (const TimelineEvent& e : u.events) flagged |= e.kind == EventKind::kStraggler && e.worker == 3;
+  }
+  EXPECT_TRUE(flagged) << "the listener was called at iteration " << heard[0] << " before any straggler";
+}
+
 TEST(JobRegistry, AnMlJobWithoutAModelDrainsOneSelectorFallbackThatIsAWarningEvent) {
   JobRegistry reg([] { return std::string(); }, LoopOptions{},
                   LearnedModel{nullptr, "model file \"/none/selector.json\": cannot open"});

@@ -22,6 +22,7 @@ StatusOr<std::unique_ptr<OperatorControllers>> AddOperatorControllers(Manager* m
   c->status_writer =
       std::make_unique<StatusWriter>(manager, &c->registry, &c->records, &c->events, options.status_interval);
   manager->AddRunnable(c->status_writer.get());
+  c->registry.SetUrgentListener([writer = c->status_writer.get()] { writer->Nudge(); });
   STAR_ASSIGN_OR_RETURN(c->jobs, TrainingJobReconciler::Create(manager, options.job,
                                                                {&c->registry, &c->records, &c->events, &c->nodes,
                                                                 c->endpoint.get()}));

@@ -72,14 +72,25 @@ void StatusWriter::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void StatusWriter::Nudge() {
+  std::lock_guard lock(mu_);
+  nudged_ = true;
+  cv_.notify_all();
+}
+
 void StatusWriter::Run() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
+  Clock::time_point last = Clock::now();
   while (!stopping_) {
-    cv_.wait_for(lock, interval_, [&] { return stopping_; });
+    cv_.wait_until(lock, last + interval_, [&] { return stopping_ || nudged_; });
+    if (nudged_) cv_.wait_until(lock, last + kNudgeGap, [&] { return stopping_; });
     if (stopping_) break;
+    nudged_ = false;
     lock.unlock();
     WriteOnce();
     lock.lock();
+    last = Clock::now();
   }
 }
 

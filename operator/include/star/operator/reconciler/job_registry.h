@@ -4,7 +4,8 @@
 //
 // The reconciler registers a job (Upsert) once its token Secret exists and removes it
 // when the job is deleted; the report endpoint calls Token and Observe; the status
-// writer calls Drain every --status-interval. Thread-safe.
+// writer calls Drain every --status-interval, and sooner when the urgent listener tells it
+// that a straggler, a recovery or a change of resource needs is waiting. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -94,6 +95,11 @@ class JobRegistry {
                                                                double* latency_seconds = nullptr,
                                                                bool* new_decision = nullptr);
 
+  // Called (outside the registry's lock, on the reporting thread) after a report that
+  // made its job's loop flag a straggler, report a recovery or change its resource needs:
+  // what the status writer should bring out without waiting for its interval. Set it
+  // before reports arrive.
+  void SetUrgentListener(std::function<void()> listener);
   // nullopt for an unknown job.
   std::optional<JobSnapshot> Snapshot(const std::string& key) const;
 
@@ -123,11 +129,14 @@ class JobRegistry {
     bool dirty = false;
     std::map<int, TrackedStraggler> straggling;  // by worker, from the timeline
   };
+  StatusOr<std::optional<api::Decision>> ObserveLocked(const api::WorkerReport& report, double* latency_seconds,
+                                                       bool* new_decision, bool* urgent);
   JobUpdate Build(const std::string& key, Job& job);
 
   std::function<std::string()> now_;
   LoopOptions options_;
   LearnedModel learned_;
+  std::function<void()> on_urgent_;
   mutable std::mutex mu_;
   std::map<std::string, Job> jobs_;
   int64_t loops_made_ = 0;

@@ -1,7 +1,10 @@
 // StatusWriter: brings what the reports made of each job to its status, at most once per
 // job per interval (JobRegistry::Drain), with a Kubernetes Event per loop event
 // (straggler, mode, AMP, batches, target reached); a loop event that may call for a reallocation queues
-// the job. Part of the TrainingJob controller; a Runnable of the Manager.
+// the job. Nudge() brings the next round forward (a straggler, a recovery or a change of
+// resource needs should not wait for the interval), to no sooner than kNudgeGap after the
+// last round, so that a flapping worker cannot turn it into a stream of writes.
+// Part of the TrainingJob controller; a Runnable of the Manager.
 #pragma once
 
 #include <chrono>
@@ -41,6 +44,9 @@ class StatusWriter : public Runnable {
   void Stop() override;                   // wakes and joins it; idempotent
 
   void WriteOnce();  // one round: every job with reports since the last round
+  void Nudge();      // the next round now, or kNudgeGap after the last one; thread-safe
+
+  static constexpr std::chrono::milliseconds kNudgeGap{100};
 
  private:
   void Run();
@@ -53,6 +59,7 @@ class StatusWriter : public Runnable {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool nudged_ = false;
   std::thread thread_;
 };
 
