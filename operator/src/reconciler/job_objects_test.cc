@@ -68,12 +68,36 @@ TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStor
     EXPECT_EQ(env["STAR_PARAMETER_SERVERS"], "0");
     EXPECT_EQ(env["STAR_STORE_URL"], "http://fm-worker-0.fm.team.svc:29500");
     EXPECT_EQ(env["STAR_CONTROLLER_URL"], "http://op:8443");
-    EXPECT_EQ(env["STAR_REPORT_SECONDS"], "1");
+    EXPECT_EQ(env["STAR_REPORT_SECONDS"], "0.5");
+    EXPECT_EQ(env["OMP_NUM_THREADS"], "1") << "a 500m limit: one thread";
     EXPECT_EQ(env["STAR_JOB"], "team/fm");
     EXPECT_NE(env["STAR_JOB_TOKEN"].find("fm-token"), std::string::npos);
     EXPECT_NE(env["STAR_LISTEN_HOST"].find("status.podIP"), std::string::npos);
     EXPECT_EQ(env.count("STAR_HOST_STORE"), i == 0 ? 1u : 0u);
   }
+}
+
+TEST(DesiredPods, ABigJobReportsLessOftenSoThatItSendsAbout1024ReportsASecond) {
+  json job = Job(2048);
+  job["spec"]["training"]["globalBatchSize"] = 65536;
+  EXPECT_EQ(Env(Pods(job)[0])["STAR_REPORT_SECONDS"], "2");
+  job = Job(512);
+  job["spec"]["training"]["globalBatchSize"] = 65536;
+  EXPECT_EQ(Env(Pods(job)[0])["STAR_REPORT_SECONDS"], "0.5");
+}
+
+TEST(DesiredPods, ThreadsFollowTheCpuLimitUnlessTheContainerSetsThem) {
+  json job = Job(1);
+  json& c = job["spec"]["workers"]["template"]["spec"]["containers"][0];
+  c["resources"]["limits"]["cpu"] = "2500m";
+  EXPECT_EQ(Env(Pods(job)[0])["OMP_NUM_THREADS"], "3") << "rounded up to whole cores";
+  c["resources"]["limits"]["cpu"] = 2;
+  EXPECT_EQ(Env(Pods(job)[0])["OMP_NUM_THREADS"], "2");
+  c["env"].push_back({{"name", "OMP_NUM_THREADS"}, {"value", "8"}});
+  EXPECT_EQ(Env(Pods(job)[0])["OMP_NUM_THREADS"], "8") << "the template's own value stays";
+  c["env"].erase(c["env"].size() - 1);
+  c["resources"].erase("limits");
+  EXPECT_EQ(Env(Pods(job)[0]).count("OMP_NUM_THREADS"), 0u) << "no limit, no cap";
 }
 
 TEST(DesiredPods, AReportCaReachesEveryPodAsStarReportCaBesideTheHttpsUrl) {

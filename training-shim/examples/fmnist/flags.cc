@@ -18,8 +18,8 @@ void AddTrainingFlags(CLI::App& app, Flags* flags) {
   app.add_option("--momentum", flags->momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--amp", flags->amp, "mixed precision: on, off or auto")
       ->check(CLI::IsMember({"on", "off", "auto"}))->capture_default_str();
-  app.add_option("--threads", flags->threads, "LibTorch threads")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", flags->threads, "LibTorch threads (the operator sets OMP_NUM_THREADS from the CPU limit)")
+      ->envname("OMP_NUM_THREADS")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-iterations", flags->max_iterations, "stop after N iterations (0: no limit)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--target-accuracy", flags->target_accuracy, "stop when test accuracy reaches it (0: off)")
