@@ -142,12 +142,16 @@ int main(int argc, char** argv) {
   std::string job_path = "bench/tta/job.yaml";
   std::string out_dir = "bench/tta/results";
   std::string scenarios_arg, policies_arg, timeout_arg = "4m";
+  std::string selector_model = "models/selector.json";
   CLI::App app{"tta_bench: every policy on every straggler scenario, to the same target accuracy"};
   app.add_option("--job", job_path, "TrainingJob manifest")->capture_default_str();
   app.add_option("--out", out_dir, "output directory")->capture_default_str();
   app.add_option("--scenarios", scenarios_arg, "comma-separated subset (default: all)");
   app.add_option("--policies", policies_arg, "comma-separated subset (default: all)");
   app.add_option("--timeout", timeout_arg, "bound on each run")->capture_default_str();
+  app.add_option("--selector-model", selector_model,
+                 "the learned selector's model, for a job with selector ML")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (::geteuid() != 0) {
     std::cerr << "tta_bench: needs root (workers run in cgroups and namespaces)\n";
@@ -216,6 +220,7 @@ int main(int argc, char** argv) {
       o.busy_command = {star, "busy"};
       o.python_path = python_path;
       o.timeout_seconds = *timeout;
+      o.selector_model = selector_model;
       std::fprintf(stderr, "tta_bench: %-10s %-8s ...", sc.name.c_str(), p.c_str());
       std::fflush(stderr);
       RunResult r = RunLocalJob(o);
