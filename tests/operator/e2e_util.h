@@ -226,6 +226,16 @@ class EmulatorTest : public ::testing::Test {
     return out;
   }
 
+  // The first Event with `reason` about the object named `object` (null when there is none).
+  nlohmann::json FindEvent(const std::string& reason, const std::string& object) {
+    nlohmann::json events = GetJson({"get", "events"});
+    if (!events.is_object()) return nullptr;
+    for (const nlohmann::json& e : events["items"]) {
+      if (e.value("reason", "") == reason && e["involvedObject"]["name"] == object) return e;
+    }
+    return nullptr;
+  }
+
   void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") {
     nlohmann::json patch = {{"status", {{"phase", phase}, {"podIP", "10.0.0.1"}}}};
     apiserver::testing::ProcessResult r =

@@ -87,14 +87,7 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
            st["stragglers"][0]["worker"] == 2 && st["stragglers"][0]["node"] == "node-0" &&
            st.value("iteration", 0) == 80;
   })) << GetJson({"get", "tj", "fm"}).dump(2);
-  ASSERT_TRUE(Eventually([&] {
-    json events = GetJson({"get", "events"});
-    if (!events.is_object()) return false;
-    for (const json& e : events["items"]) {
-      if (e.value("reason", "") == "StragglerDetected" && e["involvedObject"]["name"] == "fm") return true;
-    }
-    return false;
-  }));
+  ASSERT_TRUE(Eventually([&] { return !FindEvent("StragglerDetected", "fm").is_null(); }));
 
   r = Kubectl({"delete", "tj", "fm", "--wait=false"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -119,15 +112,8 @@ TEST_F(OperatorE2eTest, AJobWithSelectorMlAndNoUsableModelGetsALearnedSelectorUn
   e2e::SendReports(report_url_, Token("ml"), {"default/ml", 2, 20, 1, 1000, 1.0, 7, 0.05});
   json warning;
   ASSERT_TRUE(Eventually([&] {
-    json events = GetJson({"get", "events"});
-    if (!events.is_object()) return false;
-    for (const json& e : events["items"]) {
-      if (e.value("reason", "") == "LearnedSelectorUnavailable" && e["involvedObject"]["name"] == "ml") {
-        warning = e;
-        return true;
-      }
-    }
-    return false;
+    warning = FindEvent("LearnedSelectorUnavailable", "ml");
+    return !warning.is_null();
   })) << ReadFile(dir_.path() + "/operator.log");
   EXPECT_EQ(warning["type"], "Warning");
   EXPECT_NE(warning.value("message", "").find(model), std::string::npos) << warning.dump();
@@ -141,14 +127,8 @@ TEST_F(OperatorE2eTest, AStragglerShowsInEventsAndStatusWithoutWaitingForTheStat
   for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", "node-0");
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }));
   e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
-  ASSERT_TRUE(Eventually([&] {
-    json events = GetJson({"get", "events"});
-    if (!events.is_object()) return false;
-    for (const json& e : events["items"]) {
-      if (e.value("reason", "") == "StragglerDetected" && e["involvedObject"]["name"] == "fm") return true;
-    }
-    return false;
-  })) << ReadFile(dir_.path() + "/operator.log");
+  ASSERT_TRUE(Eventually([&] { return !FindEvent("StragglerDetected", "fm").is_null(); }))
+      << ReadFile(dir_.path() + "/operator.log");
   ASSERT_TRUE(Eventually([&] {
     json st = GetJson({"get", "tj", "fm"})["status"];
     return st.is_object() && st.value("stragglers", json::array()).size() == 1 && st["stragglers"][0]["worker"] == 0;
