@@ -273,6 +273,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--max-estimate-ratio", train.max_estimate_ratio,
                         "with --evaluate: override the heuristic only when the cost model puts "
                         "the model's class at most this many times the heuristic's estimate");
+  train_cmd->add_option("--worst-scenario", train.worst_scenario,
+                        "with --evaluate: write the scenario where ML lost the most here (for star sim)");
 #endif
   if (std::optional<int> rc = Parse(app, argc, argv)) return *rc;
 #ifdef STAR_HAVE_XGBOOST

@@ -114,6 +114,37 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
   return s;
 }
 
+json ScenarioToJson(const Scenario& s) {
+  json episodes = json::array();
+  for (const Episode& e : s.episodes) {
+    json j = {{"worker", e.worker}, {"start", e.start}};
+    if (e.end) j["end"] = *e.end;
+    if (e.cpu) j["cpu"] = *e.cpu;
+    if (e.bandwidth) j["bandwidth"] = *e.bandwidth;
+    episodes.push_back(std::move(j));
+  }
+  json j = {{"architecture", s.architecture == api::Architecture::kParameterServer ? "ParameterServer" : "AllReduce"},
+            {"workers", s.workers},
+            {"batch_per_worker", s.batch_per_worker},
+            {"noise_scale", s.noise_scale},
+            {"min_updates", s.min_updates},
+            {"compute_seconds_per_sample", s.compute_seconds_per_sample},
+            {"communication_seconds", s.communication_seconds},
+            {"jitter", s.jitter},
+            {"episodes", std::move(episodes)},
+            {"seed", s.seed},
+            {"report_every", s.report_every},
+            {"amp_speedup", s.amp_speedup},
+            {"staleness_penalty", s.staleness_penalty},
+            {"asgd_cpu_overhead", s.asgd_cpu_overhead},
+            {"asgd_bandwidth_overhead", s.asgd_bandwidth_overhead},
+            {"parameter_servers", s.parameter_servers},
+            {"server_update_seconds", s.server_update_seconds}};
+  if (s.min_k) j["min_k"] = *s.min_k;
+  if (s.max_seconds) j["max_seconds"] = *s.max_seconds;
+  return j;
+}
+
 double CleanSsgdSeconds(const Scenario& s) {
   const double global = static_cast<double>(s.workers) * static_cast<double>(s.batch_per_worker);
   const double iteration = static_cast<double>(s.batch_per_worker) * s.compute_seconds_per_sample +

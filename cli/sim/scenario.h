@@ -89,6 +89,10 @@ struct Scenario {
 // "episodes[0].worker: must be < workers (4), got 7", "foo: unknown field".
 [[nodiscard]] StatusOr<Scenario> ScenarioFromJson(const nlohmann::json& j);
 
+// The scenario as a document ScenarioFromJson reads back to the same scenario (every
+// field written, optional ones included; an unset end, cpu or bandwidth left out).
+[[nodiscard]] nlohmann::json ScenarioToJson(const Scenario& s);
+
 // The TTA of SSGD without any episode or jitter: min_updates x (1 + phi / (n B)) x
 // (B x compute_seconds_per_sample + communication_seconds).
 [[nodiscard]] double CleanSsgdSeconds(const Scenario& s);

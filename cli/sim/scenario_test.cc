@@ -43,6 +43,24 @@ TEST(ScenarioFromJson, DecodesTheContractScenario) {
   EXPECT_EQ(s->episodes[1].bandwidth, 0.3);
 }
 
+TEST(ScenarioToJson, RoundTripsEveryField) {
+  json j = Contract();
+  j["architecture"] = "ParameterServer";
+  j["episodes"].push_back({{"worker", 5}, {"start", 7.5}, {"end", 9.25}, {"cpu", 0.5}, {"bandwidth", 0.25}});
+  j.update({{"report_every", 3}, {"amp_speedup", 1.25}, {"staleness_penalty", 0.5},
+            {"asgd_cpu_overhead", 1.5}, {"asgd_bandwidth_overhead", 2.5}, {"parameter_servers", 4},
+            {"server_update_seconds", 0.001}, {"min_k", 40}, {"max_seconds", 1234.5}, {"seed", 99}});
+  auto first = ScenarioFromJson(j);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const json written = ScenarioToJson(*first);
+  EXPECT_EQ(written, j) << "every field as given, and nothing more";
+  auto second = ScenarioFromJson(written);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(ScenarioToJson(*second), written);
+  EXPECT_FALSE(written["episodes"][1].contains("end")) << "an episode to the end of the run";
+  EXPECT_FALSE(ScenarioToJson(*ScenarioFromJson(Contract())).contains("min_k"));
+}
+
 TEST(ScenarioFromJson, OptionalFieldsKeepTheirDocumentedDefaults) {
   json j = Contract();
   j.erase("architecture");

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "flag_error.h"
 #include "local/runtime.h"
@@ -229,6 +231,7 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
   std::vector<double> gains;
   int at_least = 0, better = 0, worse = 0, h_missed = 0, m_missed = 0;
   nlohmann::json runs = nlohmann::json::array();
+  std::optional<sim::Scenario> worst;
   for (int i = 0; i < args.evaluate; ++i) {
     const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
     auto e = Evaluate(s, shared, ml_options);
@@ -239,6 +242,7 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
     h_missed += !e->heuristic_reached;
     m_missed += !e->ml_reached;
     gains.push_back((e->heuristic_tta - e->ml_tta) / e->heuristic_tta);
+    if (gains.back() <= *std::min_element(gains.begin(), gains.end())) worst = s;
     runs.push_back({s.workers,
                     s.architecture == api::Architecture::kParameterServer ? "ParameterServer"
                                                                           : "AllReduce",
@@ -277,6 +281,11 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
                             {"ml_missed", m_missed},
                             {"runs", runs}};
   summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!args.worst_scenario.empty() && worst) {
+    std::ofstream f(args.worst_scenario);
+    f << sim::ScenarioToJson(*worst).dump(1) << "\n";
+    if (!f) return bad("--worst-scenario " + args.worst_scenario + ": cannot write");
+  }
   out << summary.dump() << "\n";
   return 0;
 }

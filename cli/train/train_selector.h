@@ -64,6 +64,9 @@ struct TrainSelectorArgs {
   // --max-estimate-ratio R: the loop's learned_max_estimate_ratio in --evaluate's ML runs,
   // >= 1; default the loop's.
   double max_estimate_ratio = sim::SimOptions{}.select.learned_max_estimate_ratio;
+  // --worst-scenario FILE: with --evaluate, write the scenario where ML lost the most
+  // (a `star sim` scenario) here, to replay it with each selector. "" = none.
+  std::string worst_scenario;
 };
 
 // One scenario of the closed-loop evaluation: policy auto's TTA with each selector

@@ -134,6 +134,7 @@ TEST(TrainSelector, EvaluatesAModelInTheClosedLoop) {
   args.seed = 9;
   args.min_workers = 4;
   args.max_workers = 8;
+  args.worst_scenario = TempFile("worst-scenario.json");
   std::ostringstream eout, eerr;
   ASSERT_EQ(RunTrainSelectorCommand(args, eout, eerr), 0) << eerr.str();
   const auto summary = nlohmann::json::parse(eout.str());
@@ -156,6 +157,14 @@ TEST(TrainSelector, EvaluatesAModelInTheClosedLoop) {
     EXPECT_DOUBLE_EQ(e->heuristic_tta, summary["runs"][i][2].get<double>());
     EXPECT_DOUBLE_EQ(e->ml_tta, summary["runs"][i][3].get<double>());
   }
+  // --worst-scenario: the scenario of the worst gain, readable by star sim.
+  std::ifstream worst_file(args.worst_scenario);
+  auto worst = sim::ScenarioFromJson(nlohmann::json::parse(worst_file));
+  ASSERT_TRUE(worst.ok()) << worst.status();
+  auto w = Evaluate(*worst, shared);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_DOUBLE_EQ((w->heuristic_tta - w->ml_tta) / w->heuristic_tta, summary["worst_gain"].get<double>());
+  std::filesystem::remove(args.worst_scenario);
   std::filesystem::remove(model);
 }
 
