@@ -123,7 +123,7 @@ json ScenarioToJson(const Scenario& s) {
     if (e.bandwidth) j["bandwidth"] = *e.bandwidth;
     episodes.push_back(std::move(j));
   }
-  json j = {{"architecture", s.architecture == api::Architecture::kParameterServer ? "ParameterServer" : "AllReduce"},
+  json j = {{"architecture", api::ToString(s.architecture)},
             {"workers", s.workers},
             {"batch_per_worker", s.batch_per_worker},
             {"noise_scale", s.noise_scale},

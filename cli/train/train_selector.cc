@@ -226,12 +226,18 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
   auto model = op::XgboostSelector::Load(args.model);
   if (!model.ok()) return bad("--model: " + model.status().ToString());
   const std::shared_ptr<select::LearnedSelector> shared = std::move(*model);
+  std::ofstream worst_file;  // opened now: a bad path fails before the evaluation's work
+  if (!args.worst_scenario.empty()) {
+    worst_file.open(args.worst_scenario);
+    if (!worst_file) return bad("--worst-scenario " + args.worst_scenario + ": cannot write");
+  }
   const auto started = std::chrono::steady_clock::now();
   std::mt19937_64 rng(args.seed);
   std::vector<double> gains;
   int at_least = 0, better = 0, worse = 0, h_missed = 0, m_missed = 0;
   nlohmann::json runs = nlohmann::json::array();
-  std::optional<sim::Scenario> worst;
+  std::optional<sim::Scenario> worst;  // the scenario of the lowest gain so far
+  double worst_gain = std::numeric_limits<double>::infinity();
   for (int i = 0; i < args.evaluate; ++i) {
     const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
     auto e = Evaluate(s, shared, ml_options);
@@ -242,11 +248,11 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
     h_missed += !e->heuristic_reached;
     m_missed += !e->ml_reached;
     gains.push_back((e->heuristic_tta - e->ml_tta) / e->heuristic_tta);
-    if (gains.back() <= *std::min_element(gains.begin(), gains.end())) worst = s;
-    runs.push_back({s.workers,
-                    s.architecture == api::Architecture::kParameterServer ? "ParameterServer"
-                                                                          : "AllReduce",
-                    e->heuristic_tta, e->ml_tta});
+    if (gains.back() <= worst_gain) {
+      worst_gain = gains.back();
+      worst = s;
+    }
+    runs.push_back({s.workers, api::ToString(s.architecture), e->heuristic_tta, e->ml_tta});
     if ((i + 1) % 10 == 0 || i + 1 == args.evaluate) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       err << "star train-selector: " << (i + 1) << "/" << args.evaluate << " scenarios evaluated ("
@@ -281,10 +287,9 @@ int RunEvaluate(const TrainSelectorArgs& args, std::ostream& out, std::ostream& 
                             {"ml_missed", m_missed},
                             {"runs", runs}};
   summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (!args.worst_scenario.empty() && worst) {
-    std::ofstream f(args.worst_scenario);
-    f << sim::ScenarioToJson(*worst).dump(1) << "\n";
-    if (!f) return bad("--worst-scenario " + args.worst_scenario + ": cannot write");
+  if (worst_file.is_open() && worst) {
+    worst_file << sim::ScenarioToJson(*worst).dump(1) << "\n";
+    if (!worst_file.flush()) return bad("--worst-scenario " + args.worst_scenario + ": cannot write");
   }
   out << summary.dump() << "\n";
   return 0;

@@ -157,6 +157,14 @@ TEST(TrainSelector, EvaluatesAModelInTheClosedLoop) {
     EXPECT_DOUBLE_EQ(e->heuristic_tta, summary["runs"][i][2].get<double>());
     EXPECT_DOUBLE_EQ(e->ml_tta, summary["runs"][i][3].get<double>());
   }
+  // A --worst-scenario that cannot be written is refused before any scenario is run.
+  TrainSelectorArgs unwritable = args;
+  unwritable.worst_scenario = TempFile("no-such-dir") + "/worst.json";
+  std::ostringstream uout, uerr;
+  EXPECT_EQ(RunTrainSelectorCommand(unwritable, uout, uerr), 1);
+  EXPECT_NE(uerr.str().find("--worst-scenario"), std::string::npos) << uerr.str();
+  EXPECT_EQ(uerr.str().find("scenarios evaluated"), std::string::npos) << "it ran scenarios first";
+  EXPECT_TRUE(uout.str().empty());
   // --worst-scenario: the scenario of the worst gain, readable by star sim.
   std::ifstream worst_file(args.worst_scenario);
   auto worst = sim::ScenarioFromJson(nlohmann::json::parse(worst_file));
