@@ -263,6 +263,11 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--labels", train.labels,
                         "open (default): label by each candidate policy run alone; closed: "
                         "by policy auto run with the loop selecting each class");
+  train_cmd
+      ->add_option("--defer-within", train.defer_within,
+                   "with --labels closed: label a scenario with the heuristic's class where "
+                   "its own run is within this share of the best class's TTA (default off)")
+      ->check(CLI::NonNegativeNumber);
   train_cmd->add_option("--evaluate", train.evaluate,
                         "instead of training: run N random scenarios in the closed loop with "
                         "the heuristic and with --model, and compare their TTA");

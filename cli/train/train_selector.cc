@@ -125,6 +125,9 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
   auto f = select::FeaturesOf(in, select::SelectorContext{std::clamp(comm_share, 0.0, 1.0)});
   if (!f.ok()) return f.status();
   l.features = *f;
+  auto h = select::Select(in, sim::SimOptions{}.select);
+  if (!h.ok()) return h.status();
+  l.heuristic_class = select::ClassOf(h->mode, h->k, s.workers);
 
   l.tta.assign(select::kSelectorClassCount, -1);
   auto run = [&](const sim::Scenario& sc, local::Policy p) -> StatusOr<double> {
@@ -181,10 +184,17 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
   for (int c = 0; c < static_cast<int>(select::kSelectorClassCount); ++c) {
     if (l.tta[c] >= 0 && l.tta[c] < best) {  // ties to the lower class (ssgd first)
       best = l.tta[c];
-      l.label = c;
+      l.best = c;
     }
   }
+  l.label = l.best;
   return l;
+}
+
+int DeferredLabel(const LabelledScenario& l, double within) {
+  if (within < 0) return l.label;
+  return l.auto_tta <= (1 + within) * l.tta[static_cast<std::size_t>(l.best)] ? l.heuristic_class
+                                                                            : l.best;
 }
 
 StatusOr<EvaluatedScenario> Evaluate(const sim::Scenario& s,
@@ -311,6 +321,9 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   if (args.labels != "open" && args.labels != "closed") {
     return bad("--labels: must be open or closed, got \"" + args.labels + "\"");
   }
+  if (args.defer_within >= 0 && args.labels != "closed") {
+    return bad("--defer-within: only with --labels closed (the heuristic's run is a closed-loop one)");
+  }
   if (args.scenarios < 2) return bad("--scenarios: must be >= 2, got " + std::to_string(args.scenarios));
   if (args.out.empty()) return bad("--out: required");
   if (args.rounds < 1) return bad("--rounds: must be >= 1, got " + std::to_string(args.rounds));
@@ -327,6 +340,7 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
     const sim::Scenario s = RandomScenario(rng, args.min_workers, args.max_workers);
     auto l = Label(s, args.labels == "closed");
     if (!l.ok()) return bad("scenario " + std::to_string(i) + ": " + l.status().ToString());
+    l->label = DeferredLabel(*l, args.defer_within);
     all.push_back(std::move(*l));
     if ((i + 1) % 10 == 0 || i + 1 == args.scenarios) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -338,11 +352,13 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   const int train = args.scenarios - holdout;
   op::SelectorTrainingSet set;
   std::vector<int> counts(select::kSelectorClassCount, 0);
+  int deferred = 0;  // training labels that name the heuristic's class instead of the best
   for (int i = 0; i < train; ++i) {
     const auto v = select::FeatureVector(all[i].features);
     set.features.insert(set.features.end(), v.begin(), v.end());
     set.labels.push_back(all[i].label);
     ++counts[all[i].label];
+    deferred += all[i].label != all[i].best;
   }
   op::SelectorTrainOptions options;
   options.seed = args.seed;
@@ -354,6 +370,10 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
   nlohmann::json summary = {{"scenarios", args.scenarios}, {"train", train}, {"holdout", holdout},
                             {"seed", args.seed}, {"label_counts", counts}, {"model", args.out},
                             {"labels", args.labels}};
+  if (args.defer_within >= 0) {
+    summary["defer_within"] = args.defer_within;
+    summary["deferred"] = deferred;
+  }
   if (holdout > 0) {
     std::vector<float> rows;
     for (int i = train; i < args.scenarios; ++i) {
@@ -374,7 +394,7 @@ int RunTrainSelectorCommand(const TrainSelectorArgs& args, std::ostream& out, st
       }
       const int choice = Argmax(allowed.data());
       right += choice == l.label;
-      const double best = l.tta[l.label];
+      const double best = l.tta[l.best];
       model_ratio += l.tta[choice] / best;
       heuristic_ratio += l.auto_tta / best;
     }

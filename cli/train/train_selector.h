@@ -56,6 +56,13 @@ struct TrainSelectorArgs {
   // control loop once per class, its learned selector always naming that class (the
   // loop's checks and gating, AMP and batch adaptation as in any auto run).
   std::string labels = "open";
+  // --defer-within F (closed labels only; < 0, the default, is off): a scenario where the
+  // heuristic's own run (policy auto) takes at most (1 + F) x the best class's TTA is
+  // labelled with the heuristic's class instead (select::ClassOf the loop's Select() on
+  // the scenario's contended times), so the model learns to agree with the heuristic
+  // wherever overriding it would gain less than F, and the loop's override margin keeps
+  // the heuristic's choice there.
+  double defer_within = -1;
   int evaluate = 0;           // --evaluate N: closed-loop evaluation of --model, >= 0
   std::string model;          // --model FILE: the model --evaluate runs
   // --margin M: the loop's learned_override_margin in --evaluate's ML runs (how clearly
@@ -87,7 +94,9 @@ struct EvaluatedScenario {
 struct LabelledScenario {
   sim::Scenario scenario;
   select::SelectorFeatures features;
-  int label = 0;                     // the best class
+  int label = 0;                     // the best class (or, deferred, the heuristic's)
+  int best = 0;                      // the class with the lowest TTA
+  int heuristic_class = 0;           // select::ClassOf the loop's Select() on `features`' times
   std::vector<double> tta;           // per class; < 0 where not simulated
   double auto_tta = 0;               // the heuristic's (policy auto)
 };
@@ -99,10 +108,15 @@ struct LabelledScenario {
 // `closed_loop`, each class is instead simulated as policy auto whose learned selector
 // always names it (a class the loop does not allow falls back as SelectLearned says).
 [[nodiscard]] StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop = false);
+// `l`'s training label with --defer-within `within` (< 0: off): the heuristic's class
+// where l.auto_tta <= (1 + within) x the best class's TTA, else the best class.
+[[nodiscard]] int DeferredLabel(const LabelledScenario& l, double within);
 
 // Runs the verb: writes the summary JSON
 //   {"scenarios","train","holdout","holdout_accuracy","holdout_tta_ratio_model",
-//    "holdout_tta_ratio_heuristic","label_counts":[...],"seconds"}
+//    "holdout_tta_ratio_heuristic","label_counts":[...],"seconds"} (with --defer-within,
+//   also "defer_within" and "deferred", the training labels that name the heuristic's
+//   class instead of the best one)
 // to `out`, progress and errors to `err`. With `evaluate` > 0 (then `model` is required
 // and `out` is not used) the summary is instead
 //   {"evaluated","seed","model","ml_at_least_as_good" (share of scenarios with

@@ -92,6 +92,29 @@ TEST(Label, ClosedLoopPicksTheClassOfTheFastestAutoRun) {
   EXPECT_EQ(open->auto_tta, l->auto_tta);
 }
 
+TEST(Label, NamesTheHeuristicsClassForTheContendedTimes) {
+  std::mt19937_64 rng(2);
+  const sim::Scenario s = RandomScenario(rng, 4, 8);
+  auto l = Label(s, /*closed_loop=*/true);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->label, l->best);
+  EXPECT_GE(l->heuristic_class, 0);
+  EXPECT_LT(l->heuristic_class, static_cast<int>(select::kSelectorClassCount));
+}
+
+TEST(DeferredLabel, TakesTheHeuristicsClassOnlyWhereItsRunIsCloseEnoughToTheBest) {
+  LabelledScenario l;
+  l.tta = {10, 20, -1, 8, 30, 30, 30};
+  l.best = l.label = 3;
+  l.heuristic_class = select::kSelectorClassGroups;
+  l.auto_tta = 8.6;  // 7.5% above the best class
+  EXPECT_EQ(DeferredLabel(l, -1), 3);  // off
+  EXPECT_EQ(DeferredLabel(l, 0.05), 3);
+  EXPECT_EQ(DeferredLabel(l, 0.1), select::kSelectorClassGroups);
+  l.auto_tta = 7.9;  // the heuristic beat every single class
+  EXPECT_EQ(DeferredLabel(l, 0), select::kSelectorClassGroups);
+}
+
 TEST(TrainSelector, WritesALoadableModelReproduciblyFromTheSeed) {
   const std::string a = TempFile("a.json"), b = TempFile("b.json");
   std::ostringstream out, err;
@@ -107,6 +130,27 @@ TEST(TrainSelector, WritesALoadableModelReproduciblyFromTheSeed) {
   std::filesystem::remove(b);
 }
 
+TEST(TrainSelector, DeferringLabelsAreCountedInTheSummary) {
+  const std::string file = TempFile("deferred.json");
+  TrainSelectorArgs args = Tiny(file);
+  args.labels = "closed";
+  args.defer_within = 0.5;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunTrainSelectorCommand(args, out, err), 0) << err.str();
+  const nlohmann::json summary = nlohmann::json::parse(out.str());
+  EXPECT_EQ(summary["defer_within"], 0.5);
+  // The same scenarios, labelled here: the training ones come first.
+  std::mt19937_64 rng(args.seed);
+  int deferred = 0;
+  for (int i = 0; i < summary["train"].get<int>(); ++i) {
+    auto l = Label(RandomScenario(rng, args.min_workers, args.max_workers), true);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    deferred += DeferredLabel(*l, args.defer_within) != l->best;
+  }
+  EXPECT_EQ(summary["deferred"].get<int>(), deferred);
+  std::filesystem::remove(file);
+}
+
 TEST(TrainSelector, RefusesBadArgumentsNamingTheFlag) {
   std::ostringstream out, err;
   TrainSelectorArgs args = Tiny(TempFile("never.json"));
@@ -120,6 +164,10 @@ TEST(TrainSelector, RefusesBadArgumentsNamingTheFlag) {
   args.labels = "both";
   EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
   EXPECT_NE(err.str().find("--labels"), std::string::npos);
+  args = Tiny(TempFile("never.json"));
+  args.defer_within = 0.05;  // with the default open labels
+  EXPECT_EQ(RunTrainSelectorCommand(args, out, err), 1);
+  EXPECT_NE(err.str().find("--defer-within"), std::string::npos);
   EXPECT_TRUE(out.str().empty());
 }
 
