@@ -160,7 +160,8 @@ TEST_F(SimCommand, MlSelectorWithAFileThatIsNoModelIsAnErrorNamingIt) {
 }
 
 #ifdef STAR_HAVE_XGBOOST
-// A model trained in-test that picks fixed_k at a quarter of the workers whatever it sees.
+// A model trained in-test that picks fixed_k at a quarter of the workers whatever it sees,
+// sure enough of it (enough rounds) to clear the loop's override margin.
 std::string TrainQuarterFixedKModel(const std::string& path) {
   op::SelectorTrainingSet set;
   std::mt19937_64 rng(3);
@@ -171,7 +172,7 @@ std::string TrainQuarterFixedKModel(const std::string& path) {
   }
   op::SelectorTrainOptions o;
   o.seed = 5;
-  o.rounds = 5;
+  o.rounds = 20;
   o.max_depth = 2;
   auto model = op::XgboostSelector::Train(set, o);
   EXPECT_TRUE(model.ok()) << model.status();

@@ -12,10 +12,10 @@
 
 namespace star::op {
 
-// SelectOptions{} with learned_override_margin 0.4 (see LoopOptions::select).
+// SelectOptions{} with learned_override_margin 0.8 (see LoopOptions::select).
 inline select::SelectOptions LoopSelectOptions() {
   select::SelectOptions o;
-  o.learned_override_margin = 0.4;
+  o.learned_override_margin = 0.8;
   return o;
 }
 
@@ -67,8 +67,8 @@ struct LoopOptions {
   // multiple of the typical full-precision worker's. >= 1; default 1.2.
   double amp_release_slowdown = 1.2;
   // Select() options (min_k comes from spec.synchronization.minK). Default SelectOptions{}
-  // but learned_override_margin 0.4: with selector ML the model overrides the
-  // heuristic's choice only when it is 40 points of probability surer of its own class
+  // but learned_override_margin 0.8: with selector ML the model overrides the
+  // heuristic's choice only when it is 80 points of probability surer of its own class
   // (tuned for models/selector.json on validation scenarios; bench/README.md).
   select::SelectOptions select = LoopSelectOptions();
   // Noise scale estimator options. Default NoiseScaleOptions{}.
