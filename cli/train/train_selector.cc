@@ -125,7 +125,9 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
   auto f = select::FeaturesOf(in, select::SelectorContext{std::clamp(comm_share, 0.0, 1.0)});
   if (!f.ok()) return f.status();
   l.features = *f;
-  auto h = select::Select(in, sim::SimOptions{}.select);
+  select::SelectOptions loop_select = sim::SimOptions{}.select;
+  loop_select.min_k = s.min_k.value_or(1);  // as the loop takes spec.synchronization.minK
+  auto h = select::Select(in, loop_select);
   if (!h.ok()) return h.status();
   l.heuristic_class = select::ClassOf(h->mode, h->k, s.workers);
 
@@ -192,7 +194,7 @@ StatusOr<LabelledScenario> Label(const sim::Scenario& s, bool closed_loop) {
 }
 
 int DeferredLabel(const LabelledScenario& l, double within) {
-  if (within < 0) return l.label;
+  if (within < 0) return l.best;
   return l.auto_tta <= (1 + within) * l.tta[static_cast<std::size_t>(l.best)] ? l.heuristic_class
                                                                             : l.best;
 }

@@ -96,7 +96,8 @@ struct LabelledScenario {
   select::SelectorFeatures features;
   int label = 0;                     // the best class (or, deferred, the heuristic's)
   int best = 0;                      // the class with the lowest TTA
-  int heuristic_class = 0;           // select::ClassOf the loop's Select() on `features`' times
+  int heuristic_class = 0;           // select::ClassOf the loop's Select() on the contended
+                                     // times (with the scenario's min_k, as the loop)
   std::vector<double> tta;           // per class; < 0 where not simulated
   double auto_tta = 0;               // the heuristic's (policy auto)
 };

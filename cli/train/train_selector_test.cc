@@ -92,14 +92,52 @@ TEST(Label, ClosedLoopPicksTheClassOfTheFastestAutoRun) {
   EXPECT_EQ(open->auto_tta, l->auto_tta);
 }
 
+// The heuristic's class of an 8-worker scenario whose worker 0 keeps `cpu` of its compute
+// speed throughout, computed here from the same times.
+int HeuristicClassOf(const sim::Scenario& s, double cpu) {
+  select::SelectionInput in;
+  in.architecture = s.architecture;
+  in.batch_per_worker = s.batch_per_worker;
+  in.noise_scale = s.noise_scale;
+  const double compute = s.batch_per_worker * s.compute_seconds_per_sample;
+  in.iteration_seconds.assign(s.workers, compute + s.communication_seconds);
+  in.iteration_seconds[0] = compute / cpu + s.communication_seconds;
+  select::SelectOptions o = sim::SimOptions{}.select;
+  o.min_k = s.min_k.value_or(1);
+  auto h = select::Select(in, o);
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
+  return h.ok() ? select::ClassOf(h->mode, h->k, s.workers) : -1;
+}
+
 TEST(Label, NamesTheHeuristicsClassForTheContendedTimes) {
-  std::mt19937_64 rng(2);
-  const sim::Scenario s = RandomScenario(rng, 4, 8);
-  auto l = Label(s, /*closed_loop=*/true);
-  ASSERT_TRUE(l.ok()) << l.status().ToString();
-  EXPECT_EQ(l->label, l->best);
-  EXPECT_GE(l->heuristic_class, 0);
-  EXPECT_LT(l->heuristic_class, static_cast<int>(select::kSelectorClassCount));
+  sim::Scenario s;
+  s.architecture = api::Architecture::kParameterServer;
+  s.workers = 8;
+  s.batch_per_worker = 32;
+  s.noise_scale = 100;
+  s.compute_seconds_per_sample = 0.002;
+  s.communication_seconds = 0.01;
+  s.min_updates = 50;
+  auto clean = Label(s);
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  EXPECT_EQ(clean->heuristic_class, select::kSelectorClassSsgd);
+  EXPECT_EQ(clean->label, clean->best);
+
+  sim::Episode e;
+  e.worker = 0;
+  e.cpu = 0.1;
+  s.episodes = {e};
+  const int expected = HeuristicClassOf(s, 0.1);
+  ASSERT_NE(expected, select::kSelectorClassSsgd) << "the straggler should move the heuristic";
+  auto slow = Label(s);
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  EXPECT_EQ(slow->heuristic_class, expected);
+
+  s.min_k = 7;  // the loop's minK bounds the heuristic's k as in the loop
+  ASSERT_NE(HeuristicClassOf(s, 0.1), expected) << "minK should change the heuristic's class";
+  auto bounded = Label(s);
+  ASSERT_TRUE(bounded.ok()) << bounded.status().ToString();
+  EXPECT_EQ(bounded->heuristic_class, HeuristicClassOf(s, 0.1));
 }
 
 TEST(DeferredLabel, TakesTheHeuristicsClassOnlyWhereItsRunIsCloseEnoughToTheBest) {
