@@ -62,6 +62,23 @@ Setting Mode(api::SyncMode mode, int k, std::vector<std::vector<int>> groups = {
   return SettingOf(d, BaselineSetting(4, 32), 4);
 }
 
+// A ring all-reduce moves at its slowest link, and every member is in it until it ends:
+// the shim measures the whole all-reduce as each member's communication, so a slow link
+// does not single out its worker (only its group).
+TEST(GroupsEngine, RingMembersReportTheRingsDurationAsCommunication) {
+  Job job(1);
+  job.s.episodes.push_back({.worker = 1, .start = 0, .end = {}, .cpu = {}, .bandwidth = 0.5});
+  job.model = std::make_unique<WorkerModel>(job.s);
+  job.state.model = job.model.get();
+  auto done = job.RunTo(Mode(api::SyncMode::kGroups, 4, {{0, 1}, {2, 3}}), 5);
+  ASSERT_EQ(done.size(), 20u);
+  for (const auto& d : done) {
+    const bool slow_ring = d.worker == 0 || d.worker == 1;
+    EXPECT_NEAR(d.communication, slow_ring ? 0.1 : 0.05, 1e-12) << "worker " << d.worker;
+    EXPECT_NEAR(d.wait, 0, 1e-12) << "equal compute: nobody waits";
+  }
+}
+
 TEST(SsgdEngine, EveryIterationWaitsForTheSlowestWorker) {
   Job job(0.5);
   auto done = job.RunTo(BaselineSetting(4, 32), 10);

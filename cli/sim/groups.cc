@@ -1,9 +1,12 @@
 // Synchronous groups on the all-reduce architecture: mode groups, and ssgd as one group
 // of every worker. A group starts an iteration on all its members at once; its all-reduce
 // starts when the slowest member has computed and lasts as long as the slowest member's
-// link takes (a ring all-reduce moves at its slowest link). Each member reports its own
-// communication time; the rest is waiting. Every group updates its parameters with the
-// samples of its members, undiscounted (groups are synchronous inside: progress.h).
+// link takes (a ring all-reduce moves at its slowest link). Each member reports the
+// all-reduce's duration as its communication time, as the shim measures it (a slow link
+// slows every member's ring steps alike), and the time until the slowest member was
+// ready as its wait. Every group updates its parameters (its own
+// copy with the scenario's group_replicas: progress.h) with the samples of its members,
+// undiscounted (groups are synchronous inside).
 #include <algorithm>
 #include <utility>
 
@@ -80,7 +83,7 @@ class GroupsEngine final : public ModeEngine {
   void End(Group& g, size_t index, std::vector<IterationDone>* done) {
     int64_t samples = 0;
     for (int w : g.members) samples += setting_.batches[static_cast<size_t>(w)];
-    st_.progress->Update(now_, static_cast<double>(samples));
+    st_.progress->Update(now_, static_cast<double>(samples), index);
     ++g.iteration;
     for (size_t i = 0; i < g.members.size(); ++i) {
       const int w = g.members[i];
@@ -91,8 +94,8 @@ class GroupsEngine final : public ModeEngine {
       d.iteration = g.iteration;
       d.end = now_;
       d.compute = g.compute[i];
-      d.communication = g.communication[i];
-      d.wait = (g.ready - (g.start + g.compute[i])) + (g.slowest_link - g.communication[i]);
+      d.communication = g.slowest_link;  // each member is in the ring until it ends
+      d.wait = g.ready - (g.start + g.compute[i]);
       d.batch = setting_.batches[ws];
       d.amp = setting_.amp[ws] != 0;
       d.update_batch = samples;

@@ -74,8 +74,12 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
       .AtLeast("report_every", s.report_every, 1)
       .Number("amp_speedup", &s.amp_speedup, api::Need::kOptional)
       .AtLeast("amp_speedup", s.amp_speedup, 1)
+      .Bool("amp_available", &s.amp_available, api::Need::kOptional)
       .Number("staleness_penalty", &s.staleness_penalty, api::Need::kOptional)
       .AtLeast("staleness_penalty", s.staleness_penalty, 0)
+      .Number("momentum", &s.momentum, api::Need::kOptional)
+      .AtLeast("momentum", s.momentum, 0)
+      .Bool("group_replicas", &s.group_replicas, api::Need::kOptional)
       .Number("asgd_cpu_overhead", &s.asgd_cpu_overhead, api::Need::kOptional)
       .AtLeast("asgd_cpu_overhead", s.asgd_cpu_overhead, 0)
       .Number("asgd_bandwidth_overhead", &s.asgd_bandwidth_overhead, api::Need::kOptional)
@@ -84,6 +88,9 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
       .AtLeast("parameter_servers", s.parameter_servers, 1)
       .Number("server_update_seconds", &s.server_update_seconds, api::Need::kOptional)
       .AtLeast("server_update_seconds", s.server_update_seconds, 0);
+  if (rd.ok() && s.momentum >= 1) {
+    rd.Fail("momentum", "must be < 1, got " + api::FormatNumber(s.momentum));
+  }
   if (rd.ok() && rd.Has("min_k")) {
     int k = 0;
     rd.Int("min_k", &k).AtLeast("min_k", k, 1);
@@ -92,6 +99,11 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
                            std::to_string(k));
     }
     s.min_k = k;
+  }
+  if (rd.ok() && rd.Has("detection_window")) {
+    int w = 0;
+    rd.Int("detection_window", &w).AtLeast("detection_window", w, 3);
+    s.detection_window = w;
   }
   if (rd.ok() && rd.Has("max_seconds")) {
     double m = 0;
@@ -106,9 +118,10 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
   }
   rd.RejectUnknown({"architecture", "workers", "batch_per_worker", "noise_scale", "min_updates",
                     "compute_seconds_per_sample", "communication_seconds", "jitter", "episodes",
-                    "seed", "report_every", "amp_speedup", "staleness_penalty",
+                    "seed", "report_every", "amp_speedup", "amp_available", "staleness_penalty", "momentum",
+                    "group_replicas",
                     "asgd_cpu_overhead", "asgd_bandwidth_overhead", "parameter_servers",
-                    "server_update_seconds", "min_k", "max_seconds"});
+                    "server_update_seconds", "detection_window", "min_k", "max_seconds"});
   if (!rd.ok()) return rd.status();
   s.architecture = *api::ParseArchitecture(arch);
   return s;
@@ -135,11 +148,15 @@ json ScenarioToJson(const Scenario& s) {
             {"seed", s.seed},
             {"report_every", s.report_every},
             {"amp_speedup", s.amp_speedup},
+            {"amp_available", s.amp_available},
             {"staleness_penalty", s.staleness_penalty},
+            {"momentum", s.momentum},
+            {"group_replicas", s.group_replicas},
             {"asgd_cpu_overhead", s.asgd_cpu_overhead},
             {"asgd_bandwidth_overhead", s.asgd_bandwidth_overhead},
             {"parameter_servers", s.parameter_servers},
             {"server_update_seconds", s.server_update_seconds}};
+  if (s.detection_window) j["detection_window"] = *s.detection_window;
   if (s.min_k) j["min_k"] = *s.min_k;
   if (s.max_seconds) j["max_seconds"] = *s.max_seconds;
   return j;

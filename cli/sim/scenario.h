@@ -68,7 +68,19 @@ struct Scenario {
   // Optional fields (JSON name = field name):
   int report_every = 2;  // iterations per WorkerReport, >= 1 (local mode's default)
   double amp_speedup = kDefaultAmpSpeedup;  // compute speedup with AMP on, >= 1
+  // Whether the workers can run mixed precision. false: the loop runs with
+  // spec.mitigation.amp off, as `star local` does on a CPU without native bf16.
+  bool amp_available = true;
   double staleness_penalty = kDefaultStalenessPenalty;            // >= 0
+  // The optimizer's momentum, in [0, 1): the shim restarts it at every switch, and the
+  // updates after one are worth less until it is back (progress.h). Default 0: a switch
+  // costs no progress.
+  double momentum = 0;
+  // Mode groups trains one copy of the model per group, averaged over the workers at the
+  // next switch, and the target is judged on rank 0's copy, as the shim runs it
+  // (progress.h). Default false: every group's updates advance one model, as STAR's
+  // cost model T_dyn assumes.
+  bool group_replicas = false;
   double asgd_cpu_overhead = kDefaultAsgdCpuOverhead;              // >= 0
   double asgd_bandwidth_overhead = kDefaultAsgdBandwidthOverhead;  // >= 0
   // Parameter servers of a ParameterServer job (and of the one ASGD runs on), >= 1.
@@ -77,6 +89,9 @@ struct Scenario {
   // each holds 1/parameter_servers of the model); gradients queue for it. >= 0,
   // default 0 (the servers are never the bottleneck).
   double server_update_seconds = 0;
+  // TrainingJob spec.mitigation.detection.window (reports in the detector's window),
+  // >= 3 when set; default the spec's default.
+  std::optional<int> detection_window;
   // TrainingJob spec.synchronization.minK, in [1, workers] when set.
   std::optional<int> min_k;
   // Simulated seconds after which a run stops without reaching the target; > 0.

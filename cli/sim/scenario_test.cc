@@ -49,7 +49,9 @@ TEST(ScenarioToJson, RoundTripsEveryField) {
   j["episodes"].push_back({{"worker", 5}, {"start", 7.5}, {"end", 9.25}, {"cpu", 0.5}, {"bandwidth", 0.25}});
   j.update({{"report_every", 3}, {"amp_speedup", 1.25}, {"staleness_penalty", 0.5},
             {"asgd_cpu_overhead", 1.5}, {"asgd_bandwidth_overhead", 2.5}, {"parameter_servers", 4},
-            {"server_update_seconds", 0.001}, {"min_k", 40}, {"max_seconds", 1234.5}, {"seed", 99}});
+            {"server_update_seconds", 0.001}, {"min_k", 40}, {"max_seconds", 1234.5}, {"seed", 99},
+            {"amp_available", false}, {"momentum", 0.9}, {"group_replicas", true},
+            {"detection_window", 10}});
   auto first = ScenarioFromJson(j);
   ASSERT_TRUE(first.ok()) << first.status();
   const json written = ScenarioToJson(*first);
@@ -80,6 +82,10 @@ TEST(ScenarioFromJson, OptionalFieldsKeepTheirDocumentedDefaults) {
   EXPECT_EQ(s->asgd_bandwidth_overhead, kDefaultAsgdBandwidthOverhead);
   EXPECT_EQ(s->parameter_servers, 1);
   EXPECT_FALSE(s->min_k);
+  EXPECT_TRUE(s->amp_available);
+  EXPECT_EQ(s->momentum, 0);
+  EXPECT_FALSE(s->group_replicas);
+  EXPECT_FALSE(s->detection_window);
   EXPECT_DOUBLE_EQ(TimeLimitSeconds(*s), kDefaultTimeLimitFactor * CleanSsgdSeconds(*s));
 }
 
@@ -123,6 +129,22 @@ TEST(ScenarioFromJson, RefusesBadFieldsNamingThem) {
   j = Contract();
   j["min_k"] = 65;
   EXPECT_EQ(ErrorOf(j), "min_k: must be <= workers (64), got 65");
+
+  j = Contract();
+  j["momentum"] = 1;
+  EXPECT_EQ(ErrorOf(j), "momentum: must be < 1, got 1");
+
+  j = Contract();
+  j["momentum"] = -0.5;
+  EXPECT_EQ(ErrorOf(j), "momentum: must be >= 0, got -0.5");
+
+  j = Contract();
+  j["group_replicas"] = "yes";
+  EXPECT_NE(ErrorOf(j).find("group_replicas: "), std::string::npos);
+
+  j = Contract();
+  j["detection_window"] = 2;
+  EXPECT_EQ(ErrorOf(j), "detection_window: must be >= 3, got 2");
 
   j = Contract();
   j["wrokers"] = 3;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,16 @@
 
 namespace star::sim {
 namespace {
+
+ProgressModel ProgressModelOf(const Scenario& s) {
+  ProgressModel m;
+  m.noise_scale = s.noise_scale;
+  m.min_updates = s.min_updates;
+  m.staleness_penalty = s.staleness_penalty;
+  m.momentum = s.momentum;
+  m.group_replicas = s.group_replicas;
+  return m;
+}
 
 // Per worker: the iterations since its last report.
 struct Pending {
@@ -28,7 +39,7 @@ class Run {
         options_(options),
         loop_(std::move(loop)),
         model_(s),
-        progress_(s.noise_scale, s.min_updates, s.staleness_penalty),
+        progress_(ProgressModelOf(s)),
         n_(static_cast<size_t>(s.workers)),
         reports_(n_),
         barrier_wait_(n_, 0),
@@ -61,6 +72,9 @@ class Run {
       start = *std::max_element(last_end_.begin(), last_end_.end());
       for (size_t w = 0; w < n_; ++w) barrier_wait_[w] = start - last_end_[w];
       setting = SettingOf(*pending_, setting, s_.workers);
+      progress_.Switch(setting.mode == api::SyncMode::kGroups
+                           ? std::span<const std::vector<int>>(setting.groups)
+                           : std::span<const std::vector<int>>());
       pending_.reset();
     }
   }
@@ -147,12 +161,14 @@ api::TrainingJobSpec JobSpecOf(const Scenario& s) {
   }
   spec.training.global_batch_size = static_cast<int64_t>(s.workers) * s.batch_per_worker;
   spec.synchronization.min_k = s.min_k;
+  if (s.detection_window) spec.mitigation.detection.window = *s.detection_window;
   return spec;
 }
 
 StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy, const SimOptions& options) {
   api::TrainingJobSpec spec = local::ApplyPolicy(JobSpecOf(s), policy);
   spec.synchronization.selector = options.selector;
+  if (!s.amp_available) spec.mitigation.amp.enabled = false;  // as `star local` runs it
   op::LoopOptions lo;
   lo.apply_margin_iterations = 3 * s.report_every;  // as `star local` runs it
   lo.select = options.select;

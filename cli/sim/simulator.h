@@ -9,7 +9,9 @@
 // loop in time order; a decision it returns becomes pending and applies when every worker
 // has reached its apply_at_iteration: the workers wait for each other there (the engine's
 // switch), and the next mode starts from that barrier with the decision's AMP flags and
-// batches (a worker's compute time is linear in its batch).
+// batches (a worker's compute time is linear in its batch). At the switch the model's
+// progress takes what the shim does to the model (Progress::Switch: the momentum
+// restarts, and with the scenario's group_replicas the groups' copies are averaged).
 //
 // The run ends when the target is reached (Progress, progress.h) or the simulated time
 // passes TimeLimitSeconds (tta null). Deterministic for a scenario and seed. Not

@@ -89,6 +89,53 @@ TEST(Simulate, FixedKLeavesAStaticStragglerBehind) {
   EXPECT_LT(*fixed_k.tta_seconds, *ssgd.tta_seconds);
 }
 
+// SGD with momentum m moves 1 / (1 - m) times its gradient per update once it is at
+// speed; from the start it is there only geometrically, which costs about m / (1 - m)
+// updates.
+TEST(Simulate, MomentumCostsAboutMOverOneMinusMUpdatesFromTheStart) {
+  Scenario s = Small(/*jitter=*/0);
+  const SimResult without = Sim(s, Policy::kSsgd);
+  s.momentum = 0.9;
+  const SimResult with = Sim(s, Policy::kSsgd);
+  EXPECT_GE(with.updates - without.updates, 9);
+  EXPECT_LE(with.updates - without.updates, 10);
+}
+
+// With group replicas, rank 0's copy learns from its own group only until the next
+// switch, so groups beside a straggler reach the target later than when every group's
+// updates count for one model.
+TEST(Simulate, GroupReplicasJudgeTheTargetOnRankZerosCopy) {
+  Scenario s = Small(/*jitter=*/0);
+  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}});
+  const SimResult shared = Sim(s, Policy::kGroups);
+  s.group_replicas = true;
+  const SimResult replicas = Sim(s, Policy::kGroups);
+  ASSERT_TRUE(shared.tta_seconds && replicas.tta_seconds);
+  EXPECT_GE(replicas.decisions, 1);
+  EXPECT_GT(*replicas.tta_seconds, *shared.tta_seconds);
+}
+
+// Without AMP the loop runs as `star local` does on a CPU without native bf16: policy
+// amp cannot turn it on, so it runs as SSGD does.
+TEST(Simulate, WithoutAmpPolicyAmpRunsAsSsgd) {
+  Scenario s = Small(/*jitter=*/0);
+  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}});
+  const SimResult ssgd = Sim(s, Policy::kSsgd);
+  ASSERT_TRUE(ssgd.tta_seconds);
+  EXPECT_LT(*Sim(s, Policy::kAmp).tta_seconds, *ssgd.tta_seconds) << "AMP helps when it can";
+  s.amp_available = false;
+  const SimResult amp = Sim(s, Policy::kAmp);
+  EXPECT_EQ(amp.decisions, 0);
+  EXPECT_EQ(amp.tta_seconds, ssgd.tta_seconds);
+}
+
+TEST(JobSpecOf, TakesTheScenariosDetectionWindow) {
+  Scenario s = Small();
+  EXPECT_EQ(JobSpecOf(s).mitigation.detection.window, api::TrainingJobSpec{}.mitigation.detection.window);
+  s.detection_window = 10;
+  EXPECT_EQ(JobSpecOf(s).mitigation.detection.window, 10);
+}
+
 TEST(Simulate, ATargetOutOfReachReportsNull) {
   Scenario s = Small();
   s.max_seconds = 1;
