@@ -15,18 +15,36 @@ samples[]) becomes a simulator scenario fitted from that report:
     compute per sample over its median compute per sample there (which understates it
     where the rest of the iteration slows more than forward and backward);
     bandwidth injections: the clean communication over its median communication there;
-  - the progress target: min_updates (1 + noise_scale / 256) = the clean SSGD runs'
-    median iterations to the target, with noise_scale and staleness_penalty chosen on
-    the --fit scenarios (a grid, least squares of log(simulated / measured TTA)).
+  - the testbed's job and trainer, as the simulator's optional fields: the detector's
+    window (--detection-window, bench/tta/job.yaml's 10), SGD's momentum, which the shim
+    restarts at every switch (--momentum, star-fmnist's 0.9), one model copy per group in
+    mode groups, judged on rank 0's copy (the testbed evaluates worker 0's snapshots), and
+    whether AMP was available (some sample of the runs has AMP on; --amp overrides);
+  - the progress target: the clean SSGD runs' median iterations to the target I, as
+    min_updates = (I - m (1 - m^I) / (1 - m)) / (1 + noise_scale / 256) (what I updates at
+    the global batch are worth, momentum m restarting at the start), with noise_scale and
+    staleness_penalty chosen on the --fit scenarios (a grid, least squares of
+    log(simulated / measured TTA)).
 The simulation starts at the run's first iteration; its TTA is compared with the run's
 TTA less that start. Prints the fitted parameters, one row per run and the per-cell
-medians with the policy ranking per scenario (markdown), and writes the scenarios to
---out.
+medians with the policy ranking per scenario (markdown), and writes the scenarios and a
+manifest (runs.json: the clean fit and, per scenario file, the run's measured TTA and
+start) to --out.
+
+--replay DIR re-runs a calibration from DIR's scenarios and manifest instead of the
+reports (the progress parameters are fitted again; the rest of each scenario is kept,
+with the testbed options above set from the flags).
+
+--noise-scale and --staleness-penalty take those values instead of fitting them (to test
+a calibration on runs it was not fitted on).
 
 Usage:
-  bench/sim/calibrate.py --star build/cli/star --clean DIR... --runs DIR... \
+  bench/sim/calibrate.py --star build/cli/star --clean DIR... --runs DIR... \\
+                         [--fit neighbor] [--noise-scale X --staleness-penalty Y] [--out DIR]
+  bench/sim/calibrate.py --star build/cli/star --replay bench/sim/calibration \\
                          [--fit neighbor] [--out DIR]
-where each DIR is a tta_bench --out directory (its runs/*.json are read).
+where each DIR of --clean and --runs is a tta_bench --out directory (its runs/*.json are
+read), and --fit is a comma-separated list of scenarios or "all".
 """
 import argparse
 import glob
@@ -37,10 +55,13 @@ import re
 import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 GLOBAL_BATCH = 256
-PHI_GRID = [0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536]
+PHI_GRID = [0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536]
 PENALTY_GRID = [0, 0.1, 0.3, 1.0, 3.0, 10.0]
+# Fields of a fitted scenario that the fit of the progress model sets.
+PROGRESS_FIELDS = ("noise_scale", "min_updates", "staleness_penalty")
 
 
 def reports(dirs, scenario=None):
@@ -133,90 +154,178 @@ def episodes(r, clean):
     return out
 
 
-def scenario(r, clean, phi, penalty):
-    return {
-        "architecture": "AllReduce", "workers": 4, "batch_per_worker": GLOBAL_BATCH // 4,
-        "noise_scale": phi, "min_updates": clean["iterations"] / (1 + phi / GLOBAL_BATCH),
-        "compute_seconds_per_sample": clean["compute_seconds_per_sample"],
-        "communication_seconds": clean["communication_seconds"], "jitter": clean["jitter"],
-        "episodes": episodes(r, clean), "staleness_penalty": penalty, "seed": 1,
-    }
+def runs_from_reports(a):
+    """The clean fit and one entry per run: its fitted scenario, measured TTA and start."""
+    clean_runs = reports(a.clean, "clean")
+    if not clean_runs:
+        sys.exit("calibrate.py: --clean: no clean run with a TTA in " + " ".join(a.clean))
+    clean = fit_clean(clean_runs)
+    amp = any(s.get("amp") for r in reports(a.runs) for s in r["samples"])
+    entries = []
+    for r in reports(a.runs):
+        if r["_scenario"] == "clean":
+            continue
+        # <tta_bench out dir>-<scenario>-<policy>.json
+        name = os.path.basename(os.path.dirname(os.path.dirname(r["_file"]))) + "-" + os.path.basename(r["_file"])
+        entries.append({
+            "file": name, "scenario": r["_scenario"], "policy": r["_policy"],
+            "measured_tta": r["tta_seconds"], "start": start_time(r), "report": r["_file"],
+            "fitted": {
+                "architecture": "AllReduce", "workers": 4, "batch_per_worker": GLOBAL_BATCH // 4,
+                "compute_seconds_per_sample": clean["compute_seconds_per_sample"],
+                "communication_seconds": clean["communication_seconds"], "jitter": clean["jitter"],
+                "episodes": episodes(r, clean), "amp_available": amp, "seed": 1,
+            },
+        })
+    return f"{len(clean_runs)} runs", clean, entries
+
+
+def runs_from_replay(a):
+    """The same from a directory this script wrote (its runs.json and scenarios)."""
+    path = os.path.join(a.replay, "runs.json")
+    try:
+        with open(path) as fh:
+            manifest = json.load(fh)
+    except (OSError, ValueError) as e:
+        sys.exit(f"calibrate.py: --replay: cannot read {path}: {e}")
+    entries = []
+    for e in manifest["runs"]:
+        with open(os.path.join(a.replay, e["file"])) as fh:
+            fitted = json.load(fh)
+        for k in PROGRESS_FIELDS + ("momentum", "group_replicas", "detection_window"):
+            fitted.pop(k, None)
+        fitted.setdefault("amp_available", manifest["amp_available"])
+        entries.append(dict(e, fitted=fitted))
+    return f"replayed from {path}", manifest["clean"], entries
+
+
+def scenario(e, clean, a, phi, penalty):
+    m, iters = a.momentum, clean["iterations"]
+    worth = iters - (m * (1 - m ** iters) / (1 - m) if m > 0 else 0)
+    s = dict(e["fitted"])
+    s.update({
+        "noise_scale": phi, "min_updates": worth / (1 + phi / GLOBAL_BATCH),
+        "staleness_penalty": penalty, "momentum": m, "group_replicas": True,
+        "detection_window": a.detection_window,
+    })
+    if a.amp != "auto":
+        s["amp_available"] = a.amp == "on"
+    return s
 
 
 def simulate(star, scen, policy, cache={}):
     key = (json.dumps(scen, sort_keys=True), policy)
     if key not in cache:
         out = subprocess.run([star, "sim", "-", "--policy", policy], input=json.dumps(scen),
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"calibrate.py: star sim failed: {out.stderr.strip()}")
         cache[key] = json.loads(out.stdout)["results"][0]["tta_seconds"]
     return cache[key]
 
 
-def fit_progress(star, runs, clean):
+def simulate_all(star, jobs):
+    """[(scenario, policy)] -> simulated TTAs, two at a time."""
+    with ThreadPoolExecutor(2) as ex:
+        return list(ex.map(lambda j: simulate(star, *j), jobs))
+
+
+def fit_progress(a, entries, clean):
     best = None
-    for phi in PHI_GRID:
-        for penalty in PENALTY_GRID:
-            err = 0.0
-            for r in runs:
-                sim = simulate(star, scenario(r, clean, phi, penalty), r["_policy"])
-                measured = r["tta_seconds"] - start_time(r)
-                err += math.log((sim if sim else 1e9) / measured) ** 2
+    for phi in [a.noise_scale] if a.noise_scale is not None else PHI_GRID:
+        for penalty in [a.staleness_penalty] if a.staleness_penalty is not None else PENALTY_GRID:
+            sims = simulate_all(a.star, [(scenario(e, clean, a, phi, penalty), e["policy"]) for e in entries])
+            err = sum(math.log((s if s else 1e9) / (e["measured_tta"] - e["start"])) ** 2
+                      for s, e in zip(sims, entries))
             if best is None or err < best[0]:
                 best = (err, phi, penalty)
     return best[1], best[2]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--star", required=True)
-    ap.add_argument("--clean", nargs="+", required=True)
-    ap.add_argument("--runs", nargs="+", required=True)
-    ap.add_argument("--fit", default="neighbor", help="scenario(s) the progress parameters are chosen on")
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    clean_runs = reports(a.clean, "clean")
-    if not clean_runs:
-        sys.exit("calibrate.py: no clean run with a TTA in --clean")
-    clean = fit_clean(clean_runs)
-    runs = [r for r in reports(a.runs) if r["_scenario"] != "clean"]
-    fit_on = [r for r in runs if r["_scenario"] in a.fit.split(",")]
-    phi, penalty = fit_progress(a.star, fit_on, clean)
-    print(f"clean fit ({len(clean_runs)} runs): " + ", ".join(f"{k} {v:.5g}" for k, v in clean.items()))
-    print(f"progress fit on {a.fit} ({len(fit_on)} runs): noise_scale {phi}, staleness_penalty {penalty}\n")
-    cells = {}
-    print("| run | measured TTA (s) | simulated (s) | sim / measured |\n|---|---|---|---|")
-    for r in runs:
-        scen = scenario(r, clean, phi, penalty)
-        t0 = start_time(r)
-        sim = simulate(a.star, scen, r["_policy"])
-        sim_tta = sim + t0 if sim is not None else None
-        cells.setdefault((r["_scenario"], r["_policy"]), []).append((r["tta_seconds"], sim_tta))
-        ratio = f"{sim_tta / r['tta_seconds']:.2f}" if sim_tta else "-"
-        print(f"| {os.path.relpath(r['_file'])} | {r['tta_seconds']:.1f} | "
-              f"{sim_tta if sim_tta is None else round(sim_tta, 1)} | {ratio} |")
-        if a.out:
-            os.makedirs(a.out, exist_ok=True)
-            # <tta_bench out dir>-<scenario>-<policy>.json
-            name = os.path.basename(os.path.dirname(os.path.dirname(r["_file"]))) + "-" + os.path.basename(r["_file"])
-            with open(os.path.join(a.out, name), "w") as fh:
-                json.dump(scen, fh, indent=1)
+def print_cells(cells, fit):
     print("\n| scenario | policy | runs | measured median (s) | simulated median (s) | difference |")
     print("|---|---|---|---|---|---|")
-    ranking = {}
+    ranking, within = {}, 0
     for (s, p), v in sorted(cells.items()):
         m = statistics.median(x for x, _ in v)
         sims = [y for _, y in v if y is not None]
         sm = statistics.median(sims) if sims else None
+        within += sm is not None and abs(sm / m - 1) <= 0.15
         ranking.setdefault(s, []).append((p, m, sm))
         diff = f"{(sm / m - 1) * 100:+.0f}%" if sm else "-"
-        print(f"| {s}{' (fit)' if s in a.fit.split(',') else ''} | {p} | {len(v)} | {m:.1f} | "
+        print(f"| {s}{' (fit)' if s in fit else ''} | {p} | {len(v)} | {m:.1f} | "
               f"{'-' if sm is None else round(sm, 1)} | {diff} |")
-    print()
+    print(f"\n{within} of {len(cells)} cells within 15% of the measured TTA.")
+    same = 0
     for s, rows in ranking.items():
         by_m = [p for p, m, _ in sorted(rows, key=lambda x: x[1])]
         by_s = [p for p, _, sm in sorted(rows, key=lambda x: x[2] if x[2] else 1e18)]
+        same += by_m == by_s
         print(f"{s}: measured ranking {' < '.join(by_m)}; simulated {' < '.join(by_s)}"
               f"{'' if by_m == by_s else '  (differs)'}")
+    print(f"Ranking kept in {same} of {len(ranking)} scenarios.")
+
+
+def write_out(out, clean, entries, scens):
+    os.makedirs(out, exist_ok=True)
+    for e, scen in zip(entries, scens):
+        with open(os.path.join(out, e["file"]), "w") as fh:
+            json.dump(scen, fh, indent=1)
+    manifest = {"clean": clean, "amp_available": all(s.get("amp_available", True) for s in scens),
+                "runs": [{k: v for k, v in e.items() if k != "fitted"} for e in entries]}
+    with open(os.path.join(out, "runs.json"), "w") as fh:
+        json.dump(manifest, fh, indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--star", required=True)
+    ap.add_argument("--clean", nargs="+")
+    ap.add_argument("--runs", nargs="+")
+    ap.add_argument("--replay", help="a directory this script wrote with --out")
+    ap.add_argument("--fit", default="neighbor", help='scenario(s) the progress parameters are chosen on, or "all"')
+    ap.add_argument("--noise-scale", type=float, help="take this noise scale instead of fitting one")
+    ap.add_argument("--staleness-penalty", type=float, help="take this penalty instead of fitting one")
+    ap.add_argument("--momentum", type=float, default=0.9, help="the trainer's SGD momentum")
+    ap.add_argument("--detection-window", type=int, default=10, help="the testbed job's detection window")
+    ap.add_argument("--amp", choices=["auto", "on", "off"], default="auto",
+                    help="AMP available to the runs (auto: some sample had it on)")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if not 0 <= a.momentum < 1:
+        ap.error("--momentum: must be in [0, 1)")
+    if a.noise_scale is not None and a.noise_scale < 0:
+        ap.error("--noise-scale: must be >= 0")
+    if a.staleness_penalty is not None and a.staleness_penalty < 0:
+        ap.error("--staleness-penalty: must be >= 0")
+    if a.replay:
+        source, clean, entries = runs_from_replay(a)
+    elif a.clean and a.runs:
+        source, clean, entries = runs_from_reports(a)
+    else:
+        ap.error("give --clean and --runs, or --replay")
+    fit = sorted({e["scenario"] for e in entries}) if a.fit == "all" else a.fit.split(",")
+    fit_on = [e for e in entries if e["scenario"] in fit]
+    if not fit_on:
+        ap.error(f"--fit: no run of scenario(s) {a.fit}")
+    phi, penalty = fit_progress(a, fit_on, clean)
+    print(f"clean fit ({source}): " + ", ".join(f"{k} {v:.5g}" for k, v in clean.items()))
+    how = "given" if a.noise_scale is not None and a.staleness_penalty is not None else f"fit on {','.join(fit)}"
+    print(f"progress {how} ({len(fit_on)} runs): noise_scale {phi}, staleness_penalty {penalty}; "
+          f"momentum {a.momentum}, detection window {a.detection_window}, group replicas\n")
+    scens = [scenario(e, clean, a, phi, penalty) for e in entries]
+    sims = simulate_all(a.star, [(s, e["policy"]) for s, e in zip(scens, entries)])
+    cells = {}
+    print("| run | measured TTA (s) | simulated (s) | sim / measured |\n|---|---|---|---|")
+    for e, sim in zip(entries, sims):
+        sim_tta = sim + e["start"] if sim is not None else None
+        cells.setdefault((e["scenario"], e["policy"]), []).append((e["measured_tta"], sim_tta))
+        ratio = f"{sim_tta / e['measured_tta']:.2f}" if sim_tta else "-"
+        print(f"| {e['file']} | {e['measured_tta']:.1f} | "
+              f"{sim_tta if sim_tta is None else round(sim_tta, 1)} | {ratio} |")
+    print_cells(cells, fit)
+    if a.out:
+        write_out(a.out, clean, entries, scens)
 
 
 if __name__ == "__main__":
