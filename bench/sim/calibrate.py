@@ -15,6 +15,8 @@ samples[]) becomes a simulator scenario fitted from that report:
     compute per sample over its median compute per sample there (which understates it
     where the rest of the iteration slows more than forward and backward);
     bandwidth injections: the clean communication over its median communication there;
+    a stretch with fewer than 2 of the worker's samples (no period to read) gets no
+    episode, so the worker runs it at full speed;
   - the testbed's job and trainer, as the simulator's optional fields: the detector's
     window (--detection-window, bench/tta/job.yaml's 10), SGD's momentum, which the shim
     restarts at every switch (--momentum, star-fmnist's 0.9), one model copy per group in
@@ -327,7 +329,8 @@ def main():
         ap.error(f"--fit: no run of scenario(s) {a.fit}")
     phi, penalty = fit_progress(a, fit_on, clean)
     print(f"clean fit ({source}): " + ", ".join(f"{k} {v:.5g}" for k, v in clean.items()))
-    how = "given" if a.noise_scale is not None and a.staleness_penalty is not None else f"fit on {','.join(fit)}"
+    given = a.noise_scale is not None and a.staleness_penalty is not None
+    how = "given" if given else f"fit on {','.join(fit)}"
     print(f"progress {how} ({len(fit_on)} runs): noise_scale {phi}, staleness_penalty {penalty}; "
           f"momentum {a.momentum}, detection window {a.detection_window}, group replicas\n")
     scens = [scenario(e, clean, a, phi, penalty) for e in entries]
@@ -340,7 +343,7 @@ def main():
         ratio = f"{sim_tta / e['measured_tta']:.2f}" if sim_tta else "-"
         print(f"| {e['file']} | {e['measured_tta']:.1f} | "
               f"{sim_tta if sim_tta is None else round(sim_tta, 1)} | {ratio} |")
-    print_cells(cells, fit)
+    print_cells(cells, [] if given else fit)  # "(fit)" marks the scenarios fitted on
     if a.out:
         write_out(a.out, clean, entries, scens)
 
