@@ -40,6 +40,16 @@ with the testbed options above set from the flags).
 --noise-scale and --staleness-penalty take those values instead of fitting them (to test
 a calibration on runs it was not fitted on).
 
+Two other readings of the speeds, kept to test them (bench/README.md has what they gave):
+  --base run: each run's workers get the clean compute per sample scaled by the median
+    compute per sample of the run's uninjected workers over the clean runs' (on the shared
+    testbed host the others speed up or slow down with the injected worker); reports only.
+  --match-clean-period: the clean runs' period holds each iteration's wait for the ring's
+    slowest member, which the simulator's jitter adds again (a clean SSGD run simulates
+    about 12% slower than it ran); this scales compute per sample, and the injected
+    workers' cpu, which was read against the same period, by the factor that makes the
+    simulated clean period the measured one.
+
 Usage:
   bench/sim/calibrate.py --star build/cli/star --clean DIR... --runs DIR... \\
                          [--fit neighbor] [--noise-scale X --staleness-penalty Y] [--out DIR]
@@ -157,6 +167,19 @@ def episodes(r, clean):
     return out
 
 
+def run_base(r, clean):
+    """The clean fit with its compute scaled to this run's uninjected workers: their median
+    compute per sample over the clean runs' (on a shared host they speed up when an injected
+    worker uses less of it)."""
+    injected = {parse_injection(spec)["worker"] for spec in r.get("injections", [])}
+    mine = [s["compute_seconds"] / s["batch"] for s in r["samples"] if s["worker"] not in injected]
+    if not mine:
+        return clean
+    f = statistics.median(mine) / clean["raw_compute_per_sample"]
+    return dict(clean, compute_seconds_per_sample=clean["compute_seconds_per_sample"] * f,
+                raw_compute_per_sample=clean["raw_compute_per_sample"] * f)
+
+
 def runs_from_reports(a):
     """The clean fit and one entry per run: its fitted scenario, measured TTA and start."""
     clean_runs = reports(a.clean, "clean")
@@ -170,14 +193,15 @@ def runs_from_reports(a):
             continue
         # <tta_bench out dir>-<scenario>-<policy>.json
         name = os.path.basename(os.path.dirname(os.path.dirname(r["_file"]))) + "-" + os.path.basename(r["_file"])
+        base = run_base(r, clean) if a.base == "run" else clean
         entries.append({
             "file": name, "scenario": r["_scenario"], "policy": r["_policy"],
             "measured_tta": r["tta_seconds"], "start": start_time(r), "report": r["_file"],
             "fitted": {
                 "architecture": "AllReduce", "workers": 4, "batch_per_worker": GLOBAL_BATCH // 4,
-                "compute_seconds_per_sample": clean["compute_seconds_per_sample"],
+                "compute_seconds_per_sample": base["compute_seconds_per_sample"],
                 "communication_seconds": clean["communication_seconds"], "jitter": clean["jitter"],
-                "episodes": episodes(r, clean), "amp_available": amp, "seed": 1,
+                "episodes": episodes(r, base), "amp_available": amp, "seed": 1,
             },
         })
     return f"{len(clean_runs)} runs", clean, entries
@@ -202,10 +226,35 @@ def runs_from_replay(a):
     return f"replayed from {path}", manifest["clean"], entries
 
 
+def clean_period(star, e, cps):
+    """Seconds per iteration of e's scenario without episodes, in SSGD, at cps per sample."""
+    s = dict(e["fitted"], episodes=[], compute_seconds_per_sample=cps, noise_scale=0, min_updates=300)
+    out = subprocess.run([star, "sim", "-", "--policy", "ssgd"], input=json.dumps(s), capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"calibrate.py: star sim failed: {out.stderr.strip()}")
+    r = json.loads(out.stdout)["results"][0]
+    return r["tta_seconds"] / r["iterations"]
+
+
+def period_factor(star, e, clean):
+    """The factor on compute per sample that makes the simulated clean SSGD run iterate at the
+    clean runs' measured period. That period already holds each iteration's wait for the
+    ring's slowest member, which the simulator's jitter adds again; the simulated period is
+    linear in compute per sample, so two simulations give the factor."""
+    target = clean["compute_seconds_per_sample"] * GLOBAL_BATCH / 4 + clean["communication_seconds"]
+    c0 = clean["compute_seconds_per_sample"]
+    p1, p2 = clean_period(star, e, c0), clean_period(star, e, c0 / 2)
+    return 1 - (p1 - target) / ((p1 - p2) * 2)
+
+
 def scenario(e, clean, a, phi, penalty):
     m, iters = a.momentum, clean["iterations"]
     worth = iters - (m * (1 - m ** iters) / (1 - m) if m > 0 else 0)
     s = dict(e["fitted"])
+    if a.period_factor is not None:  # the injected workers' speeds were read against that period too
+        s["compute_seconds_per_sample"] *= a.period_factor
+        s["episodes"] = [dict(ep, cpu=round(min(1.0, ep["cpu"] * a.period_factor), 4)) if "cpu" in ep else ep
+                         for ep in s["episodes"]]
     s.update({
         "noise_scale": phi, "min_updates": worth / (1 + phi / GLOBAL_BATCH),
         "staleness_penalty": penalty, "momentum": m, "group_replicas": True,
@@ -309,6 +358,10 @@ def main():
     ap.add_argument("--detection-window", type=int, default=10, help="the testbed job's detection window")
     ap.add_argument("--amp", choices=["auto", "on", "off"], default="auto",
                     help="AMP available to the runs (auto: some sample had it on)")
+    ap.add_argument("--base", choices=["clean", "run"], default="clean",
+                    help="the workers' speed: the clean runs' (clean) or each run's uninjected workers' (run)")
+    ap.add_argument("--match-clean-period", action="store_true",
+                    help="scale compute per sample so that the simulated clean run iterates at the measured period")
     ap.add_argument("--out")
     a = ap.parse_args()
     if not 0 <= a.momentum < 1:
@@ -317,18 +370,24 @@ def main():
         ap.error("--noise-scale: must be >= 0")
     if a.staleness_penalty is not None and a.staleness_penalty < 0:
         ap.error("--staleness-penalty: must be >= 0")
+    if a.replay and a.base == "run":
+        ap.error("--base run: needs the runs' reports (--clean and --runs), not --replay")
     if a.replay:
         source, clean, entries = runs_from_replay(a)
     elif a.clean and a.runs:
         source, clean, entries = runs_from_reports(a)
     else:
         ap.error("give --clean and --runs, or --replay")
+    a.period_factor = period_factor(a.star, entries[0], clean) if a.match_clean_period else None
     fit = sorted({e["scenario"] for e in entries}) if a.fit == "all" else a.fit.split(",")
     fit_on = [e for e in entries if e["scenario"] in fit]
     if not fit_on:
         ap.error(f"--fit: no run of scenario(s) {a.fit}")
     phi, penalty = fit_progress(a, fit_on, clean)
     print(f"clean fit ({source}): " + ", ".join(f"{k} {v:.5g}" for k, v in clean.items()))
+    if a.period_factor is not None:
+        print(f"compute per sample and the injected workers' cpu x {a.period_factor:.4f} "
+              f"(the simulated clean period matches the measured one)")
     given = a.noise_scale is not None and a.staleness_penalty is not None
     how = "given" if given else f"fit on {','.join(fit)}"
     print(f"progress {how} ({len(fit_on)} runs): noise_scale {phi}, staleness_penalty {penalty}; "
