@@ -229,10 +229,7 @@ def runs_from_replay(a):
 def clean_period(star, e, cps):
     """Seconds per iteration of e's scenario without episodes, in SSGD, at cps per sample."""
     s = dict(e["fitted"], episodes=[], compute_seconds_per_sample=cps, noise_scale=0, min_updates=300)
-    out = subprocess.run([star, "sim", "-", "--policy", "ssgd"], input=json.dumps(s), capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"calibrate.py: star sim failed: {out.stderr.strip()}")
-    r = json.loads(out.stdout)["results"][0]
+    r = run_sim(star, s, "ssgd")
     return r["tta_seconds"] / r["iterations"]
 
 
@@ -265,14 +262,19 @@ def scenario(e, clean, a, phi, penalty):
     return s
 
 
+def run_sim(star, scen, policy):
+    """`star sim` of one scenario under one policy: its result object."""
+    out = subprocess.run([star, "sim", "-", "--policy", policy], input=json.dumps(scen),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"calibrate.py: star sim failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)["results"][0]
+
+
 def simulate(star, scen, policy, cache={}):
     key = (json.dumps(scen, sort_keys=True), policy)
     if key not in cache:
-        out = subprocess.run([star, "sim", "-", "--policy", policy], input=json.dumps(scen),
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"calibrate.py: star sim failed: {out.stderr.strip()}")
-        cache[key] = json.loads(out.stdout)["results"][0]["tta_seconds"]
+        cache[key] = run_sim(star, scen, policy)["tta_seconds"]
     return cache[key]
 
 
