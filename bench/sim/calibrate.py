@@ -47,8 +47,9 @@ Two other readings of the speeds, kept to test them (bench/README.md has what th
   --match-clean-period: the clean runs' period holds each iteration's wait for the ring's
     slowest member, which the simulator's jitter adds again (a clean SSGD run simulates
     about 12% slower than it ran); this scales compute per sample, and the injected
-    workers' cpu, which was read against the same period, by the factor that makes the
-    simulated clean period the measured one.
+    workers' cpu (read against the same period where the period gave the slower reading,
+    and scaled alike where the compute did), by the factor that makes the simulated clean
+    period the measured one.
 
 Usage:
   bench/sim/calibrate.py --star build/cli/star --clean DIR... --runs DIR... \\
