@@ -34,6 +34,7 @@ using Slowdown = std::function<double(int w, int64_t i)>;
 
 struct RunResult {
   std::vector<api::Decision> decisions;  // every distinct decision, in issue order
+  std::vector<int64_t> reported_before;  // per decision: the largest iteration reported
   int nonempty_responses = 0;
 };
 
@@ -90,6 +91,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
           }
         }
         out.decisions.push_back(dec);
+        out.reported_before.push_back(max_reported);
         latest = dec;
       }
     }
@@ -445,6 +447,32 @@ TEST(JobControlLoop, GroupsPolicySeparatesTheSevereStraggler) {
   const api::Decision& d = r.decisions.back();
   EXPECT_EQ(d.mode, api::SyncMode::kGroups);
   EXPECT_EQ(d.groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+}
+
+// The apply margin (5 iterations by default) is scaled by the slowest / fastest time
+// only in a mode that lets the fast workers run ahead. Worker 2 is 4x slower from
+// iteration 100, worker 3 from 200: the first split is decided in one group of all,
+// where every worker is in step, the second in two groups, where they run apart.
+TEST(JobControlLoop, TheApplyMarginIsScaledOnlyInModesWhereWorkersRunApart) {
+  LoopOptions patient;
+  patient.max_drift_wait_seconds = 1e9;
+  StatusOr<JobControlLoop> loop =
+      JobControlLoop::Create(Spec(api::SyncPolicy::kGroups, false, false), patient);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunResult r = RunJob(*loop, 400, [](int w, int64_t i) {
+    return (w == 2 && i >= 100) || (w == 3 && i >= 200) ? 4.0 : 1.0;
+  });
+  // The policy's first decision is one group of all; the split comes after it.
+  const auto split = std::find_if(r.decisions.begin(), r.decisions.end(),
+                                  [](const api::Decision& d) { return d.groups.size() > 1; });
+  ASSERT_TRUE(split != r.decisions.end() && split + 1 != r.decisions.end()) << TimelineText(*loop);
+  const size_t first = static_cast<size_t>(split - r.decisions.begin());
+  EXPECT_EQ(split->groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+  EXPECT_EQ(split->apply_at_iteration - r.reported_before[first], patient.apply_margin_iterations);
+  // Decided in two groups: compute 0.4 s + 0.02 s against 0.1 s + 0.02 s, a ratio of
+  // about 3.5.
+  EXPECT_GE(split[1].apply_at_iteration - r.reported_before[first + 1],
+            3 * patient.apply_margin_iterations);
 }
 
 // Workers that run at their own pace, as in groups mode (each worker's iteration count

@@ -36,19 +36,6 @@ bool JobControlLoop::PreviousDecisionApplied() const {
   return !decision_ || MinIteration() >= decision_->apply_at_iteration;
 }
 
-int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const {
-  // The margin is in the slowest worker's iterations: in fixed_k, groups and asgd the
-  // fastest workers run ahead by the speed ratio, and the slowest must still report
-  // (and learn the decision) before the fastest reach it.
-  double ratio = 1;
-  if (AllMeasured(times)) {
-    const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
-    ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
-  }
-  return std::max<int64_t>(max_iteration_, 0) +
-         static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
-}
-
 namespace {
 
 // Whether workers' iteration counts drift apart under a mode: not in SSGD, nor in
@@ -61,6 +48,21 @@ bool Drifts(api::SyncMode mode, int k, size_t groups, int n) {
 }
 
 }  // namespace
+
+int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const {
+  // The margin is in the slowest worker's iterations: in fixed_k, groups and asgd the
+  // fastest workers run ahead by the speed ratio, and the slowest must still report
+  // (and learn the decision) before the fastest reach it. In a mode that keeps every
+  // worker in step (ssgd, one group of all, fixed_k waiting for all) none runs ahead.
+  double ratio = 1;
+  const SyncSetting& now = in_force_.sync;
+  if (AllMeasured(times) && Drifts(now.mode, now.k, now.groups.size(), n_)) {
+    const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
+    ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
+  }
+  return std::max<int64_t>(max_iteration_, 0) +
+         static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
+}
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
   const SyncSetting& now = in_force_.sync;

@@ -55,9 +55,11 @@
 //   batch sizes alpha = mean t / b, beta = 0). A new plan replaces the current batches
 //   only if it lowers the modelled makespan by more than `min_batch_gain` (no jitter).
 //   Otherwise batches stay equal.
-// * apply_at_iteration = the largest iteration any worker reported + apply_margin x
-//   (slowest / fastest worker time, at most 50: the fastest run ahead by that much in
-//   fixed_k, groups and asgd, and the slowest must report before they get there). A
+// * apply_at_iteration = the largest iteration any worker reported + apply_margin,
+//   times (slowest / fastest worker time, at most 50) when the mode in force lets the
+//   fastest run ahead by that much (fixed_k below n, two or more groups, asgd: the
+//   slowest must report before they get there); in a mode that keeps every worker in
+//   step (ssgd, fixed_k of n, one group of all) the margin is not scaled. A
 //   new decision waits until every worker has reported an iteration at or past the
 //   previous decision's apply_at_iteration (workers learn only the newest decision, so
 //   one that never saw the previous decision would not make its switch).
