@@ -30,6 +30,7 @@
 #include "flags.h"
 #include "server.h"
 #include "snapshot.h"
+#include "star/shim/heap.h"
 #include "star/shim/synchronizer.h"
 #include "star/shim/torch_amp.h"
 #include "star/shim/torch_data.h"
@@ -275,6 +276,9 @@ Status Worker::Finish() {
 }
 
 int Run(const Flags& flags) {
+  // Activations are freed and allocated every iteration: keep them in the heap, so that
+  // a batch change does not fault them in again each iteration (heap.h).
+  if (Status s = RetainFreedHeap(); !s.ok()) std::cerr << "star-fmnist: warning: " << s << "\n";
   if (!flags.evaluate_dir.empty()) return RunEvaluator(flags);
   torch::set_num_threads(flags.threads);
   torch::manual_seed(flags.seed);
