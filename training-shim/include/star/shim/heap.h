@@ -11,7 +11,7 @@ namespace star::shim {
 // glibc maps blocks of a size it has not seen before afresh and unmaps them on free, and
 // trims the heap's top: after a batch change each iteration can fault its activations in
 // again. Where page faults are slow (a virtual machine filling 400 MB took 1.5 s),
-// the testbed's LibTorch CNN then ran 3-15x slower per sample at some batch sizes until
+// the testbed's LibTorch CNN then ran 3-9x slower per sample at some batch sizes until
 // the next change, and the control loop rightly flagged an uninjected worker. Call once,
 // before training. An error (a malloc that is not glibc's, as under AddressSanitizer)
 // leaves the defaults and is safe to report and ignore.
