@@ -10,6 +10,7 @@ namespace star::op {
 void JobControlLoop::RecordSample(const api::WorkerReport& r) {
   WorkerData& wd = workers_[static_cast<size_t>(r.worker)];
   wd.last_iteration = r.iteration;
+  ++wd.reports;
   const size_t cap = static_cast<size_t>(options_.time_window);
   if (wd.iteration_seconds.size() < cap) {
     wd.iteration_seconds.push_back(r.iteration_seconds());
@@ -147,19 +148,37 @@ std::vector<int> JobControlLoop::ModeStragglers() const {
   return out;
 }
 
+namespace {
+
+// The median of `v` (the mean of the middle two for an even count); reorders `v`.
+double MedianOf(std::vector<double>& v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
+}
+
+}  // namespace
+
 std::vector<double> JobControlLoop::MedianIterationSeconds() const {
   std::vector<double> t(static_cast<size_t>(n_), 0);
   for (size_t i = 0; i < t.size(); ++i) {
     // The detector's level once it has one (its windowed median: robust; a new
     // straggler's step level until its window shows the step: as recent as the
-    // detection itself), else the mean of the reports so far.
+    // detection itself), else the median of the reports so far without the first. A
+    // worker's first report holds its startup (a first iteration several times the
+    // next); counted in, it can rank a fast worker behind a straggler's step level, and
+    // fixed_k's ring then takes the straggler and leaves the fast worker out.
     const detect::WorkerView v = detector_.View(static_cast<int>(i));
     if ((v.ready || v.straggler) && v.level_seconds > 0) {
       t[i] = v.level_seconds;
       continue;
     }
-    const auto& s = workers_[i].iteration_seconds;
-    if (!s.empty()) t[i] = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size());
+    const WorkerData& wd = workers_[i];
+    std::vector<double> s = wd.iteration_seconds;
+    // Until the window wraps, the first report is s[0].
+    if (s.size() > 1 && wd.reports == static_cast<int64_t>(s.size())) s.erase(s.begin());
+    if (!s.empty()) t[i] = MedianOf(s);
   }
   return t;
 }

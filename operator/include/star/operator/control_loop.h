@@ -183,7 +183,8 @@ class JobControlLoop {
   void ContinueEpochs(int64_t epoch) { epoch_base_ = std::max(epoch_base_, epoch); }
 
   // Per worker: its iteration time excluding waiting on peers (the detector's windowed
-  // median once its window is full, else the mean of the reports so far); 0 before any.
+  // median once its window is full, else the median of the reports so far, the first
+  // (the startup) left out once there are more); 0 before any.
   [[nodiscard]] std::vector<double> worker_seconds() const { return MedianIterationSeconds(); }
   [[nodiscard]] int num_workers() const { return n_; }
   // Completed rounds.
@@ -205,6 +206,7 @@ class JobControlLoop {
     std::vector<bool> batch_amp;  // the AMP flag of each batch_compute sample
     std::vector<double> iteration_seconds;
     int next = 0;  // ring position
+    int64_t reports = 0;  // recorded so far
     // Compute seconds per sample, exponential moving averages over reports without and
     // with AMP; the fp32 one when AMP last went on; AMP's measured speedup (0 unknown).
     double ema_fp32 = 0;
@@ -308,7 +310,8 @@ class JobControlLoop {
 
   // Per-worker statistics (worker_stats.cc).
   // Per worker: the detector's windowed median of iteration_seconds once its window is
-  // full, else the mean of the last time_window reports; 0 before any.
+  // full, else the median of the last time_window reports without the worker's first
+  // (its startup) once there are more; 0 before any.
   [[nodiscard]] std::vector<double> MedianIterationSeconds() const;
   // Whether a worker running AMP would still straggle without it (see the options).
   [[nodiscard]] bool StillContended(int worker, double typical) const;
