@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,55 +24,80 @@ constexpr double kFashionMean = 0.2860;
 constexpr double kFashionStd = 0.3530;
 constexpr int64_t kMaxBytes = int64_t{1} << 30;  // a sanity cap far above Fashion-MNIST
 
-// Reads the whole (gzip or plain) file. NotFound if it cannot be opened.
-StatusOr<std::vector<uint8_t>> ReadAll(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return Status::NotFound(path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> chunk(1 << 20);
-  for (;;) {
-    int n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
-    if (n < 0) {
-      int code = 0;
-      std::string msg = gzerror(f, &code);
-      gzclose(f);
-      return Status::InvalidArgument(path + ": read error: " + msg);
-    }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
-    if (static_cast<int64_t>(bytes.size()) > kMaxBytes) {
-      gzclose(f);
-      return Status::InvalidArgument(path + ": larger than 1 GiB, not an IDX file");
-    }
-  }
-  gzclose(f);
-  return bytes;
-}
-
 uint32_t BigEndian32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-// Parses the IDX header: checks the magic and that the payload has exactly the declared
-// size. Returns the dimensions; `payload` is set to the first data byte.
-StatusOr<std::vector<int64_t>> ParseHeader(const std::string& path,
-                                           const std::vector<uint8_t>& bytes, uint32_t magic,
-                                           size_t ndims, const uint8_t** payload) {
-  size_t header = 4 + 4 * ndims;
-  if (bytes.size() < header) {
-    return Status::InvalidArgument(path + ": truncated header (" + std::to_string(bytes.size()) +
-                                   " bytes)");
+// A gzip (or plain) file open for reading, closed when it goes out of scope.
+class GzFile {
+ public:
+  // NotFound if the file cannot be opened.
+  static StatusOr<GzFile> Open(const std::string& path) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (f == nullptr) return Status::NotFound(path + ": cannot open: " + std::strerror(errno));
+    return GzFile(path, f);
   }
-  uint32_t got = BigEndian32(bytes.data());
-  if (got != magic) {
+
+  // Reads up to `n` bytes into `dst`; fewer only where the file ends. Returns the count.
+  StatusOr<int64_t> Read(uint8_t* dst, int64_t n) {
+    int64_t got = 0;
+    while (got < n) {
+      const auto want = static_cast<unsigned>(std::min<int64_t>(n - got, int64_t{1} << 30));
+      const int r = gzread(f_.get(), dst + got, want);
+      if (r < 0) {
+        int code = 0;
+        return Status::InvalidArgument(path_ + ": read error: " + gzerror(f_.get(), &code));
+      }
+      if (r == 0) break;
+      got += r;
+    }
+    return got;
+  }
+
+  // The count of bytes left to the end of the file; stops counting once past `cap`.
+  StatusOr<int64_t> Remaining(int64_t cap) {
+    std::vector<uint8_t> chunk(1 << 16);
+    int64_t left = 0;
+    while (left <= cap) {
+      STAR_ASSIGN_OR_RETURN(int64_t r, Read(chunk.data(), static_cast<int64_t>(chunk.size())));
+      if (r == 0) break;
+      left += r;
+    }
+    return left;
+  }
+
+ private:
+  struct Close {
+    void operator()(gzFile f) const { gzclose(f); }
+  };
+  GzFile(std::string path, gzFile f) : path_(std::move(path)), f_(f) {}
+  std::string path_;
+  std::unique_ptr<gzFile_s, Close> f_;
+};
+
+// An IDX file's dimensions and its payload of bytes, flat.
+struct IdxBytes {
+  std::vector<int64_t> dims;
+  at::Tensor payload;  // uint8, the product of dims long
+};
+
+// Reads the IDX header: checks the magic and the dimensions, and returns them.
+StatusOr<std::vector<int64_t>> ReadHeader(const std::string& path, GzFile& file, uint32_t magic,
+                                          size_t ndims) {
+  std::vector<uint8_t> header(4 + 4 * ndims);
+  STAR_ASSIGN_OR_RETURN(int64_t got, file.Read(header.data(), static_cast<int64_t>(header.size())));
+  if (got < static_cast<int64_t>(header.size())) {
+    return Status::InvalidArgument(path + ": truncated header (" + std::to_string(got) + " bytes)");
+  }
+  if (uint32_t m = BigEndian32(header.data()); m != magic) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, ": bad magic 0x%08x, expected 0x%08x", got, magic);
+    std::snprintf(buf, sizeof buf, ": bad magic 0x%08x, expected 0x%08x", m, magic);
     return Status::InvalidArgument(path + buf);
   }
   std::vector<int64_t> dims;
   int64_t total = 1;
   for (size_t i = 0; i < ndims; ++i) {
-    int64_t d = BigEndian32(bytes.data() + 4 + 4 * i);
+    int64_t d = BigEndian32(header.data() + 4 + 4 * i);
     if (d <= 0 || d > kMaxBytes) {
       return Status::InvalidArgument(path + ": bad dimension " + std::to_string(i) + ": " +
                                      std::to_string(d));
@@ -80,45 +106,61 @@ StatusOr<std::vector<int64_t>> ParseHeader(const std::string& path,
     total *= d;
     if (total > kMaxBytes) return Status::InvalidArgument(path + ": dimensions too large");
   }
-  if (static_cast<int64_t>(bytes.size() - header) != total) {
-    return Status::InvalidArgument(path + ": payload has " + std::to_string(bytes.size() - header) +
+  return dims;
+}
+
+// Reads the header, then the payload straight into its tensor, which must have exactly
+// the declared size. No other copy is made: the training images' 47 MB are the only fresh
+// memory the file needs (fresh memory is slow to fault in on some hosts).
+StatusOr<IdxBytes> ReadIdx(const std::string& path, uint32_t magic, size_t ndims) {
+  STAR_ASSIGN_OR_RETURN(GzFile file, GzFile::Open(path));
+  IdxBytes idx;
+  STAR_ASSIGN_OR_RETURN(idx.dims, ReadHeader(path, file, magic, ndims));
+  int64_t total = 1;
+  for (int64_t d : idx.dims) total *= d;
+  try {
+    idx.payload = at::empty({total}, at::kByte);
+  } catch (const c10::Error& e) {
+    return Status::Internal(path + ": " + e.what_without_backtrace());
+  }
+  STAR_ASSIGN_OR_RETURN(int64_t got, file.Read(idx.payload.data_ptr<uint8_t>(), total));
+  if (got == total) {
+    STAR_ASSIGN_OR_RETURN(int64_t extra, file.Remaining(kMaxBytes));
+    got += extra;
+  }
+  if (got != total) {
+    return Status::InvalidArgument(path + ": payload has " + std::to_string(got) +
                                    " bytes, header declares " + std::to_string(total));
   }
-  *payload = bytes.data() + header;
-  return dims;
+  return idx;
 }
 
 }  // namespace
 
 StatusOr<torch::Tensor> ReadIdxImages(const std::string& path) {
-  STAR_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadAll(path));
-  const uint8_t* payload = nullptr;
-  STAR_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                        ParseHeader(path, bytes, kImagesMagic, 3, &payload));
+  STAR_ASSIGN_OR_RETURN(IdxBytes idx, ReadIdx(path, kImagesMagic, 3));
+  return idx.payload.view({idx.dims[0], 1, idx.dims[1], idx.dims[2]});
+}
+
+StatusOr<torch::Tensor> ReadIdxLabels(const std::string& path) {
+  STAR_ASSIGN_OR_RETURN(IdxBytes idx, ReadIdx(path, kLabelsMagic, 1));
+  const uint8_t* first = idx.payload.data_ptr<uint8_t>();
+  const uint8_t* last = first + idx.dims[0];
+  const uint8_t* bad = std::find_if(first, last, [](uint8_t v) { return v > 9; });
+  if (bad != last) {
+    return Status::InvalidArgument(path + ": label " + std::to_string(*bad) + " at index " +
+                                   std::to_string(bad - first) + " is outside [0, 9]");
+  }
   try {
-    at::Tensor raw = at::from_blob(const_cast<uint8_t*>(payload), {dims[0], 1, dims[1], dims[2]},
-                                   at::kByte);
-    return raw.to(at::kFloat).div_(255.0).sub_(kFashionMean).div_(kFashionStd);
+    return idx.payload.to(at::kLong);
   } catch (const c10::Error& e) {
     return Status::Internal(path + ": " + e.what_without_backtrace());
   }
 }
 
-StatusOr<torch::Tensor> ReadIdxLabels(const std::string& path) {
-  STAR_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadAll(path));
-  const uint8_t* payload = nullptr;
-  STAR_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                        ParseHeader(path, bytes, kLabelsMagic, 1, &payload));
-  const uint8_t* bad = std::find_if(payload, payload + dims[0], [](uint8_t v) { return v > 9; });
-  if (bad != payload + dims[0]) {
-    return Status::InvalidArgument(path + ": label " + std::to_string(*bad) + " at index " +
-                                   std::to_string(bad - payload) + " is outside [0, 9]");
-  }
-  try {
-    return at::from_blob(const_cast<uint8_t*>(payload), {dims[0]}, at::kByte).to(at::kLong);
-  } catch (const c10::Error& e) {
-    return Status::Internal(path + ": " + e.what_without_backtrace());
-  }
+torch::Tensor ModelInput(const torch::Tensor& images) {
+  if (images.scalar_type() != at::kByte) return images;
+  return images.to(at::kFloat).div_(255.0).sub_(kFashionMean).div_(kFashionStd);
 }
 
 StatusOr<ImageDataset> LoadFashionMnist(const std::string& dir, FashionMnistSplit split) {
@@ -205,7 +247,8 @@ StatusOr<Batch> BatchIterator::Next(int64_t batch_size) {
     }
     at::Tensor idx = parts.size() == 1 ? parts[0] : at::cat(parts);
     samples_seen_ += batch_size;
-    return Batch{data_->images.index_select(0, idx), data_->labels.index_select(0, idx)};
+    return Batch{ModelInput(data_->images.index_select(0, idx)),
+                 data_->labels.index_select(0, idx)};
   } catch (const c10::Error& e) {
     return Status::Internal(std::string("batch iterator: ") + e.what_without_backtrace());
   }

@@ -54,10 +54,12 @@ TEST(FashionMnistLoader, TrainAndTestHaveTheirDocumentedSizes) {
   ASSERT_TRUE(train.ok()) << train.status();
   EXPECT_EQ(train->size(), 60000);
   EXPECT_EQ(train->images.sizes(), (std::vector<int64_t>{60000, 1, 28, 28}));
-  EXPECT_EQ(train->images.scalar_type(), at::kFloat);
+  EXPECT_EQ(train->images.scalar_type(), at::kByte);  // pixels as stored
   EXPECT_EQ(train->labels.scalar_type(), at::kLong);
-  EXPECT_NEAR(train->images.mean().item<double>(), 0.0, 0.01);  // normalised
-  EXPECT_NEAR(train->images.std().item<double>(), 1.0, 0.01);
+  at::Tensor input = ModelInput(train->images);
+  EXPECT_EQ(input.scalar_type(), at::kFloat);
+  EXPECT_NEAR(input.mean().item<double>(), 0.0, 0.01);  // normalised with the train stats
+  EXPECT_NEAR(input.std().item<double>(), 1.0, 0.01);
 
   const ImageDataset& test = TestSet();
   EXPECT_EQ(test.size(), 10000);
@@ -97,6 +99,41 @@ TEST(FashionMnistLoader, TruncatedPayloadIsRejected) {
   EXPECT_EQ(images.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(images.status().message().find("header declares 8"), std::string::npos)
       << images.status();
+}
+
+TEST(FashionMnistLoader, PayloadLongerThanDeclaredIsRejected) {
+  TempDir dir;
+  // Declares 1x2x2 images (4 bytes) but holds 6.
+  std::string file = dir.Write("images", {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6});
+  auto images = ReadIdxImages(file);
+  ASSERT_FALSE(images.ok());
+  EXPECT_EQ(images.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(images.status().message().find("payload has 6 bytes, header declares 4"),
+            std::string::npos)
+      << images.status();
+}
+
+TEST(FashionMnistLoader, TruncatedHeaderIsRejected) {
+  TempDir dir;
+  std::string file = dir.Write("images", {0, 0, 8, 3, 0, 0, 0, 1, 0, 0});
+  auto images = ReadIdxImages(file);
+  ASSERT_FALSE(images.ok());
+  EXPECT_NE(images.status().message().find("truncated header (10 bytes)"), std::string::npos)
+      << images.status();
+}
+
+TEST(FashionMnistLoader, ImagesKeepTheirPixelsUntilBatched) {
+  TempDir dir;
+  // One 1x2 image of pixels 0 and 255.
+  std::string file = dir.Write("images", {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 255});
+  auto images = ReadIdxImages(file);
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(images->sizes(), (std::vector<int64_t>{1, 1, 1, 2}));
+  EXPECT_EQ((*images)[0][0][0][1].item<int64_t>(), 255);
+  at::Tensor input = ModelInput(*images);
+  EXPECT_NEAR(input[0][0][0][0].item<double>(), -0.2860 / 0.3530, 1e-6);
+  EXPECT_NEAR(input[0][0][0][1].item<double>(), (1 - 0.2860) / 0.3530, 1e-6);
+  EXPECT_TRUE(ModelInput(input).equal(input));  // float input is already normalised
 }
 
 TEST(FashionMnistLoader, LabelOutsideTenClassesIsRejected) {
@@ -158,6 +195,7 @@ TEST(BatchIterator, EpochVisitsEveryShardSampleOnceWithVariableBatches) {
     ASSERT_TRUE(batch.ok()) << batch.status();
     ASSERT_EQ(batch->size(), b);
     EXPECT_EQ(batch->images.sizes(), (std::vector<int64_t>{b, 1, 28, 28}));
+    EXPECT_EQ(batch->images.scalar_type(), at::kFloat);
     total += b;
   }
   EXPECT_EQ(it->epoch(), 0);

@@ -147,7 +147,7 @@ StatusOr<double> Evaluate(FashionCnn& model, const ImageDataset& data, int64_t l
     int64_t correct = 0;
     for (int64_t i = 0; i < n; i += kEvalChunk) {
       int64_t len = std::min<int64_t>(kEvalChunk, n - i);
-      torch::Tensor pred = model->forward(data.images.narrow(0, i, len)).argmax(1);
+      torch::Tensor pred = model->forward(ModelInput(data.images.narrow(0, i, len))).argmax(1);
       correct += pred.eq(data.labels.narrow(0, i, len)).sum().item<int64_t>();
     }
     model->train();
