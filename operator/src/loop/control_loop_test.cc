@@ -545,6 +545,27 @@ TEST(JobControlLoop, NoRegroupWhenTheFastWorkersWouldWaitLongForTheSlowOne) {
   EXPECT_EQ(loop.current()->groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
 }
 
+// The same drift with batch adaptation, worker 3 slowing only 1.3x: not a regroup, but
+// new batches for its group. New batches are a switch at one iteration like a regroup,
+// and cost the fast workers the same wait for worker 2: nothing is issued either (a
+// decision with new batches used to pass).
+TEST(JobControlLoop, NoNewBatchesEitherWhenTheFastWorkersWouldWaitLong) {
+  auto slow = [](int w, double t) { return w == 2 ? 5.0 : (w == 3 && t > 60 ? 1.3 : 1.0); };
+  api::TrainingJobSpec spec = Spec(api::SyncPolicy::kGroups, false, true);
+  LoopOptions patient;
+  patient.max_drift_wait_seconds = 1e9;
+  StatusOr<JobControlLoop> free_loop = JobControlLoop::Create(spec, patient);
+  ASSERT_TRUE(free_loop.ok()) << free_loop.status();
+  const std::vector<api::Decision> later = RunDrifting(*free_loop, 120, 60, slow);
+  ASSERT_FALSE(later.empty());  // without the limit the loop plans new batches after 60 s
+  EXPECT_EQ(later.back().groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+
+  JobControlLoop loop = MakeLoop(spec);
+  EXPECT_TRUE(RunDrifting(loop, 120, 60, slow).empty()) << TimelineText(loop);
+  ASSERT_NE(loop.current(), nullptr);
+  EXPECT_EQ(loop.current()->groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+}
+
 TEST(JobControlLoop, StaticSlowWorkerGetsSmallerBatchSummingToGlobal) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, true));
   RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });

@@ -67,8 +67,7 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
   const SyncSetting& now = in_force_.sync;
   if (!Drifts(now.mode, now.k, now.groups.size(), n_) ||
-      !Drifts(next.sync.mode, next.sync.k, next.sync.groups.size(), n_) || !AllMeasured(times) ||
-      next.amp != in_force_.amp || next.batches != in_force_.batches) {
+      !Drifts(next.sync.mode, next.sync.k, next.sync.groups.size(), n_) || !AllMeasured(times)) {
     return false;
   }
   const int64_t at = ApplyAtIteration(times);

@@ -303,8 +303,10 @@ class JobControlLoop {
                                                    const std::vector<double>& times) const;
   // The iteration a decision issued now applies at (Issue's rule).
   [[nodiscard]] int64_t ApplyAtIteration(const std::vector<double>& times) const;
-  // Whether `next` changes only the sync setting, within drifting modes, with a wait at
-  // the apply iteration above options_.max_drift_wait_seconds (LoopOptions).
+  // Whether `next` keeps the job in drifting modes with a wait at the apply iteration
+  // above options_.max_drift_wait_seconds (LoopOptions), whatever it changes: every
+  // decision, new batches or AMP flags too, is a switch every worker makes at one
+  // iteration.
   [[nodiscard]] bool DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const;
   void RecordChanges(double t, const Setting& next);
 
