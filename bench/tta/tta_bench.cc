@@ -17,10 +17,14 @@
 // Needs root (it starts workers in cgroups and namespaces). Usage:
 //   tta_bench [--job FILE] [--out DIR] [--scenarios a,b] [--policies a,b] [--timeout 10m]
 // A job whose workers run a PyTorch script (bench/tta/python-job.yaml) finds star.torch in
-// this build tree (build/python), or at $STAR_PYTHONPATH.
+// this build tree (build/python), or at $STAR_PYTHONPATH. SIGINT, SIGTERM or SIGHUP end
+// the run in progress (its workers, cgroups and namespaces removed, its report not kept)
+// and exit 130 without starting another.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +49,19 @@ namespace {
 
 using nlohmann::json;
 using namespace star::local;
+
+// Set by SIGINT, SIGTERM or SIGHUP: the run in progress ends (its workers, cgroups and
+// namespaces removed) and no other starts.
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
 
 struct Scenario {
   std::string name;
@@ -185,6 +202,7 @@ int main(int argc, char** argv) {
     std::cerr << "tta_bench: removed " << *swept << " sandbox(es) left by a killed run\n";
   }
   std::filesystem::create_directories(out_dir);
+  InstallStopHandlers();
   // Other processes on this machine (a build, say) must not take the workers' CPU: the
   // parent of every `star local` cgroup gets 100x the default weight (the workers stay
   // capped by their quotas).
@@ -221,9 +239,14 @@ int main(int argc, char** argv) {
       o.python_path = python_path;
       o.timeout_seconds = *timeout;
       o.selector_model = selector_model;
+      o.stop = &g_stop;
       std::fprintf(stderr, "tta_bench: %-10s %-8s ...", sc.name.c_str(), p.c_str());
       std::fflush(stderr);
       RunResult r = RunLocalJob(o);
+      if (g_stop.load()) {
+        std::fprintf(stderr, " interrupted; its workers, cgroups and namespaces were removed\n");
+        return 130;
+      }
       if (r.report.is_null()) {
         std::fprintf(stderr, " failed to start: %s\n", r.status.message().c_str());
         return 1;
