@@ -34,13 +34,14 @@ struct ImageDataset {
 // the message names the file.
 [[nodiscard]] StatusOr<torch::Tensor> ReadIdxImages(const std::string& path);
 
+// Reads an IDX1 label file (magic 0x00000801) as (N) int64. Same errors as above, plus
+// InvalidArgument for a label outside [0, 9].
+[[nodiscard]] StatusOr<torch::Tensor> ReadIdxLabels(const std::string& path);
+
 // The model's input from stored images: uint8 pixels become float32 normalised with the
 // training set's mean and std, (x/255 - 0.2860) / 0.3530; float32 images are returned as
 // they are. Throws c10::Error as ATen does (callers catch it).
 torch::Tensor ModelInput(const torch::Tensor& images);
-// Reads an IDX1 label file (magic 0x00000801) as (N) int64. Same errors as above, plus
-// InvalidArgument for a label outside [0, 9].
-[[nodiscard]] StatusOr<torch::Tensor> ReadIdxLabels(const std::string& path);
 
 // Loads {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz from `dir` and checks that the
 // image and label counts agree.
