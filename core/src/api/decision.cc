@@ -134,4 +134,18 @@ StatusOr<Decision> DecisionFromJson(const json& j, const std::string& path) {
   return d;
 }
 
+bool SameSynchronization(const Decision& a, const Decision& b) {
+  if (a.mode != b.mode) return false;
+  switch (a.mode) {
+    case SyncMode::kFixedK:
+      return a.k == b.k && a.groups == b.groups;
+    case SyncMode::kGroups:
+      return a.groups == b.groups;
+    case SyncMode::kSsgd:
+    case SyncMode::kAsgd:
+      break;
+  }
+  return true;
+}
+
 }  // namespace star::api

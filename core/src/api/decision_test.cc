@@ -151,5 +151,38 @@ TEST(Decision, ValidateChecksGroupsWithoutWorkers) {
   EXPECT_EQ(Validate(d).message(), "groups[1][0]: duplicate of groups[0][1]");
 }
 
+TEST(Decision, SameSynchronizationIgnoresBatchesAmpAndWhen) {
+  Decision a;
+  a.mode = SyncMode::kFixedK;
+  a.k = 3;
+  a.groups = {{2, 0, 1, 3}};
+  a.workers = {{0, false, 32}, {1, false, 32}, {2, false, 32}, {3, false, 32}};
+  Decision b = a;
+  b.epoch = 7;
+  b.apply_at_iteration = 40;
+  b.workers = {{0, false, 40}, {1, false, 40}, {2, true, 16}, {3, false, 32}};
+  EXPECT_TRUE(SameSynchronization(a, b));
+  b.k = 2;
+  EXPECT_FALSE(SameSynchronization(a, b));
+  b.k = 3;
+  b.groups = {{0, 2, 1, 3}};
+  EXPECT_FALSE(SameSynchronization(a, b)) << "fixed_k's order names the ring";
+  b.mode = SyncMode::kGroups;
+  EXPECT_FALSE(SameSynchronization(a, b));
+}
+
+TEST(Decision, SameSynchronizationComparesGroupsButNotSsgdsK) {
+  Decision a, b;
+  a.k = 4;
+  b.k = 1;
+  EXPECT_TRUE(SameSynchronization(a, b)) << "ssgd waits for every worker whatever k says";
+  a.mode = b.mode = SyncMode::kGroups;
+  a.groups = {{0, 1}, {2, 3}};
+  b.groups = {{0, 1}, {2, 3}};
+  EXPECT_TRUE(SameSynchronization(a, b));
+  b.groups = {{0, 1, 2}, {3}};
+  EXPECT_FALSE(SameSynchronization(a, b));
+}
+
 }  // namespace
 }  // namespace star::api

@@ -285,7 +285,7 @@ Status ModeCore::Schedule(const api::Decision& d) {
 Status ModeCore::ApplyDue(std::span<float> state, StepStats& stats, bool* switched) {
   if (is_child() || finished_) return Status::Ok();
   const std::optional<api::Decision> d = TakePending(pending_, iteration_);
-  if (!d) return Status::Ok();
+  if (!d || api::SameSynchronization(*d, in_force_)) return Status::Ok();  // batches/AMP only
   STAR_RETURN_IF_ERROR(ApplyDecision(&*d, state, stats));
   if (switched != nullptr) *switched = true;
   return Status::Ok();
@@ -367,6 +367,7 @@ Status ModeCore::ReceiveFromParent(std::span<float> state, StepStats& stats, boo
   iteration_ = static_cast<int64_t>(msg[s]) * kHalf + static_cast<int64_t>(msg[s + 1]);
   stats.iteration = iteration_;
   const float flag = msg[s + 2];
+  STAR_RETURN_IF_ERROR(DropPassed());
   if (flag == kFinished) {
     parent_finished_ = true;
     return Status::Ok();
@@ -376,10 +377,20 @@ Status ModeCore::ReceiveFromParent(std::span<float> state, StepStats& stats, boo
     const std::optional<api::Decision> d = TakePending(pending_, iteration_);
     STAR_RETURN_IF_ERROR(ApplyDecision(d ? &*d : nullptr, state, stats));
     if (switched != nullptr) *switched = true;
-  } else if (!pending_.empty() && pending_.begin()->first < iteration_) {
-    return Status::FailedPrecondition(
-        "fixed_k child: parent passed iteration " + std::to_string(pending_.begin()->first) +
-        " without applying the decision scheduled there");
+  }
+  return Status::Ok();
+}
+
+Status ModeCore::DropPassed() {
+  // The parent took up every decision before iteration_ without a switch: each must
+  // change batches or AMP only (the parent skipped it as this worker would have).
+  while (!pending_.empty() && pending_.begin()->first < iteration_) {
+    if (!api::SameSynchronization(pending_.begin()->second, in_force_)) {
+      return Status::FailedPrecondition(
+          "fixed_k child: parent passed iteration " + std::to_string(pending_.begin()->first) +
+          " without applying the decision scheduled there");
+    }
+    pending_.erase(pending_.begin());
   }
   return Status::Ok();
 }
@@ -513,6 +524,7 @@ Status ModeCore::SetUp(const api::Decision& d) {
   parent_ = -1;
   awaiting_parent_ = false;
   children_.clear();
+  in_force_ = d;
   mode_ = d.mode;
   const int me = rank();
   const std::string name = "engine/s" + std::to_string(switches_);

@@ -58,8 +58,10 @@ class ModeCore {
   Status BroadcastState(std::span<float> state);
 
   // Applies the decision due at iteration(), if any (not on a fixed-k child: its parent
-  // tells it when). `switched` is set when a decision was applied (the caller resets
-  // its optimizer's state).
+  // tells it when). A decision with the synchronisation in force
+  // (api::SameSynchronization: it changes batches or AMP only) is taken up without a
+  // switch: no check, no reconciling, no wait for peers. `switched` is set when a
+  // decision was switched to (the caller resets its optimizer's state).
   Status ApplyDue(std::span<float> state, StepStats& stats, bool* switched);
   // Sums grad x grad_scale and batch over the mode's group into sum(); advances
   // iteration() unless this worker is a fixed-k child (it only sends).
@@ -102,6 +104,9 @@ class ModeCore {
   // the state and `flag`; stops the receiver.
   Status AnswerChildrenLast(std::span<const float> state, float flag, StepStats& stats);
   Status ReceiveFromParent(std::span<float> state, StepStats& stats, bool* switched);
+  // Fixed-k child: forgets the decisions scheduled before iteration_ (the parent skipped
+  // them: batches or AMP only); FailedPrecondition if one would have switched.
+  Status DropPassed();
   Status CheckConsistent(const api::Decision* d);
   Status Reconcile(api::SyncMode old_mode, std::span<float> state);
   Status SetUp(const api::Decision& d);
@@ -119,6 +124,7 @@ class ModeCore {
   int64_t iteration_ = 0;
   int64_t switches_ = 0;
   api::SyncMode mode_ = api::SyncMode::kSsgd;
+  api::Decision in_force_;     // the last decision switched to (ssgd at the start)
   int parent_ = -1;            // fixed_k child: parent's world rank
   bool awaiting_parent_ = false;  // fixed_k child: a sent gradient is not answered yet
   bool parent_finished_ = false;  // fixed_k child: the parent finished

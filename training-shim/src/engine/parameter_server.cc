@@ -477,10 +477,13 @@ Status PsWorker::SendToServers(float kind, std::span<const float> grad, int64_t 
 Status PsWorker::StepImpl(std::span<const float> grad, int64_t batch, StepStats& stats) {
   if (auto it = pending_.find(iteration_); it != pending_.end()) {
     const api::Decision& d = it->second;
-    regime_ = PsRegime{.tag = d.epoch + 1,
-                       .mode = d.mode,
-                       .k = d.mode == api::SyncMode::kFixedK ? d.k : 0,
-                       .start = iteration_};
+    if (!api::SameSynchronization(d, in_force_)) {  // else batches/AMP only: no switch
+      regime_ = PsRegime{.tag = d.epoch + 1,
+                         .mode = d.mode,
+                         .k = d.mode == api::SyncMode::kFixedK ? d.k : 0,
+                         .start = iteration_};
+      in_force_ = d;
+    }
     pending_.erase(it);
   }
   Clock::time_point t0 = Clock::now();

@@ -314,6 +314,32 @@ TEST(ParameterServerSwitch, SsgdAsgdFixedKSsgdCompletesConsistently) {
   }
 }
 
+TEST(ParameterServerSwitch, ABatchOnlyDecisionIsNoSwitchAndMayBeMissed) {
+  // Workers 0 and 1 get a second fixed_k decision with the same k (it would only change
+  // their batches); worker 2 never does. No server switches for it, and nobody fails.
+  const Problem problem(256);
+  const int p = 1, w = 3, steps = 12;
+  std::vector<ServerResult> servers;
+  std::vector<std::vector<float>> finals(static_cast<size_t>(w));
+  ExpectAllOk(RunPs(p, w, kProblemTensors, kInit, SgdOptions{.lr = 0.1f, .momentum = 0.5f}, servers,
+                    [&](int i, PsWorker& ps) -> Status {
+    STAR_RETURN_IF_ERROR(ps.Schedule(MakeDecision(1, 2, api::SyncMode::kFixedK, 2)));
+    if (i != 2) STAR_RETURN_IF_ERROR(ps.Schedule(MakeDecision(2, 5, api::SyncMode::kFixedK, 2)));
+    STAR_RETURN_IF_ERROR(ps.Schedule(MakeDecision(3, 9, api::SyncMode::kSsgd, w)));
+    std::mt19937 rng(static_cast<unsigned>(i));
+    for (int s = 0; s < steps; ++s) {
+      const size_t begin = std::uniform_int_distribution<size_t>(0, 250)(rng);
+      STAR_RETURN_IF_ERROR(ps.Step(problem.GradSum(ps.params(), begin, 4), 4).status());
+    }
+    finals[static_cast<size_t>(i)].assign(ps.params().begin(), ps.params().end());
+    return Status::Ok();
+  }));
+  for (int i = 1; i < w; ++i) EXPECT_EQ(finals[static_cast<size_t>(i)], finals[0]) << "worker " << i;
+  ASSERT_EQ(servers.size(), 1u);
+  EXPECT_EQ(servers[0].stats.switches, 2);
+  EXPECT_EQ(servers[0].stats.gradients_applied, w * steps);
+}
+
 // Runs P=2 servers and W=4 workers for up to `max_steps` steps, worker i getting
 // decide(i); every rank must end with an error, within the bounded timeouts.
 void ExpectEveryRankFails(const std::function<std::vector<api::Decision>(int)>& decide,

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -304,6 +305,63 @@ TEST(SyncEngineSwitch, SsgdFixedKGroupsSsgdCompletesConsistently) {
     }
     EXPECT_LT(problem.Loss(finals[0]), problem.Loss(Zeros(Problem::kDim)));
   }
+}
+
+TEST(SyncEngineSwitch, ABatchOnlyDecisionKeepsMomentum) {
+  // The same SSGD again (a decision that would only change batches or AMP) is no switch:
+  // momentum is not reset, so training is exactly as without it.
+  const Problem problem(256);
+  const SgdOptions sgd{.lr = 0.1f, .momentum = 0.9f};
+  auto train = [&](bool with_decision) {
+    std::vector<float> final;
+    ExpectAllOk(RunRanks(2, milliseconds(10000), [&](int r, std::unique_ptr<Collective> world) -> Status {
+      STAR_ASSIGN_OR_RETURN(auto engine, SyncEngine::Create(std::move(world), Zeros(Problem::kDim), sgd));
+      if (with_decision) STAR_RETURN_IF_ERROR(engine->Schedule(MakeDecision(1, 3, api::SyncMode::kSsgd, 2)));
+      for (int s = 0; s < 6; ++s) {
+        auto g = problem.GradSum(engine->params(), static_cast<size_t>((2 * s + r) * 4), 4);
+        STAR_ASSIGN_OR_RETURN(StepStats stats, engine->Step(g, 4));
+        if (stats.switch_seconds != 0) return Status::Internal("switched at step " + std::to_string(s));
+      }
+      if (r == 0) final.assign(engine->params().begin(), engine->params().end());
+      return Status::Ok();
+    }));
+    return final;
+  };
+  EXPECT_EQ(train(true), train(false));
+}
+
+TEST(SyncEngineSwitch, ABatchOnlyDecisionDoesNotWaitForPeers) {
+  // Groups {0} and {1}: rank 0 runs past a decision with the same groups before rank 1
+  // takes its second step. As a switch it would wait for rank 1 at the check and time out.
+  std::promise<void> rank0_done;
+  std::shared_future<void> done = rank0_done.get_future().share();
+  const auto statuses = RunRanks(2, milliseconds(2000), [&](int r, std::unique_ptr<Collective> world) -> Status {
+    STAR_ASSIGN_OR_RETURN(auto engine, SyncEngine::Create(std::move(world), Zeros(3), SgdOptions{},
+                                                          EngineOptions{.timeout = milliseconds(2000)}));
+    STAR_RETURN_IF_ERROR(engine->Schedule(MakeDecision(1, 0, api::SyncMode::kGroups, 1, {{0}, {1}})));
+    STAR_RETURN_IF_ERROR(engine->Schedule(MakeDecision(2, 3, api::SyncMode::kGroups, 1, {{0}, {1}})));
+    Status s;
+    for (int step = 0; step < 8 && s.ok(); ++step) {
+      if (r == 1 && step == 1) done.wait();
+      s = engine->Step(std::vector<float>{1, 2, 3}, 1).status();
+    }
+    if (r == 0) rank0_done.set_value();
+    if (s.ok() && engine->iteration() != 8) s = Status::Internal("iteration " + std::to_string(engine->iteration()));
+    return s;
+  });
+  ExpectAllOk(statuses);
+}
+
+TEST(SyncEngineFixedK, ABatchOnlyDecisionLeavesChildrenInStep) {
+  // A second fixed_k decision with the same k and ring: the parent takes it up without
+  // a switch, and its child, which may skip past that iteration, forgets it.
+  const std::vector<int> order{0, 1, 2, 3};
+  const int children = RunExactlyOnce(4,
+                                      {MakeDecision(1, 2, api::SyncMode::kFixedK, 2, {order}),
+                                       MakeDecision(2, 6, api::SyncMode::kFixedK, 2, {order}),
+                                       MakeDecision(3, 11, api::SyncMode::kSsgd, 4)},
+                                      0, false);
+  EXPECT_EQ(children, 2);
 }
 
 // Runs 4 workers for up to 12 steps with decisions from decide(rank); every worker must

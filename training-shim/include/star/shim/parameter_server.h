@@ -36,7 +36,10 @@
 // gradient at or past the switch iteration, or a different decision than another
 // worker, makes the server fail with Aborted; it tells the workers waiting on it, and
 // the others fail when their next operation with that server fails or times out.
-// Momentum buffers are kept across switches (the server's state is continuous).
+// Momentum buffers are kept across switches (the server's state is continuous). A
+// decision with the synchronisation in force (api::SameSynchronization: batches or AMP
+// only) is no switch: the worker's header keeps the decision it runs, and no server
+// waits for it.
 //
 // Wire format (float32 messages; integers travel in 20-bit halves, so they are exact
 // below 2^40; batches must be < 2^24):
@@ -219,6 +222,7 @@ class PsWorker {
   std::vector<float> params_;
   std::vector<int64_t> versions_;  // per server: version of its shard in params_
   PsRegime regime_;
+  api::Decision in_force_;  // the last decision switched to (ssgd at the start)
   int64_t iteration_ = 0;
   std::map<int64_t, api::Decision> pending_;  // by apply_at_iteration
   bool finished_ = false;

@@ -33,7 +33,11 @@
 // worker fail with Aborted or DeadlineExceeded within about one communicator timeout,
 // never hang), then parameters are reconciled (leaving groups: averaged over all
 // workers; otherwise rank 0's are broadcast), momentum buffers are reset to zero, and
-// the new mode's sub-communicators are created.
+// the new mode's sub-communicators are created. A decision that keeps the
+// synchronisation in force (api::SameSynchronization: only per-worker batches or AMP
+// change, which the trainer applies at that iteration) is no switch: each worker passes
+// its iteration alone, with no check, no reconciling and its momentum kept, so workers
+// that drift apart (fixed_k, groups) do not wait for each other.
 //
 // Errors are sticky: once a Step fails, the engine is unusable and every later Step
 // returns FailedPrecondition naming the first error (like an aborted NCCL communicator).

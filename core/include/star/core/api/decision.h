@@ -48,6 +48,12 @@ struct Decision {
 // groups[0][2]"). O(n log n) in the number of workers.
 [[nodiscard]] Status Validate(const Decision& d, const std::string& path = "");
 
+// Whether `a` and `b` synchronise the same way: the same mode, and for fixed_k the same
+// k and order, for groups the same partition as given (k and groups are ignored for ssgd
+// and asgd). A decision that differs from the one in force only in per-worker AMP and
+// batches changes no exchange: every worker takes it up at its apply_at_iteration on its
+// own, with no switch (star/shim/sync_engine.h). O(n).
+[[nodiscard]] bool SameSynchronization(const Decision& a, const Decision& b);
 // snake_case wire form: {"epoch","apply_at_iteration","mode":"ssgd|fixed_k|groups|asgd",
 // "k","groups":[[...]],"workers":[{"worker","amp","batch"}]}; every field is written.
 nlohmann::json ToJson(const Decision& d);
