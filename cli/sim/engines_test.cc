@@ -79,6 +79,26 @@ TEST(GroupsEngine, RingMembersReportTheRingsDurationAsCommunication) {
   }
 }
 
+// A decision of batches only is no switch: each worker takes its new batch up when it
+// begins the decision's iteration, the fast ones long before the slow one gets there.
+TEST(GroupsEngine, HeldBatchesApplyAtEachWorkersOwnIteration) {
+  Job job(0.25);
+  job.state.changes.resize(4);
+  for (int w : {0, 1}) job.state.changes[static_cast<size_t>(w)].push_back({.at = 3, .batch = 16, .amp = 0});
+  auto done = job.RunTo(Mode(api::SyncMode::kGroups, 1, {{0}, {1}, {2}, {3}}), 8);
+  ASSERT_EQ(done.size(), 32u);
+  double fast_change = -1, slow_change = -1;
+  for (const auto& d : done) {
+    const bool changed = (d.worker == 0 || d.worker == 1) && d.iteration > 3;
+    EXPECT_EQ(d.batch, changed ? 16 : 32) << "worker " << d.worker << " iteration " << d.iteration;
+    if (d.iteration == 4 && d.worker == 0) fast_change = d.end;
+    if (d.iteration == 4 && d.worker == 1) slow_change = d.end;
+  }
+  EXPECT_LT(fast_change, slow_change);
+  EXPECT_EQ(job.state.batch, (std::vector<int64_t>{16, 16, 32, 32}));
+  EXPECT_TRUE(job.state.changes[0].empty() && job.state.changes[1].empty());
+}
+
 TEST(SsgdEngine, EveryIterationWaitsForTheSlowestWorker) {
   Job job(0.5);
   auto done = job.RunTo(BaselineSetting(4, 32), 10);

@@ -24,7 +24,7 @@ namespace {
 class FixedKEngine final : public ModeEngine {
  public:
   FixedKEngine(SimState& state, const Setting& setting, double start)
-      : st_(state), setting_(setting), now_(start) {
+      : st_(state), now_(start) {
     const int n = static_cast<int>(setting.order.size());
     const int k = std::clamp(setting.k, 1, n);
     ring_.assign(setting.order.begin(), setting.order.begin() + k);
@@ -70,9 +70,9 @@ class FixedKEngine final : public ModeEngine {
     for (int c : idle_children_) {
       const auto cs = static_cast<size_t>(c);
       Child& ch = workers_[cs];
-      const int64_t step = st_.steps[cs]++;
+      const int64_t step = st_.BeginIteration(c);
       ch.start = now_;
-      ch.compute = st_.model->Compute(c, step, now_, setting_.batches[cs], setting_.amp[cs] != 0);
+      ch.compute = st_.model->Compute(c, step, now_, st_.batch[cs], st_.amp[cs] != 0);
       ch.communication = st_.model->Communication(c, step, now_);
       ch.arrival = now_ + ch.compute + ch.communication;
       ch.version = st_.progress->updates();
@@ -88,8 +88,8 @@ class FixedKEngine final : public ModeEngine {
     for (size_t i = 0; i < ring_.size(); ++i) {
       const int w = ring_[i];
       const auto ws = static_cast<size_t>(w);
-      const int64_t step = st_.steps[ws]++;
-      ring_compute_[i] = st_.model->Compute(w, step, now_, setting_.batches[ws], setting_.amp[ws] != 0);
+      const int64_t step = st_.BeginIteration(w);
+      ring_compute_[i] = st_.model->Compute(w, step, now_, st_.batch[ws], st_.amp[ws] != 0);
       ring_communication_[i] = st_.model->Communication(w, step, now_);
       ready_[ws] = now_ + ring_compute_[i];
       ready_max_ = std::max(ready_max_, ready_[ws]);
@@ -116,12 +116,12 @@ class FixedKEngine final : public ModeEngine {
     const int64_t version = st_.progress->updates();
     int64_t samples = 0;
     double effective = 0;
-    for (int w : ring_) samples += setting_.batches[static_cast<size_t>(w)];
+    for (int w : ring_) samples += st_.batch[static_cast<size_t>(w)];
     effective = static_cast<double>(samples);
     for (int c : taken_) {
       const auto cs = static_cast<size_t>(c);
-      samples += setting_.batches[cs];
-      effective += st_.progress->Discounted(setting_.batches[cs], version - workers_[cs].version);
+      samples += st_.batch[cs];
+      effective += st_.progress->Discounted(st_.batch[cs], version - workers_[cs].version);
     }
     st_.progress->Update(now_, effective);
     ++ring_iteration_;
@@ -162,7 +162,7 @@ class FixedKEngine final : public ModeEngine {
       const int c = arrivals_.Pop(&arrival);
       const auto cs = static_cast<size_t>(c);
       const Child& ch = workers_[cs];
-      st_.progress->Carry(st_.progress->Discounted(setting_.batches[cs], version - ch.version));
+      st_.progress->Carry(st_.progress->Discounted(st_.batch[cs], version - ch.version));
       IterationDone d = Done(c);
       d.end = std::max(arrival, now_);
       d.compute = ch.compute;
@@ -180,13 +180,12 @@ class FixedKEngine final : public ModeEngine {
     d.worker = w;
     d.iteration = st_.iteration[ws];
     d.end = now_;
-    d.batch = setting_.batches[ws];
-    d.amp = setting_.amp[ws] != 0;
+    d.batch = st_.batch[ws];
+    d.amp = st_.amp[ws] != 0;
     return d;
   }
 
   SimState& st_;
-  const Setting setting_;
   double now_;
   std::vector<int> ring_;    // ascending ranks
   std::vector<int> parent_;  // per rank: its parent, -1 for ring members

@@ -17,9 +17,8 @@ namespace {
 
 class GroupsEngine final : public ModeEngine {
  public:
-  GroupsEngine(SimState& state, const Setting& setting, std::vector<std::vector<int>> groups,
-               double start)
-      : st_(state), setting_(setting), now_(start) {
+  GroupsEngine(SimState& state, std::vector<std::vector<int>> groups, double start)
+      : st_(state), now_(start) {
     groups_.reserve(groups.size());
     for (auto& members : groups) {
       Group g;
@@ -71,8 +70,8 @@ class GroupsEngine final : public ModeEngine {
     for (size_t i = 0; i < g.members.size(); ++i) {
       const int w = g.members[i];
       const auto ws = static_cast<size_t>(w);
-      const int64_t step = st_.steps[ws]++;
-      g.compute[i] = st_.model->Compute(w, step, now_, setting_.batches[ws], setting_.amp[ws] != 0);
+      const int64_t step = st_.BeginIteration(w);
+      g.compute[i] = st_.model->Compute(w, step, now_, st_.batch[ws], st_.amp[ws] != 0);
       g.communication[i] = st_.model->Communication(w, step, now_);
       g.ready = std::max(g.ready, now_ + g.compute[i]);
       g.slowest_link = std::max(g.slowest_link, g.communication[i]);
@@ -82,7 +81,7 @@ class GroupsEngine final : public ModeEngine {
 
   void End(Group& g, size_t index, std::vector<IterationDone>* done) {
     int64_t samples = 0;
-    for (int w : g.members) samples += setting_.batches[static_cast<size_t>(w)];
+    for (int w : g.members) samples += st_.batch[static_cast<size_t>(w)];
     st_.progress->Update(now_, static_cast<double>(samples), index);
     ++g.iteration;
     for (size_t i = 0; i < g.members.size(); ++i) {
@@ -96,8 +95,8 @@ class GroupsEngine final : public ModeEngine {
       d.compute = g.compute[i];
       d.communication = g.slowest_link;  // each member is in the ring until it ends
       d.wait = g.ready - (g.start + g.compute[i]);
-      d.batch = setting_.batches[ws];
-      d.amp = setting_.amp[ws] != 0;
+      d.batch = st_.batch[ws];
+      d.amp = st_.amp[ws] != 0;
       d.update_batch = samples;
       done->push_back(d);
     }
@@ -105,7 +104,6 @@ class GroupsEngine final : public ModeEngine {
   }
 
   SimState& st_;
-  const Setting setting_;
   std::vector<Group> groups_;
   EventQueue<Event> q_;
   double now_;
@@ -113,9 +111,9 @@ class GroupsEngine final : public ModeEngine {
 
 }  // namespace
 
-std::unique_ptr<ModeEngine> MakeGroupsEngine(SimState& state, const Setting& setting,
-                                             std::vector<std::vector<int>> groups, double start) {
-  return std::make_unique<GroupsEngine>(state, setting, std::move(groups), start);
+std::unique_ptr<ModeEngine> MakeGroupsEngine(SimState& state, std::vector<std::vector<int>> groups,
+                                             double start) {
+  return std::make_unique<GroupsEngine>(state, std::move(groups), start);
 }
 
 }  // namespace star::sim

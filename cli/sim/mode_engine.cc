@@ -46,14 +46,38 @@ Setting SettingOf(const api::Decision& d, const Setting& previous, int workers) 
   return s;
 }
 
+int64_t SimState::BeginIteration(int w) {
+  const auto ws = static_cast<size_t>(w);
+  std::deque<Change>& due = changes[ws];
+  while (!due.empty() && due.front().at <= iteration[ws]) {
+    batch[ws] = due.front().batch;
+    amp[ws] = due.front().amp;
+    due.pop_front();
+  }
+  return steps[ws]++;
+}
+
+void SimState::TakeUpAllChanges() {
+  for (size_t w = 0; w < changes.size(); ++w) {
+    for (const Change& c : changes[w]) {
+      batch[w] = c.batch;
+      amp[w] = c.amp;
+    }
+    changes[w].clear();
+  }
+}
+
 std::unique_ptr<ModeEngine> MakeEngine(SimState& state, const Setting& setting, double start) {
   const int n = state.scenario->workers;
+  state.batch = setting.batches;
+  state.amp = setting.amp;
+  state.changes.resize(static_cast<size_t>(n));
   std::vector<int> all(static_cast<size_t>(n));
   for (int w = 0; w < n; ++w) all[static_cast<size_t>(w)] = w;
   switch (setting.mode) {
     case api::SyncMode::kGroups:
       // The parameter-server architecture has no groups mode; run them as all-reduce groups.
-      return MakeGroupsEngine(state, setting, setting.groups, start);
+      return MakeGroupsEngine(state, setting.groups, start);
     case api::SyncMode::kAsgd:
       return MakeParameterServerEngine(state, setting, start);  // ASGD needs a server
     case api::SyncMode::kSsgd:
@@ -66,7 +90,7 @@ std::unique_ptr<ModeEngine> MakeEngine(SimState& state, const Setting& setting, 
   if (setting.mode == api::SyncMode::kFixedK && setting.k < n) {
     return MakeFixedKEngine(state, setting, start);
   }
-  return MakeGroupsEngine(state, setting, {std::move(all)}, start);
+  return MakeGroupsEngine(state, {std::move(all)}, start);
 }
 
 }  // namespace star::sim

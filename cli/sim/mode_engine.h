@@ -10,7 +10,10 @@
 // stops at its next iteration boundary (the real engine would fail such a late
 // decision; the loop's apply margin keeps it from happening). When every worker has
 // stopped, Next returns false: the segment is over, and the driver (simulator.h) holds
-// the workers at a barrier and applies the decision.
+// the workers at a barrier and applies the decision. A decision of batches or AMP only
+// (api::SameSynchronization) is no switch and stops nobody: the driver holds its
+// settings in SimState::changes, and each worker takes them up when it begins the
+// decision's iteration (SimState::BeginIteration).
 //
 // Engines (one file each):
 //   groups.cc            AllReduce ssgd (one group of all workers) and mode groups: each
@@ -23,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -79,6 +83,22 @@ struct SimState {
   api::Architecture architecture = api::Architecture::kAllReduce;
   std::vector<int64_t> steps;      // iterations each worker computed (the jitter index)
   std::vector<int64_t> iteration;  // each worker's iteration count
+  // Each worker's batch and AMP flag in force (set at a switch), and the changes a
+  // decision of batches or AMP only (no switch) holds for it until its iteration.
+  std::vector<int64_t> batch;
+  std::vector<char> amp;
+  struct Change {
+    int64_t at = 0;  // apply_at_iteration
+    int64_t batch = 1;
+    char amp = 0;
+  };
+  std::vector<std::deque<Change>> changes;  // per worker, by `at`
+
+  // Worker `w` begins an iteration: takes up its changes due by its iteration count
+  // (as star/shim's WorkerSession does) and returns its step index (steps[w]++).
+  int64_t BeginIteration(int w);
+  // Takes up every held change at once (at a switch, which every worker reaches).
+  void TakeUpAllChanges();
 };
 
 class ModeEngine {
@@ -91,11 +111,12 @@ class ModeEngine {
   [[nodiscard]] virtual double now() const = 0;
 };
 
-// The engine for `setting` on the scenario's architecture, every worker free at `start`.
+// The engine for `setting` on the scenario's architecture, every worker free at `start`,
+// the setting's batches and AMP flags in force (state.batch, state.amp).
 std::unique_ptr<ModeEngine> MakeEngine(SimState& state, const Setting& setting, double start);
 
-std::unique_ptr<ModeEngine> MakeGroupsEngine(SimState& state, const Setting& setting,
-                                             std::vector<std::vector<int>> groups, double start);
+std::unique_ptr<ModeEngine> MakeGroupsEngine(SimState& state, std::vector<std::vector<int>> groups,
+                                             double start);
 std::unique_ptr<ModeEngine> MakeFixedKEngine(SimState& state, const Setting& setting,
                                              double start);
 std::unique_ptr<ModeEngine> MakeParameterServerEngine(SimState& state, const Setting& setting,

@@ -24,7 +24,6 @@ class ParameterServerEngine final : public ModeEngine {
  public:
   ParameterServerEngine(SimState& state, const Setting& setting, double start)
       : st_(state),
-        setting_(setting),
         now_(start),
         n_(state.scenario->workers),
         asgd_(setting.mode == api::SyncMode::kAsgd),
@@ -72,8 +71,8 @@ class ParameterServerEngine final : public ModeEngine {
       return;
     }
     Worker& wk = workers_[ws];
-    const int64_t step = st_.steps[ws]++;
-    wk.compute = st_.model->Compute(w, step, now_, setting_.batches[ws], setting_.amp[ws] != 0,
+    const int64_t step = st_.BeginIteration(w);
+    wk.compute = st_.model->Compute(w, step, now_, st_.batch[ws], st_.amp[ws] != 0,
                                     overhead_);
     wk.communication = st_.model->Communication(w, step, now_, overhead_);
     wk.arrival = now_ + wk.compute + wk.communication / 2;
@@ -88,9 +87,9 @@ class ParameterServerEngine final : public ModeEngine {
       const double begin = std::max(now_, server_free_);
       server_free_ = begin + service_;
       const int64_t staleness = st_.progress->updates() - wk.version;
-      st_.progress->Update(server_free_, st_.progress->Discounted(setting_.batches[ws], staleness));
+      st_.progress->Update(server_free_, st_.progress->Discounted(st_.batch[ws], staleness));
       wk.wait = begin - now_;
-      wk.update_batch = setting_.batches[ws];
+      wk.update_batch = st_.batch[ws];
       q_.Push(server_free_ + wk.communication / 2, Event{Kind::kEnd, w});
       return;
     }
@@ -108,8 +107,8 @@ class ParameterServerEngine final : public ModeEngine {
     double effective = 0;
     for (int w : waiting_) {
       const auto ws = static_cast<size_t>(w);
-      samples += setting_.batches[ws];
-      effective += st_.progress->Discounted(setting_.batches[ws], version - workers_[ws].version);
+      samples += st_.batch[ws];
+      effective += st_.progress->Discounted(st_.batch[ws], version - workers_[ws].version);
     }
     st_.progress->Update(server_free_, effective);
     for (int w : waiting_) {
@@ -132,15 +131,14 @@ class ParameterServerEngine final : public ModeEngine {
     d.compute = wk.compute;
     d.communication = wk.communication;
     d.wait = wk.wait;
-    d.batch = setting_.batches[ws];
-    d.amp = setting_.amp[ws] != 0;
+    d.batch = st_.batch[ws];
+    d.amp = st_.amp[ws] != 0;
     d.update_batch = wk.update_batch;
     done->push_back(d);
     q_.Push(now_, Event{Kind::kStart, w});
   }
 
   SimState& st_;
-  const Setting setting_;
   double now_;
   const int n_;
   const bool asgd_;

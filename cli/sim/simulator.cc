@@ -71,7 +71,11 @@ class Run {
       if (!pending_) return Result();  // cannot happen: engines stop only for a decision
       start = *std::max_element(last_end_.begin(), last_end_.end());
       for (size_t w = 0; w < n_; ++w) barrier_wait_[w] = start - last_end_[w];
+      state_.TakeUpAllChanges();
+      setting.batches = state_.batch;
+      setting.amp = state_.amp;
       setting = SettingOf(*pending_, setting, s_.workers);
+      sync_ = *pending_;
       progress_.Switch(setting.mode == api::SyncMode::kGroups
                            ? std::span<const std::vector<int>>(setting.groups)
                            : std::span<const std::vector<int>>());
@@ -119,9 +123,23 @@ class Run {
     if (*decision && (*decision)->epoch > last_epoch_) {
       last_epoch_ = (*decision)->epoch;
       ++decisions_;
-      pending_ = **decision;  // a newer decision replaces a pending one
+      if (!pending_ && api::SameSynchronization(**decision, sync_)) {
+        Hold(**decision);
+      } else {
+        pending_ = **decision;  // a newer decision replaces a pending one
+      }
     }
     return Status::Ok();
+  }
+
+  // A decision of batches or AMP only: no switch; each worker takes its setting up at the
+  // decision's iteration (SimState::BeginIteration), as the shim's workers do.
+  void Hold(const api::Decision& d) {
+    for (const api::WorkerSetting& ws : d.workers) {
+      if (ws.worker < 0 || ws.worker >= s_.workers) continue;
+      state_.changes[static_cast<size_t>(ws.worker)].push_back(
+          {d.apply_at_iteration, std::max<int64_t>(1, ws.batch), static_cast<char>(ws.amp ? 1 : 0)});
+    }
   }
 
   SimResult Result() const {
@@ -143,7 +161,8 @@ class Run {
   std::vector<Pending> reports_;
   std::vector<double> barrier_wait_;  // per worker: waited at the last switch, not reported yet
   std::vector<double> last_end_;      // per worker: when its last iteration ended
-  std::optional<api::Decision> pending_;
+  std::optional<api::Decision> pending_;  // a switch: every worker stops at its iteration
+  api::Decision sync_;                    // the last switch made (ssgd at the start)
   int64_t last_epoch_ = 0;
   int64_t decisions_ = 0;
 };
