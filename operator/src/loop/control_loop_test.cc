@@ -546,24 +546,23 @@ TEST(JobControlLoop, NoRegroupWhenTheFastWorkersWouldWaitLongForTheSlowOne) {
 }
 
 // The same drift with batch adaptation, worker 3 slowing only 1.3x: not a regroup, but
-// new batches for its group. New batches are a switch at one iteration like a regroup,
-// and cost the fast workers the same wait for worker 2: nothing is issued either (a
-// decision with new batches used to pass).
-TEST(JobControlLoop, NoNewBatchesEitherWhenTheFastWorkersWouldWaitLong) {
+// new batches for its group. New batches alone are no switch (each worker takes them up
+// at the apply iteration on its own), so they go through at once, with no wait for
+// worker 2, each after the one before.
+TEST(JobControlLoop, NewBatchesAloneGoThroughWhileWorkersDrift) {
   auto slow = [](int w, double t) { return w == 2 ? 5.0 : (w == 3 && t > 60 ? 1.3 : 1.0); };
-  api::TrainingJobSpec spec = Spec(api::SyncPolicy::kGroups, false, true);
-  LoopOptions patient;
-  patient.max_drift_wait_seconds = 1e9;
-  StatusOr<JobControlLoop> free_loop = JobControlLoop::Create(spec, patient);
-  ASSERT_TRUE(free_loop.ok()) << free_loop.status();
-  const std::vector<api::Decision> later = RunDrifting(*free_loop, 120, 60, slow);
-  ASSERT_FALSE(later.empty());  // without the limit the loop plans new batches after 60 s
-  EXPECT_EQ(later.back().groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
-
-  JobControlLoop loop = MakeLoop(spec);
-  EXPECT_TRUE(RunDrifting(loop, 120, 60, slow).empty()) << TimelineText(loop);
-  ASSERT_NE(loop.current(), nullptr);
-  EXPECT_EQ(loop.current()->groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kGroups, false, true));
+  const std::vector<api::Decision> later = RunDrifting(loop, 120, 60, slow);
+  ASSERT_FALSE(later.empty()) << TimelineText(loop);
+  int64_t previous = -1;
+  for (const api::Decision& d : later) {
+    EXPECT_EQ(d.groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
+    EXPECT_GT(d.apply_at_iteration, previous);
+    previous = d.apply_at_iteration;
+  }
+  const api::Decision& last = later.back();
+  EXPECT_LT(last.workers[3].batch, last.workers[0].batch) << TimelineText(loop);
+  EXPECT_EQ(last.workers[2].batch, kGlobalBatch / kWorkers);  // alone in its group
 }
 
 TEST(JobControlLoop, StaticSlowWorkerGetsSmallerBatchSummingToGlobal) {

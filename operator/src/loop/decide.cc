@@ -21,19 +21,23 @@ void JobControlLoop::Decide(double t) {
   next.amp = amp_.States(n_);
   next.batches = PlanWorkerBatches(in_force_.batches, next.sync);
   if (next == in_force_ || DriftWaitTooLong(next, times)) return;
-  if (next.sync != in_force_.sync) last_mode_round_ = rounds_;
+  const bool switches = next.sync != in_force_.sync;
+  if (switches) last_mode_round_ = rounds_;
   std::optional<api::Decision> d = Issue(next, times);
   if (!d) return;  // never hand out an invalid decision
   RecordChanges(t, next);
   in_force_ = std::move(next);
   decision_ = std::move(d);
+  decision_switches_ = switches;
 }
 
 bool JobControlLoop::PreviousDecisionApplied() const {
-  // A decision replaces the previous one only after every worker has passed the
-  // previous one's iteration: a worker that never saw it (it reports the newest only)
-  // would otherwise skip a switch the others make.
-  return !decision_ || MinIteration() >= decision_->apply_at_iteration;
+  // A switch is replaced only after every worker has passed its iteration: a worker
+  // that never saw it (it reports the newest only) would otherwise skip a switch the
+  // others make. A decision of batches or AMP only is no switch (api::
+  // SameSynchronization): a worker that misses it runs its old batch until the next
+  // decision, which names every worker's batch and applies after it (Issue).
+  return !decision_ || !decision_switches_ || MinIteration() >= decision_->apply_at_iteration;
 }
 
 namespace {
@@ -66,7 +70,7 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
   const SyncSetting& now = in_force_.sync;
-  if (!Drifts(now.mode, now.k, now.groups.size(), n_) ||
+  if (next.sync == now || !Drifts(now.mode, now.k, now.groups.size(), n_) ||
       !Drifts(next.sync.mode, next.sync.k, next.sync.groups.size(), n_) || !AllMeasured(times)) {
     return false;
   }
@@ -87,6 +91,11 @@ std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
   api::Decision d;
   d.epoch = std::max(decision_ ? decision_->epoch : 0, epoch_base_) + 1;
   d.apply_at_iteration = ApplyAtIteration(times);
+  if (decision_ && MinIteration() < decision_->apply_at_iteration) {
+    // The previous decision (batches or AMP only) is not behind every worker yet: this
+    // one applies after it, so no worker takes the two up in the wrong order.
+    d.apply_at_iteration = std::max(d.apply_at_iteration, decision_->apply_at_iteration + 1);
+  }
   d.mode = next.sync.mode;
   d.k = next.sync.k;
   d.groups = next.sync.groups;

@@ -303,10 +303,10 @@ class JobControlLoop {
                                                    const std::vector<double>& times) const;
   // The iteration a decision issued now applies at (Issue's rule).
   [[nodiscard]] int64_t ApplyAtIteration(const std::vector<double>& times) const;
-  // Whether `next` keeps the job in drifting modes with a wait at the apply iteration
-  // above options_.max_drift_wait_seconds (LoopOptions), whatever it changes: every
-  // decision, new batches or AMP flags too, is a switch every worker makes at one
-  // iteration.
+  // Whether `next` switches the job from a drifting mode to another (a new mode, k or
+  // groups) with a wait at the apply iteration above options_.max_drift_wait_seconds
+  // (LoopOptions). New batches or AMP flags alone are no switch: workers take them up
+  // at the apply iteration each on its own.
   [[nodiscard]] bool DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const;
   void RecordChanges(double t, const Setting& next);
 
@@ -344,6 +344,7 @@ class JobControlLoop {
   double latest_time_ = 0;  // the largest time_seconds reported
   bool adapt_batches_ = false;  // a static straggler was seen (sticky)
   std::optional<api::Decision> decision_;
+  bool decision_switches_ = true;  // decision_ changes the synchronisation (or was restored)
   Setting in_force_;  // the baseline before any decision
   std::vector<int64_t> equal_batches_;  // each worker's equal share of the global batch
   std::vector<TimelineEvent> timeline_;

@@ -73,13 +73,13 @@ struct LoopOptions {
   select::SelectOptions select = LoopSelectOptions();
   // Noise scale estimator options. Default NoiseScaleOptions{}.
   converge::NoiseScaleOptions noise_scale;
-  // In fixed_k, groups and asgd the workers' iteration counts drift apart, and a decision
-  // applies at one iteration for all: the fastest wait at it until the slowest catch up.
-  // While such a mode is in force, a decision that keeps the job in such a mode is not
-  // issued when that wait is estimated (each worker's distance to the apply iteration at
-  // its current pace) above this many seconds, whatever it changes (mode, k, groups,
-  // batches or AMP flags: the workers switch to any decision together); a return to SSGD
-  // (or to one group of all) always is. >= 0; default 5.
+  // In fixed_k, groups and asgd the workers' iteration counts drift apart, and a switch
+  // (a new mode, k or groups) applies at one iteration for all: the fastest wait at it
+  // until the slowest catch up. While such a mode is in force, a switch to another such
+  // mode is not issued when that wait is estimated (each worker's distance to the apply
+  // iteration at its current pace) above this many seconds; a return to SSGD (or to one
+  // group of all) always is, and so are new batches or AMP flags alone (no switch: each
+  // worker takes them up at the apply iteration on its own). >= 0; default 5.
   double max_drift_wait_seconds = 5;
   // A worker leaves the reallocation request (resource_needs.h) after this many
   // consecutive rounds without the need; each time it returns after leaving, twice as
