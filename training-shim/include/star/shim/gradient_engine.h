@@ -50,7 +50,7 @@ class ModeCore;
 // What BeginIteration did.
 struct BeginStats {
   int64_t iteration = 0;             // iteration() after it
-  bool switched = false;             // a decision took effect: reset the optimizer's state
+  bool switched = false;             // a switch took effect: reset the optimizer's state
   double wait_seconds = 0;           // a child waiting for its parent's state
   double communication_seconds = 0;  // a parent sending its state
   double switch_seconds = 0;         // applying a decision

@@ -9,7 +9,8 @@
 // IterationPlan::received); it takes effect on every worker at its apply_at_iteration.
 // What happens to the parameters at a switch is the engine's (sync_engine.h: reconciled
 // over all workers, momentum reset; parameter_server.h: servers keep their state), so
-// every worker trains on consistent parameters after it.
+// every worker trains on consistent parameters after it. A decision that changes only
+// batches or AMP is no switch (api::SameSynchronization): the engine passes it alone.
 //
 // Thread-compatibility: not thread-safe; call every method from one thread. LibTorch-free
 // (spans and plain structs), so it binds to Python as it is. Errors are sticky: after a
