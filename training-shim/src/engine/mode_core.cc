@@ -315,7 +315,7 @@ Status ModeCore::Exchange(std::span<const float> grad, float grad_scale, int64_t
     STAR_ASSIGN_OR_RETURN(contributors_, inbox_->Drain(buf_));
   }
   STAR_RETURN_IF_ERROR(
-      SumOverGroup(mode_, *world_, local_.get(), options_.measure_wait, buf_, stats));
+      SumOverGroup(in_force_.mode, *world_, local_.get(), options_.measure_wait, buf_, stats));
   ++iteration_;
   stats.iteration = iteration_;
   return Status::Ok();
@@ -414,8 +414,8 @@ Status ModeCore::Finish(std::span<float> state) {
 
 Status ModeCore::ApplyDecision(const api::Decision* d, std::span<float> state, StepStats& stats) {
   const Clock::time_point t0 = Clock::now();
-  const api::SyncMode old_mode = mode_;
-  if (mode_ == api::SyncMode::kFixedK && inbox_ != nullptr) {
+  const api::SyncMode old_mode = in_force_.mode;
+  if (in_force_.mode == api::SyncMode::kFixedK && inbox_ != nullptr) {
     STAR_RETURN_IF_ERROR(AnswerChildrenLast(state, kSwitch, stats));
   }
   STAR_RETURN_IF_ERROR(CheckConsistent(d));
@@ -525,7 +525,6 @@ Status ModeCore::SetUp(const api::Decision& d) {
   awaiting_parent_ = false;
   children_.clear();
   in_force_ = d;
-  mode_ = d.mode;
   const int me = rank();
   const std::string name = "engine/s" + std::to_string(switches_);
   if (d.mode == api::SyncMode::kGroups) {

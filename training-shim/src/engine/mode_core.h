@@ -83,7 +83,7 @@ class ModeCore {
   // [gradient sum (grad_size), batch, gradients summed] after Exchange.
   const std::vector<float>& sum() const { return buf_; }
   int64_t iteration() const { return iteration_; }
-  api::SyncMode mode() const { return mode_; }
+  api::SyncMode mode() const { return in_force_.mode; }
   int rank() const { return world_->rank(); }
   int size() const { return world_->size(); }
   bool is_child() const { return parent_ >= 0; }
@@ -123,7 +123,6 @@ class ModeCore {
   std::vector<float> carry_;  // child gradients taken at a switch
   int64_t iteration_ = 0;
   int64_t switches_ = 0;
-  api::SyncMode mode_ = api::SyncMode::kSsgd;
   api::Decision in_force_;     // the last decision switched to (ssgd at the start)
   int parent_ = -1;            // fixed_k child: parent's world rank
   bool awaiting_parent_ = false;  // fixed_k child: a sent gradient is not answered yet
