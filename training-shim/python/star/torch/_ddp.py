@@ -35,8 +35,7 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
                              "(one per process)")
         if "process_group" in ddp_kwargs:
             raise ConfigError("star.torch.DistributedDataParallel: process_group: STAR brings its own")
-        timeout = datetime.timedelta(milliseconds=rt.config.timeout_ms)
-        group = dist.ProcessGroupGloo(dist.HashStore(), 0, 1, timeout)
+        group = _solo_group(datetime.timedelta(milliseconds=rt.config.timeout_ms))
         super().__init__(module, process_group=group, **ddp_kwargs)
         self._star_state = ModelState(module)
         if self._star_state.grad_size == 0:
@@ -79,6 +78,29 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
 
     def _star_detach(self):
         self._star_buckets = []
+
+
+def _solo_group(timeout):
+    """A Gloo process group of this process alone, for DDP's own collectives (which then
+    never wait on a peer), registered nowhere (the script's own groups are untouched)."""
+    store = dist.HashStore()
+    gloo = dist.ProcessGroupGloo(store, 0, 1, timeout)
+    if isinstance(gloo, dist.ProcessGroup):  # PyTorch 1.x: the backend is the group
+        return gloo
+    # PyTorch 2.x: a ProcessGroup that dispatches CPU and CUDA tensors to the backend, as
+    # torch.distributed builds its own groups.
+    kind = dist.ProcessGroup.BackendType.GLOO
+    try:
+        group = dist.ProcessGroup(store, 0, 1)
+    except TypeError:  # 2.0-2.1 take the options too
+        group = dist.ProcessGroup(store, 0, 1, dist.ProcessGroup.Options(backend="gloo"))
+    if hasattr(group, "_set_default_backend"):
+        group._set_default_backend(kind)
+    if hasattr(gloo, "_set_sequence_number_for_group"):
+        gloo._set_sequence_number_for_group()
+    for device in ("cpu", "cuda"):
+        group._register_backend(torch.device(device), kind, gloo)
+    return group
 
 
 def _hook(rt, bucket):
