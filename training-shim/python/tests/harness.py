@@ -10,7 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON = "/usr/bin/python3"  # Debian's, with torch
+PYTHON = sys.executable  # the one running pytest: Debian's /usr/bin/python3 under ctest
 
 
 def free_port():

@@ -13,6 +13,8 @@ import star.torch as st
 from star.torch import _testing
 
 SAMPLES, FEATURES = 480, 8
+# Where the model and data live: "cpu", or "cuda" for the GPU tests (test_cuda.py).
+DEVICE = os.environ.get("SCENARIO_DEVICE", "cpu")
 
 
 def data():
@@ -20,16 +22,17 @@ def data():
     g.manual_seed(0)
     x = torch.randn(SAMPLES, FEATURES, generator=g)
     y = ((x[:, 0] + 0.5 * x[:, 1]) > 0).long()
-    return torch.utils.data.TensorDataset(x, y)
+    return torch.utils.data.TensorDataset(x.to(DEVICE), y.to(DEVICE))
 
 
 def make_model(seed=1):
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    return model.to(DEVICE)
 
 
 def flat(model):
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).tolist()
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu().tolist()
 
 
 def full_loss(model, ds):
@@ -123,15 +126,28 @@ def switch():
             "modes": sorted(modes), "loss_before": before, "loss_after": full_loss(model.module, ds)}
 
 
+def autocast_enabled():
+    if DEVICE == "cuda":
+        return torch.is_autocast_enabled()
+    return torch.is_autocast_cpu_enabled()
+
+
 def amp():
-    """A decision turns AMP on for worker 1 from iteration 4."""
+    """A decision turns AMP on for worker 1 from iteration 4; records, per step, whether
+    autocast is on and the dtype the model's output has."""
     ds = data()
     model = st.DistributedDataParallel(make_model())
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    autocast = []
-    train(model, ds, opt, st.AdaptiveBatchSampler(ds, batch_size=8),
-          on_step=lambda i, s: autocast.append((s.iteration, torch.is_autocast_cpu_enabled())))
-    return {"autocast": autocast}
+    autocast, dtypes = [], set()
+    x = ds.tensors[0][:2]
+
+    def record(i, s):
+        autocast.append((s.iteration, autocast_enabled()))
+        with torch.no_grad():
+            dtypes.add((s.iteration >= 4, str(model.module(x).dtype)))
+
+    train(model, ds, opt, st.AdaptiveBatchSampler(ds, batch_size=8), on_step=record)
+    return {"autocast": autocast, "dtypes": sorted(dtypes)}
 
 
 def accuracy():
@@ -168,6 +184,8 @@ def kill():
 def main():
     name, out_dir = sys.argv[1], sys.argv[2]
     rank = os.environ["STAR_RANK"]
+    if DEVICE == "cuda":  # one device per worker where there are several
+        torch.cuda.set_device(int(rank) % torch.cuda.device_count())
     if name != "plain_ddp":
         st.init()
     result = globals()[name]()
