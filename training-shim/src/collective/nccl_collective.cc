@@ -22,6 +22,15 @@ Status CudaError(const std::string& what, cudaError_t e) {
   return Status::Unavailable("cuda: " + what + ": " + cudaGetErrorString(e));
 }
 
+// NCCL's words for `r` during `what`, with the likely cause of an invalid usage at init.
+std::string Describe(const std::string& what, ncclResult_t r) {
+  std::string text = "nccl: " + what + ": " + ncclGetErrorString(r);
+  if (r == ncclInvalidUsage && what.starts_with("init")) {
+    text += "; NCCL takes one GPU per rank: is another rank of this job on the same GPU?";
+  }
+  return text;
+}
+
 // Waits for a non-blocking communicator's pending work (init or an enqueued op on
 // `stream`, if any) until `deadline`; aborts the communicator on timeout or error.
 Status WaitComm(ncclComm_t comm, cudaStream_t stream, Clock::time_point deadline,
@@ -31,7 +40,7 @@ Status WaitComm(ncclComm_t comm, cudaStream_t stream, Clock::time_point deadline
     ncclResult_t r = ncclCommGetAsyncError(comm, &async);
     if (r != ncclSuccess) async = r;
     if (async != ncclSuccess && async != ncclInProgress) {
-      std::string msg = "nccl: " + what + ": " + ncclGetErrorString(async);
+      std::string msg = Describe(what, async);
       ncclCommAbort(comm);
       return Status::Unavailable(msg);
     }
@@ -68,8 +77,7 @@ StatusOr<ncclComm_t> InitComm(Store& store, const std::string& prefix, int rank,
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRankConfig(&comm, size, id, rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
-    return Status::Unavailable(std::string("nccl: init rank ") + std::to_string(rank) + ": " +
-                               ncclGetErrorString(r));
+    return Status::Unavailable(Describe("init rank " + std::to_string(rank), r));
   }
   STAR_RETURN_IF_ERROR(WaitComm(comm, nullptr, deadline, "init rank " + std::to_string(rank)));
   return comm;

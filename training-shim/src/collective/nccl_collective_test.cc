@@ -10,6 +10,9 @@
 
 #include <thread>
 
+#include "star/shim/local_collective.h"
+#include "star/shim/staged_collective.h"
+
 namespace star::shim {
 namespace {
 
@@ -31,11 +34,15 @@ TEST(NcclCollectiveTest, UniqueIdRoundTripsThroughTheStore) {
   EXPECT_EQ(*published, *fetched);
 }
 
-TEST(NcclCollectiveTest, AllReduceOnTheDevice) {
+int DeviceCount() {
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    GTEST_SKIP() << "no CUDA device: NCCL backend compiled but not exercised";
-  }
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) return 0;
+  return devices;
+}
+
+TEST(NcclCollectiveTest, AllReduceOnTheDevice) {
+  const int devices = DeviceCount();
+  if (devices == 0) GTEST_SKIP() << "no CUDA device: NCCL backend compiled but not exercised";
   // One rank per device, ranks as threads.
   const int n = devices;
   auto store = NewInMemoryStore();
@@ -69,6 +76,47 @@ TEST(NcclCollectiveTest, AllReduceOnTheDevice) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "");
     EXPECT_EQ(results[static_cast<size_t>(r)], static_cast<float>(n * (n + 1) / 2));
   }
+}
+
+// What the nccl backend of a worker runs: host buffers in, all-reduces and broadcasts on
+// the device through the CUDA staging, messages on the host communicator.
+TEST(NcclCollectiveTest, StagedCollectiveRunsOnTheDevice) {
+  const int n = DeviceCount();
+  if (n == 0) GTEST_SKIP() << "no CUDA device: NCCL backend compiled but not exercised";
+  constexpr size_t kCount = (1 << 20) + 3;  // a few MB, not a multiple of anything
+  auto store = NewInMemoryStore();
+  auto hosts = NewLocalGroup(n, milliseconds(20000));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto fail = [&](const Status& s) { errors[static_cast<size_t>(r)] = s.ToString(); };
+      cudaSetDevice(r);
+      NcclOptions options;
+      options.timeout = milliseconds(20000);
+      auto device = ConnectNccl(store, r, n, options);
+      if (!device.ok()) return fail(device.status());
+      auto staging = NewCudaStaging();
+      if (!staging.ok()) return fail(staging.status());
+      auto c = NewStagedCollective(std::move(hosts[static_cast<size_t>(r)]), std::move(*device),
+                                   std::move(*staging));
+      if (!c.ok()) return fail(c.status());
+      std::vector<float> data(kCount, static_cast<float>(r + 1));
+      data.back() = static_cast<float>(r);
+      if (Status s = (*c)->AllReduceSum(data.data(), data.size()); !s.ok()) return fail(s);
+      std::vector<float> from_root(kCount / 2, r == n - 1 ? 7.5f : 0.0f);
+      if (Status s = (*c)->Broadcast(from_root.data(), from_root.size(), n - 1); !s.ok()) return fail(s);
+      if (Status s = (*c)->Barrier(); !s.ok()) return fail(s);
+      const float sum = static_cast<float>(n * (n + 1) / 2);
+      const float last = static_cast<float>(n * (n - 1) / 2);
+      if (data.front() != sum || data[kCount / 2] != sum || data.back() != last ||
+          from_root.front() != 7.5f || from_root.back() != 7.5f) {
+        errors[static_cast<size_t>(r)] = "wrong result";
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
 #else
