@@ -4,7 +4,12 @@ DistributedDataParallel over Gloo: the same model (examples/pytorch's Fashion-MN
 the same batches, the same number of worker processes on loopback, one thread each.
 
     /usr/bin/python3 bench/python/hook_overhead.py [--build build] [--workers 2]
-        [--iterations 150] [--repeats 3]
+        [--iterations 150] [--repeats 3] [--device cpu|cuda] [--backend gloo|nccl]
+
+With --device cuda the model and batches live on the GPU (every worker on device
+rank % count): PyTorch's DDP all-reduces them over Gloo, star.torch stages them through
+host memory to its engine, whose all-reduces run over --backend (nccl: on the device;
+NCCL takes one worker per GPU).
 
 Prints each run's mean iteration time (forward, backward with the exchange, optimizer
 step; the slowest worker's) and its CPU time per iteration (the process's, all threads;
@@ -31,7 +36,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def worker(kind, iterations, warmup):
+def worker(kind, iterations, warmup, device):
     """One worker process: trains and prints its mean iteration time (seconds) as JSON."""
     import torch
     import torch.distributed as dist
@@ -41,15 +46,17 @@ def worker(kind, iterations, warmup):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rank, n = int(os.environ["STAR_RANK"]), int(os.environ["STAR_WORLD_SIZE"])
+    if device == "cuda":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
     if kind == "star":
         import star.torch as st
         st.init()
-        model = st.DistributedDataParallel(Net())
+        model = st.DistributedDataParallel(Net().to(device))
         step = st.step
     else:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['DDP_PORT']}",
                                 rank=rank, world_size=n)
-        model = torch.nn.parallel.DistributedDataParallel(Net())
+        model = torch.nn.parallel.DistributedDataParallel(Net().to(device))
 
         class NoStep:
             def __enter__(self):
@@ -61,8 +68,9 @@ def worker(kind, iterations, warmup):
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     g = torch.Generator()
     g.manual_seed(rank)
-    x = torch.randn(64, 1, 28, 28, generator=g)
-    y = torch.randint(0, 10, (64,), generator=g)
+    x = torch.randn(64, 1, 28, 28, generator=g).to(device)
+    y = torch.randint(0, 10, (64,), generator=g).to(device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     times = []
     for i in range(warmup + iterations):
         if i == warmup:
@@ -72,6 +80,7 @@ def worker(kind, iterations, warmup):
             F.cross_entropy(model(x), y).backward()
         opt.step()
         opt.zero_grad()
+        sync()
         if i >= warmup:
             times.append(time.perf_counter() - t0)
     cpu = (time.process_time() - cpu0) / iterations
@@ -88,9 +97,9 @@ def run(kind, args):
     for rank in range(args.workers):
         env = dict(os.environ, STAR_RANK=str(rank), STAR_WORLD_SIZE=str(args.workers),
                    STAR_STORE_URL=f"http://127.0.0.1:{port}", STAR_HOST_STORE="1" if rank == 0 else "0",
-                   DDP_PORT=str(ddp_port), OMP_NUM_THREADS="1",
+                   DDP_PORT=str(ddp_port), OMP_NUM_THREADS="1", STAR_BACKEND=args.backend,
                    PYTHONPATH=os.path.join(os.path.abspath(args.build), "python"))
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", kind,
+        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", kind, "--device", args.device,
                                        "--iterations", str(args.iterations)],
                                       env=env, stdout=subprocess.PIPE, text=True))
     means, cpus = [], []
@@ -111,10 +120,15 @@ def main():
     p.add_argument("--iterations", type=int, default=150)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--backend", choices=["gloo", "nccl"], default="gloo",
+                   help="star.torch's backend (nccl needs --device cuda)")
     p.add_argument("--worker", choices=["ddp", "star"], help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.backend == "nccl" and args.device != "cuda":
+        p.error("--backend nccl: needs --device cuda")
     if args.worker:
-        return worker(args.worker, args.iterations, args.warmup)
+        return worker(args.worker, args.iterations, args.warmup, args.device)
     runs = {"ddp": [], "star": []}
     for r in range(args.repeats):
         for kind in ("ddp", "star"):
@@ -122,7 +136,8 @@ def main():
         print(f"repeat {r + 1}/{args.repeats}: " + ", ".join(
             f"{name} {1e3 * runs[k][-1][0]:.2f} ms/iteration ({1e3 * runs[k][-1][1]:.2f} ms CPU)"
             for k, name in (("ddp", "plain DDP"), ("star", "star.torch"))), flush=True)
-    print(f"\n{args.workers} workers, Fashion-MNIST CNN, batch 64, 1 thread each, "
+    print(f"\n{args.workers} workers on {args.device}, star.torch over {args.backend}, "
+          f"Fashion-MNIST CNN, batch 64, 1 thread each, "
           f"{args.iterations} iterations after {args.warmup} warm-up, {args.repeats} repeats")
 
     def line(label, values, unit="ms"):
@@ -134,7 +149,7 @@ def main():
         overhead = [100 * (o / d - 1) for o, d in zip(ours, ddp)]
         print(what)
         print("  " + line("plain DDP (Gloo all-reduce)", ddp))
-        print("  " + line("star.torch (engine, SSGD)  ", ours))
+        print("  " + line(f"star.torch (engine, SSGD, {args.backend})", ours))
         print(f"  overhead: {statistics.median(overhead):+.1f}% "
               f"({min(overhead):+.1f}% to {max(overhead):+.1f}%)")
 
