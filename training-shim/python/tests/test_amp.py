@@ -24,9 +24,10 @@ def expect_amp_on_worker_1_only(results):
         assert all(on is False for it, on in steps if it < 4), f"worker {worker} before the decision"
         after = [on for it, on in steps if it >= 4]
         assert after and all(on is want for on in after), f"worker {worker}: {steps}"
-        dtypes = dict(results[worker][2]["dtypes"])
-        assert dtypes[False] == "torch.float32", f"worker {worker} before the decision: {dtypes}"
-        assert dtypes[True] == ("torch.bfloat16" if want else "torch.float32"), f"worker {worker}: {dtypes}"
+        # One output dtype before the decision and one after: [after the decision?, dtype].
+        dtypes = results[worker][2]["dtypes"]
+        after_dtype = "torch.bfloat16" if want else "torch.float32"
+        assert dtypes == [[False, "torch.float32"], [True, after_dtype]], f"worker {worker}: {dtypes}"
 
 
 def test_amp_toggles_per_worker(tmp_path):
