@@ -24,9 +24,10 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-# The CNN is the example script's, which imports star.torch: the build's package, unless
-# PYTHONPATH names one.
-sys.path[:0] = [os.path.join(ROOT, "examples", "pytorch"), os.path.join(ROOT, "build", "python")]
+# The CNN is the example script's, which imports star.torch: one on PYTHONPATH or installed,
+# else the build's package.
+sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
+sys.path.append(os.path.join(ROOT, "build", "python"))
 from train_fmnist import Net  # noqa: E402
 
 
