@@ -38,18 +38,15 @@ struct RunResult {
   int nonempty_responses = 0;
 };
 
-// Communication seconds of worker w under the decision in force (nullopt: none yet).
-using Communication = std::function<double(int w, const std::optional<api::Decision>& in_force)>;
-
 // A synthetic job of kWorkers workers that follows the loop's decisions: a worker's
 // compute time is 0.1 s per 64 samples x slowdown x (0.7 with AMP), communication
-// 0.02 s (or `comm`'s), both with 5% lognormal noise (fixed seed). Every worker reports
-// every kReportEvery iterations. Checks on the way that every new decision applies after
+// 0.02 s, both with 5% lognormal noise (fixed seed). Every worker reports every
+// kReportEvery iterations. Checks on the way that every new decision applies after
 // every iteration reported before it.
 // `after` (optional) runs after every report cycle, with its iteration.
 RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
               uint64_t seed = 7, double amp_factor = 0.7,
-              const std::function<void(int64_t)>& after = {}, const Communication& comm = {}) {
+              const std::function<void(int64_t)>& after = {}) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> noise(0.0, 0.05);
   RunResult out;
@@ -73,9 +70,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
       r.amp = amp;
       r.compute_seconds = 0.1 * static_cast<double>(batch) / 64.0 * slow(w, i) *
                           (amp ? amp_factor : 1.0) * noise(rng);
-      const bool in_force = latest && latest->apply_at_iteration <= i;
-      r.communication_seconds =
-          (comm ? comm(w, in_force ? latest : std::nullopt) : 0.02) * noise(rng);
+      r.communication_seconds = 0.02 * noise(rng);
       max_reported = std::max(max_reported, i);
       last_reported[static_cast<size_t>(w)] = i;
       StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
@@ -459,35 +454,6 @@ TEST(JobControlLoop, AStartupInTheFirstReportsKeepsTheStragglerOutOfTheRing) {
     ASSERT_EQ(d.groups.size(), 1u);
     EXPECT_EQ(d.groups[0].back(), 2) << "epoch " << d.epoch << "\n" << TimelineText(loop);
   }
-}
-
-// What a worker reports depends on its role (a fixed_k child sends over its own link and
-// waits for its parent's ring, a ring member waits for the ring's slowest link), so each
-// decision can show the next one other times. Here at its most extreme: under every
-// odd epoch worker 2 communicates 15x longer, under every even one workers 0 and 1 do.
-double SlowerUnderEachOtherDecision(int w, const std::optional<api::Decision>& d) {
-  constexpr double kLink = 0.02, kSlow = 0.3;
-  if (!d) return kLink;
-  const bool odd = d->epoch % 2 == 1;
-  return (odd ? w == 2 : w == 0 || w == 1) ? kSlow : kLink;
-}
-
-// A forced policy holds each setting for the dwell (auto's rule) before it re-decides;
-// without that it re-decided as soon as the previous decision applied.
-TEST(JobControlLoop, FixedKPolicyHoldsEachSettingForTheDwell) {
-  const LoopOptions o;
-  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kFixedK, false, false));
-  RunResult r = RunJob(loop, 1500, [](int, int64_t) { return 1.0; }, 7, 0.7, {},
-                       SlowerUnderEachOtherDecision);
-  const std::vector<const TimelineEvent*> modes = Events(loop, "mode", -1);
-  ASSERT_GE(modes.size(), 3u) << TimelineText(loop);
-  // A round is a report of every worker: kReportEvery iterations of 0.15 s.
-  const double round_seconds = kReportEvery * 0.15;
-  for (size_t m = 1; m < modes.size(); ++m) {
-    EXPECT_GE(modes[m]->t - modes[m - 1]->t, o.mode_dwell_rounds * round_seconds)
-        << TimelineText(loop);
-  }
-  for (const api::Decision& d : r.decisions) EXPECT_EQ(d.mode, api::SyncMode::kFixedK);
 }
 
 TEST(JobControlLoop, GroupsPolicySeparatesTheSevereStraggler) {

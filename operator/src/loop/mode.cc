@@ -5,7 +5,6 @@
 
 #include "star/core/select/clustering.h"
 #include "star/core/select/cost_model.h"
-#include "star/core/select/estimate.h"
 #include "star/operator/control_loop.h"
 #include "loop/times.h"
 
@@ -52,44 +51,18 @@ JobControlLoop::SyncSetting JobControlLoop::ChooseSync(const std::vector<double>
       if (!measured) break;
       const int k = std::max(select::StarKStar(times, BatchPerWorker(), NoiseScale()),
                              options_.select.min_k);
-      return HoldForced({api::SyncMode::kFixedK, std::clamp(k, 1, n_), SpeedOrder(times)}, times);
+      return {api::SyncMode::kFixedK, std::clamp(k, 1, n_), SpeedOrder(times)};
     }
     case api::SyncPolicy::kGroups:
       if (!measured) break;
-      return HoldForced({api::SyncMode::kGroups, n_,
-                         select::ClusterByTime(times, options_.select.group_threshold_seconds,
-                                               options_.select.group_threshold_relative)},
-                        times);
+      return {api::SyncMode::kGroups, n_,
+              select::ClusterByTime(times, options_.select.group_threshold_seconds,
+                                    options_.select.group_threshold_relative)};
     case api::SyncPolicy::kAuto:
       if (!measured) break;
       return ChooseAutoSync(times, t).value_or(in_force_.sync);
   }
   return in_force_.sync;
-}
-
-JobControlLoop::SyncSetting JobControlLoop::HoldForced(SyncSetting next,
-                                                      const std::vector<double>& times) const {
-  // A worker's time depends on its role: a fixed_k child sends over its own link, a ring
-  // member waits for the ring's slowest link, a group for its slowest member. Re-decided
-  // on every report, each change showed the next one other times (a slow link flapped k
-  // between 1 and 4). So a forced policy changes as auto does: after a dwell, and to a
-  // new k or partition only for an estimated gain. The ring's order is not in the cost
-  // model, so a new ring of the same k needs only the dwell.
-  const SyncSetting& now = in_force_.sync;
-  if (now.mode != next.mode || KeepRing(next) == now) return next;
-  if (last_mode_round_ >= 0 && rounds_ - last_mode_round_ < options_.mode_dwell_rounds) {
-    return now;
-  }
-  const bool new_split =
-      next.mode == api::SyncMode::kFixedK ? next.k != now.k : next.groups != now.groups;
-  if (!new_split) return next;
-  const select::SelectionInput in{spec_.architecture, BatchPerWorker(), NoiseScale(), times};
-  const StatusOr<double> cost_now =
-      select::EstimateSecondsPerProgress(in, now.mode, now.k, now.groups, options_.select);
-  const StatusOr<double> cost_next =
-      select::EstimateSecondsPerProgress(in, next.mode, next.k, next.groups, options_.select);
-  if (!cost_now.ok() || !cost_next.ok()) return next;  // no estimate: the policy's choice
-  return cost_next.value() < (1 - options_.mode_switch_margin) * cost_now.value() ? next : now;
 }
 
 bool JobControlLoop::AmpInPlay() const {

@@ -35,12 +35,7 @@
 //   an estimate. SSGD / ASGD map to that mode; FixedK uses k = max(StarKStar, minK)
 //   clamped to [1, n]; Groups uses select::ClusterByTime. For fixed_k the decision's
 //   groups are [all ranks fastest first]; a reordering that keeps the same first k
-//   (ring) members is not a change. Forced FixedK and Groups, once in their mode, hold
-//   their setting as auto holds a mode: for `mode_dwell_rounds` rounds after a change,
-//   and a new k or partition then only when the cost model (select::
-//   EstimateSecondsPerProgress, on the same times) puts it `mode_switch_margin` faster
-//   than the one in force (a new ring of the same k needs only the dwell). A worker's
-//   time depends on its role, so each change shows the next one other times.
+//   (ring) members is not a change.
 // * Learned selector (spec.synchronization.selector ML, policy Auto): with a model
 //   (LearnedModel), select::SelectLearned replaces select::Select above, with the same
 //   gating (its estimate is compared with SSGD's cost model); a model that fails for a
@@ -295,10 +290,6 @@ class JobControlLoop {
   [[nodiscard]] SyncSetting FromSelection(const select::Selection& sel,
                                           const std::vector<double>& times) const;
   [[nodiscard]] SyncSetting KeepRing(SyncSetting next) const;
-  // A forced fixed_k or groups policy's new choice `next`, or the setting in force while
-  // it holds: within options_.mode_dwell_rounds of the last change, and for a new k or
-  // partition estimated less than options_.mode_switch_margin faster (on `times`).
-  [[nodiscard]] SyncSetting HoldForced(SyncSetting next, const std::vector<double>& times) const;
   [[nodiscard]] bool AmpInPlay() const;
   [[nodiscard]] double NoiseScale() const;
   [[nodiscard]] double BatchPerWorker() const;

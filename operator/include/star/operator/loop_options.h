@@ -54,13 +54,11 @@ struct LoopOptions {
   // ... and only when the slowest worker is at least this many times slower than the
   // fastest (>= 1; default 1.5).
   double auto_min_spread = 1.5;
-  // Auto: after a mode change, the mode stays for at least this many rounds; so does a
-  // forced fixed-k or groups policy's k, ring or groups after it changed. >= 0;
+  // Auto: after a mode change, the mode stays for at least this many rounds. >= 0;
   // default 20.
   int mode_dwell_rounds = 20;
   // Auto: a mode other than SSGD gives way to another such mode only when Select
-  // estimates the new one at least this fraction faster; a forced fixed-k or groups
-  // policy takes a new k or partition only when the cost model estimates it so. In [0, 1); default 0.05
+  // estimates the new one at least this fraction faster. In [0, 1); default 0.05
   // (fixed_k and groups for one straggler of four are often within 1% of each other,
   // and noise then flips them).
   double mode_switch_margin = 0.05;
