@@ -8,7 +8,6 @@
 #include <string>
 
 #include "select/sorted_internal.h"
-#include "star/core/select/estimate.h"
 #include "star/core/api/json_reader.h"
 
 namespace star::select {
@@ -119,7 +118,14 @@ std::optional<Candidate> FixedKCandidate(const std::vector<double>& t,
   const int n = static_cast<int>(t.size());
   const int k = std::max(internal::StarKStarSorted(sorted.seconds, b, phi), options.min_k);
   if (k >= n) return std::nullopt;
-  const FixedKSimulation sim = SimulateFixedKAsSelect(t, k, options);
+  const int64_t rounds = kSteadyStateRounds * ((static_cast<int64_t>(n) + k - 1) / k);
+  const int updates = static_cast<int>(
+      std::min<int64_t>(std::max<int64_t>(options.simulated_updates, rounds),
+                        std::numeric_limits<int>::max()));
+  const FixedKSimulation sim =
+      n <= options.simulate_up_to_workers
+          ? SimulateFixedK(t, k, updates, options.max_simulated_gradients)
+          : FixedKMeanField(t, k);
   Candidate fixed;
   fixed.mode = SyncMode::kFixedK;
   fixed.k = k;
