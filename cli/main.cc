@@ -199,6 +199,8 @@ CLI::App* AddSim(CLI::App& app, star::sim::SimArgs& args) {
   sim->add_option("--seed", args.seed, "replaces the scenario's seed");
   sim->add_option("--trace", args.trace,
                   "write every worker iteration as CSV (star detect's trace form)");
+  sim->add_option("--timeline", args.timeline,
+                  "write each policy's control-loop timeline (modes, stragglers, batches) as JSON");
   return sim;
 }
 

@@ -16,10 +16,16 @@ std::string ListOf(const std::vector<int>& v) {
   return s + "]";
 }
 
-// timeline[] of {t, event, worker, detail}: the loop's events rendered as their report
-// strings (op::EventName, op::EventDetail), merged with the runtime's by time.
-json Timeline(const std::vector<RunEvent>& run_events,
-              const std::vector<op::TimelineEvent>& loop_events) {
+json AccuracyCurve(const std::vector<std::pair<double, double>>& curve) {
+  json out = json::array();
+  for (const auto& [t, accuracy] : curve) out.push_back({t, accuracy});
+  return out;
+}
+
+}  // namespace
+
+json TimelineJson(const std::vector<RunEvent>& run_events,
+                  const std::vector<op::TimelineEvent>& loop_events) {
   std::vector<RunEvent> rows = run_events;
   for (const op::TimelineEvent& e : loop_events) {
     rows.push_back({e.t, std::string(op::EventName(e.kind)), e.worker, op::EventDetail(e)});
@@ -32,14 +38,6 @@ json Timeline(const std::vector<RunEvent>& run_events,
   }
   return timeline;
 }
-
-json AccuracyCurve(const std::vector<std::pair<double, double>>& curve) {
-  json out = json::array();
-  for (const auto& [t, accuracy] : curve) out.push_back({t, accuracy});
-  return out;
-}
-
-}  // namespace
 
 void SetLoopFields(const op::JobControlLoop& loop, ReportInputs* in) {
   in->tta = loop.tta_seconds();
@@ -83,7 +81,7 @@ json BuildReport(const ReportInputs& in) {
           {"stragglers", in.stragglers},
           {"injections", injections},
           {"unavailable_injections", unavailable},
-          {"timeline", Timeline(in.run_events, in.loop_events)},
+          {"timeline", TimelineJson(in.run_events, in.loop_events)},
           {"accuracy_curve", AccuracyCurve(*in.accuracy_curve)},
           {"samples", *in.samples}};
 }

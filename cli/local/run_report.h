@@ -46,6 +46,12 @@ struct ReportInputs {
 
 nlohmann::json BuildReport(const ReportInputs& in);
 
+// The report's timeline[] of {t, event, worker, detail}: the loop's events rendered as
+// their report strings (op::EventName, op::EventDetail), merged with the runtime's by t
+// (at equal t the runtime's first).
+nlohmann::json TimelineJson(const std::vector<RunEvent>& run_events,
+                            const std::vector<op::TimelineEvent>& loop_events);
+
 // Sets what the control loop is the one source of: tta, final_accuracy and
 // accuracy_curve (op::JobControlLoop::tta_seconds, accuracy, accuracy_curve, whatever
 // measured the accuracy: the bundled evaluator or the workers' own reports), current

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "input.h"
+#include "local/run_report.h"
 #include "local/runtime.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -58,6 +59,58 @@ StatusOr<api::ModeSelector> SelectorOf(const SimArgs& args) {
   return selector;
 }
 
+// {"policy":P,"timeline":[...]}: one policy's control-loop timeline, in the report's form.
+nlohmann::json TimelineOf(const SimResult& r) {
+  return {{"policy", r.policy}, {"timeline", local::TimelineJson({}, r.timeline)}};
+}
+
+// Opens `path` for the output flag `flag` (nothing when `path` is empty).
+Status OpenOutput(const std::string& flag, const std::string& path, std::ofstream& f) {
+  if (path.empty()) return Status::Ok();
+  f.open(path);
+  if (!f) return Status::NotFound(flag + ": cannot write \"" + path + "\"");
+  return Status::Ok();
+}
+
+Status CloseOutput(const std::string& flag, const std::string& path, std::ofstream& f) {
+  if (!f.is_open()) return Status::Ok();
+  f.close();
+  if (!f) return Status::Unavailable(flag + ": writing \"" + path + "\" failed");
+  return Status::Ok();
+}
+
+// The flags' checks that need no scenario.
+Status CheckArgs(const SimArgs& args, size_t policies) {
+  if (args.seed && *args.seed < 0) {
+    return Status::InvalidArgument("--seed: must be >= 0, got " + std::to_string(*args.seed));
+  }
+  if (!args.trace.empty() && policies > 1) {
+    return Status::InvalidArgument("--trace: needs a single --policy, not all");
+  }
+  return Status::Ok();
+}
+
+StatusOr<Scenario> ScenarioOf(const SimArgs& args) {
+  auto doc = cli::ReadJsonDocument(args.scenario);
+  if (!doc.ok()) return doc.status();
+  auto scenario = ScenarioFromJson(*doc);
+  if (!scenario.ok()) return scenario.status().WithPrefix(args.scenario);
+  if (args.seed) scenario->seed = static_cast<uint64_t>(*args.seed);
+  return scenario;
+}
+
+StatusOr<SimOptions> OptionsOf(const SimArgs& args, api::ModeSelector selector) {
+  SimOptions options;
+  options.selector = selector;
+  if (selector == api::ModeSelector::kMl) {
+    const std::string path = args.model.empty() ? op::DefaultSelectorModelPath() : args.model;
+    auto model = op::LoadSelectorModel(path);
+    if (!model.ok()) return model.status().WithPrefix("--model");
+    options.model = *model;
+  }
+  return options;
+}
+
 }  // namespace
 
 int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
@@ -65,46 +118,30 @@ int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
   if (!policies.ok()) return Fail(err, policies.status());
   auto selector = SelectorOf(args);
   if (!selector.ok()) return Fail(err, selector.status());
-  if (args.seed && *args.seed < 0) {
-    return Fail(err, Status::InvalidArgument("--seed: must be >= 0, got " +
-                                             std::to_string(*args.seed)));
-  }
-  if (!args.trace.empty() && policies->size() > 1) {
-    return Fail(err, Status::InvalidArgument("--trace: needs a single --policy, not all"));
-  }
-  auto doc = cli::ReadJsonDocument(args.scenario);
-  if (!doc.ok()) return Fail(err, doc.status());
-  auto scenario = ScenarioFromJson(*doc);
-  if (!scenario.ok()) return Fail(err, scenario.status().WithPrefix(args.scenario));
-  if (args.seed) scenario->seed = static_cast<uint64_t>(*args.seed);
-
-  SimOptions options;
-  options.selector = *selector;
-  if (*selector == api::ModeSelector::kMl) {
-    const std::string path = args.model.empty() ? op::DefaultSelectorModelPath() : args.model;
-    auto model = op::LoadSelectorModel(path);
-    if (!model.ok()) return Fail(err, model.status().WithPrefix("--model"));
-    options.model = *model;
-  }
-  std::ofstream trace;
-  if (!args.trace.empty()) {
-    trace.open(args.trace);
-    if (!trace) return Fail(err, Status::NotFound("--trace: cannot write \"" + args.trace + "\""));
+  if (Status s = CheckArgs(args, policies->size()); !s.ok()) return Fail(err, s);
+  auto scenario = ScenarioOf(args);
+  if (!scenario.ok()) return Fail(err, scenario.status());
+  auto options = OptionsOf(args, *selector);
+  if (!options.ok()) return Fail(err, options.status());
+  std::ofstream trace, timeline;
+  if (Status s = OpenOutput("--trace", args.trace, trace); !s.ok()) return Fail(err, s);
+  if (Status s = OpenOutput("--timeline", args.timeline, timeline); !s.ok()) return Fail(err, s);
+  if (trace.is_open()) {
     trace.precision(9);
     trace << "iteration,worker,compute_seconds,communication_seconds\n";
-    options.trace = &trace;
+    options->trace = &trace;
   }
 
-  nlohmann::json results = nlohmann::json::array();
+  nlohmann::json results = nlohmann::json::array(), timelines = nlohmann::json::array();
   for (local::Policy p : *policies) {
-    auto r = Simulate(*scenario, p, options);
+    auto r = Simulate(*scenario, p, *options);
     if (!r.ok()) return Fail(err, r.status().WithPrefix(std::string(local::ToString(p))));
     results.push_back(ToJson(*r));
+    timelines.push_back(TimelineOf(*r));
   }
-  if (trace.is_open()) {
-    trace.close();
-    if (!trace) return Fail(err, Status::Unavailable("--trace: writing \"" + args.trace + "\" failed"));
-  }
+  if (timeline.is_open()) timeline << nlohmann::json{{"timelines", timelines}}.dump(1) << '\n';
+  if (Status s = CloseOutput("--trace", args.trace, trace); !s.ok()) return Fail(err, s);
+  if (Status s = CloseOutput("--timeline", args.timeline, timeline); !s.ok()) return Fail(err, s);
   out << nlohmann::json{{"results", results}}.dump() << std::endl;
   return out ? 0 : kExitFailure;
 }

@@ -21,6 +21,10 @@ struct SimArgs {
   std::string model;
   std::optional<int64_t> seed;         // --seed N: replaces the scenario's seed, >= 0
   std::string trace;                   // --trace FILE.csv; "" = none
+  // --timeline FILE.json; "" = none. Writes {"timelines":[{"policy":P,"timeline":[{"t",
+  // "event","worker","detail"},...]},...]}: each policy's control-loop timeline in the
+  // form of `star local`'s report timeline[].
+  std::string timeline;
 };
 
 // Runs the verb; writes the result to `out` and errors to `err`. Returns the exit status:

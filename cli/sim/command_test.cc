@@ -106,6 +106,37 @@ TEST_F(SimCommand, TraceIsStarDetectsCsv) {
   EXPECT_EQ(samples->size(), 8u * j["results"][0]["iterations"].get<size_t>());
 }
 
+TEST_F(SimCommand, TimelineHoldsEachPolicysControlLoopEvents) {
+  SimArgs a;
+  a.scenario = Write("s.json", Scenario());
+  a.policy = "all";
+  a.timeline = (dir_ / "timeline.json").string();
+  ASSERT_EQ(Run(a), 0) << err_.str();
+  const json results = json::parse(out_.str())["results"];
+  std::ifstream f(a.timeline);
+  const json timelines = json::parse(f)["timelines"];
+  ASSERT_EQ(timelines.size(), results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string policy = results[i]["policy"];
+    EXPECT_EQ(timelines[i]["policy"], policy);
+    int modes = 0;
+    for (const json& e : timelines[i]["timeline"]) {
+      ASSERT_TRUE(e.contains("t") && e.contains("worker") && e.contains("detail")) << e;
+      if (e["event"] != "mode") continue;
+      ++modes;
+      if (policy == "fixed-k") {
+        EXPECT_EQ(e["detail"].get<std::string>().rfind("fixed_k k=", 0), 0u) << e;
+      }
+    }
+    // Forced SSGD never changes the mode; forced fixed-k goes to fixed_k once measured.
+    if (policy == "ssgd") {
+      EXPECT_EQ(modes, 0);
+    } else if (policy == "fixed-k") {
+      EXPECT_GE(modes, 1);
+    }
+  }
+}
+
 TEST_F(SimCommand, BadInputIsRefusedNamingTheFieldWithNothingOnStdout) {
   struct Case {
     std::function<void(json&, SimArgs&)> change;
@@ -129,6 +160,8 @@ TEST_F(SimCommand, BadInputIsRefusedNamingTheFieldWithNothingOnStdout) {
          a.trace = "t.csv";
        },
        "--trace: needs a single --policy"},
+      {[](json&, SimArgs& a) { a.timeline = "/nonexistent/dir/t.json"; },
+       "--timeline: cannot write \"/nonexistent/dir/t.json\""},
   };
   for (const Case& c : cases) {
     json j = Scenario();

@@ -148,6 +148,7 @@ class Run {
     r.updates = progress_.updates();
     r.iterations = *std::max_element(state_.iteration.begin(), state_.iteration.end());
     r.decisions = decisions_;
+    r.timeline = loop_.timeline();
     return r;
   }
 

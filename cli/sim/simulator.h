@@ -23,6 +23,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@
 #include "star/core/api/training_job.h"
 #include "star/core/select/learned.h"
 #include "star/operator/loop_options.h"
+#include "star/operator/timeline.h"
 #include "star/core/status.h"
 
 namespace star::sim {
@@ -58,6 +60,9 @@ struct SimResult {
   int64_t updates = 0;                // model updates applied
   int64_t iterations = 0;             // the largest iteration count of any worker
   int64_t decisions = 0;              // decisions the control loop issued
+  // The control loop's timeline (stragglers flagged and recovered, modes, batches, AMP,
+  // the target), as the operator and `star local` record it. Not part of ToJson.
+  std::vector<op::TimelineEvent> timeline;
 };
 
 // The TrainingJob spec the scenario describes (before any --policy): its architecture
