@@ -137,7 +137,7 @@ int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
     auto r = Simulate(*scenario, p, *options);
     if (!r.ok()) return Fail(err, r.status().WithPrefix(std::string(local::ToString(p))));
     results.push_back(ToJson(*r));
-    timelines.push_back(TimelineOf(*r));
+    if (timeline.is_open()) timelines.push_back(TimelineOf(*r));
   }
   if (timeline.is_open()) timeline << nlohmann::json{{"timelines", timelines}}.dump(1) << '\n';
   if (Status s = CloseOutput("--trace", args.trace, trace); !s.ok()) return Fail(err, s);
