@@ -456,6 +456,30 @@ TEST(JobControlLoop, AStartupInTheFirstReportsKeepsTheStragglerOutOfTheRing) {
   }
 }
 
+// Two stragglers from iteration 100: worker 1 4x slower (a step the detector flags at
+// once), worker 3 1.4x (iterations 1.33x: below the step path, flagged only once its
+// window shows it). fixed_k's first decision after the step comes on worker 1's flag
+// alone, while worker 3's window still holds mostly its fast reports: its newest
+// reports must rank it behind the fast workers 0 and 2, not in the ring among them.
+TEST(JobControlLoop, AWorkerSlowedBeforeItIsFlaggedRanksBehindTheFastWorkers) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kFixedK, false, false));
+  RunResult r = RunJob(loop, 300, [](int w, int64_t i) {
+    if (i < 100) return 1.0;
+    return w == 1 ? 4.0 : w == 3 ? 1.4 : 1.0;
+  });
+  int after_step = 0;
+  for (size_t i = 0; i < r.decisions.size(); ++i) {
+    const api::Decision& d = r.decisions[i];
+    if (r.reported_before[i] < 100 + kReportEvery) continue;
+    ++after_step;
+    ASSERT_EQ(d.groups.size(), 1u);
+    std::vector<int> fastest(d.groups[0].begin(), d.groups[0].begin() + 2);
+    std::sort(fastest.begin(), fastest.end());
+    EXPECT_EQ(fastest, (std::vector<int>{0, 2})) << "epoch " << d.epoch << "\n" << TimelineText(loop);
+  }
+  EXPECT_GT(after_step, 0) << TimelineText(loop);
+}
+
 TEST(JobControlLoop, GroupsPolicySeparatesTheSevereStraggler) {
   JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kGroups, false, false));
   RunResult r = RunJob(loop, 300, Severe());

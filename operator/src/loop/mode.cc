@@ -49,9 +49,10 @@ JobControlLoop::SyncSetting JobControlLoop::ChooseSync(const std::vector<double>
       return {api::SyncMode::kAsgd, 1, {}};
     case api::SyncPolicy::kFixedK: {
       if (!measured) break;
-      const int k = std::max(select::StarKStar(times, BatchPerWorker(), NoiseScale()),
+      const std::vector<double> ring = RingSeconds(times);
+      const int k = std::max(select::StarKStar(ring, BatchPerWorker(), NoiseScale()),
                              options_.select.min_k);
-      return {api::SyncMode::kFixedK, std::clamp(k, 1, n_), SpeedOrder(times)};
+      return {api::SyncMode::kFixedK, std::clamp(k, 1, n_), SpeedOrder(ring)};
     }
     case api::SyncPolicy::kGroups:
       if (!measured) break;
@@ -157,7 +158,7 @@ JobControlLoop::SyncSetting JobControlLoop::FromSelection(const select::Selectio
                                                          const std::vector<double>& times) const {
   SyncSetting s{sel.mode, std::clamp(sel.k, 1, n_), {}};
   if (s.mode == api::SyncMode::kFixedK) {
-    s.groups = SpeedOrder(times);
+    s.groups = SpeedOrder(RingSeconds(times));
   } else if (s.mode == api::SyncMode::kGroups) {
     s.groups = sel.groups;
   }

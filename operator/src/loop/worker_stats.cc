@@ -183,6 +183,28 @@ std::vector<double> JobControlLoop::MedianIterationSeconds() const {
   return t;
 }
 
+double JobControlLoop::RecentMedianSeconds(int worker, int count) const {
+  const WorkerData& wd = workers_[static_cast<size_t>(worker)];
+  const size_t size = wd.iteration_seconds.size();
+  if (count < 1 || wd.reports <= count || size < static_cast<size_t>(count)) return 0;
+  std::vector<double> s;
+  // The newest report sits just before `next` (which is `size` until the window wraps).
+  for (size_t i = 1; i <= static_cast<size_t>(count); ++i) {
+    s.push_back(wd.iteration_seconds[(static_cast<size_t>(wd.next) + size - i) % size]);
+  }
+  return MedianOf(s);
+}
+
+std::vector<double> JobControlLoop::RingSeconds(std::vector<double> times) const {
+  constexpr int kRecentReports = 3;
+  const double step = detector_.options().min_slowdown;
+  for (size_t i = 0; i < times.size(); ++i) {
+    const double recent = RecentMedianSeconds(static_cast<int>(i), kRecentReports);
+    if (times[i] > 0 && recent >= step * times[i]) times[i] = recent;
+  }
+  return times;
+}
+
 int64_t JobControlLoop::MinIteration() const {
   int64_t m = workers_.empty() ? -1 : workers_[0].last_iteration;
   for (const WorkerData& wd : workers_) m = std::min(m, wd.last_iteration);

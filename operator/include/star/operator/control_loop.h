@@ -315,6 +315,16 @@ class JobControlLoop {
   // full, else the median of the last time_window reports without the worker's first
   // (its startup) once there are more; 0 before any.
   [[nodiscard]] std::vector<double> MedianIterationSeconds() const;
+  // fixed_k's view of `times` (MedianIterationSeconds), for its ring order and, in
+  // policy fixed-k, its k: a worker whose newest 3 reports have a median at least the
+  // detector's min_slowdown times its entry takes that median. A worker slowed since its
+  // window began (a step the detector has not flagged yet) then ranks behind the fast
+  // ones, where its older reports would have placed it among them in the ring. Only
+  // ever slower: a worker that recovers is read from its window, as before.
+  [[nodiscard]] std::vector<double> RingSeconds(std::vector<double> times) const;
+  // The median of worker's newest `count` reports, none of them its first; 0 if there
+  // are not that many.
+  [[nodiscard]] double RecentMedianSeconds(int worker, int count) const;
   // Whether a worker running AMP would still straggle without it (see the options).
   [[nodiscard]] bool StillContended(int worker, double typical) const;
   // A worker running AMP: its full-precision equivalent compute per sample over the
