@@ -569,6 +569,22 @@ TEST(JobControlLoop, NoRegroupWhenTheFastWorkersWouldWaitLongForTheSlowOne) {
   EXPECT_EQ(loop.current()->groups, (std::vector<std::vector<int>>{{0, 1, 3}, {2}}));
 }
 
+// fixed_k with a child ahead of its ring: worker 2 is 1.5x slower from the start, so it
+// is the child, and at 60 s ring member 1 slows 6x. The ring then moves at worker 1's
+// pace and child 2 runs ahead of it: its wait at the apply iteration costs the ring
+// nothing and grows at every iteration, so the loop must not hold the new ring for it
+// (a testbed run that held kept a straggler in its ring to the end).
+TEST(JobControlLoop, FixedKTakesANewStragglerOutOfItsRingWhileAChildRunsAhead) {
+  auto slow = [](int w, double t) { return w == 2 ? 1.5 : (w == 1 && t > 60 ? 6.0 : 1.0); };
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kFixedK, false, false));
+  const std::vector<api::Decision> later = RunDrifting(loop, 120, 60, slow);
+  ASSERT_FALSE(later.empty()) << TimelineText(loop);
+  const api::Decision& d = later.back();
+  ASSERT_EQ(d.groups.size(), 1u);
+  const auto ring_end = d.groups[0].begin() + d.k;
+  EXPECT_EQ(std::find(d.groups[0].begin(), ring_end, 1), ring_end) << TimelineText(loop);
+}
+
 // The same drift with batch adaptation, worker 3 slowing only 1.3x: not a regroup, but
 // new batches for its group. New batches alone are no switch (each worker takes them up
 // at the apply iteration on its own), so they go through at once, with no wait for

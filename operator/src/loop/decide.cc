@@ -75,15 +75,32 @@ bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<dou
     return false;
   }
   const int64_t at = ApplyAtIteration(times);
-  double first = std::numeric_limits<double>::infinity(), last = 0;
-  for (int i = 0; i < n_; ++i) {
-    const WorkerData& wd = workers_[static_cast<size_t>(i)];
-    const double arrive =
-        static_cast<double>(at - std::max<int64_t>(wd.last_iteration, 0)) * times[static_cast<size_t>(i)];
-    first = std::min(first, arrive);
-    last = std::max(last, arrive);
+  std::vector<double> arrive(static_cast<size_t>(n_));
+  for (size_t i = 0; i < arrive.size(); ++i) {
+    const WorkerData& wd = workers_[i];
+    arrive[i] = static_cast<double>(at - std::max<int64_t>(wd.last_iteration, 0)) * times[i];
   }
-  return last - first > options_.max_drift_wait_seconds;
+  const double last = *std::max_element(arrive.begin(), arrive.end());
+  return last - FirstToWait(arrive) > options_.max_drift_wait_seconds;
+}
+
+double JobControlLoop::FirstToWait(const std::vector<double>& arrive) const {
+  const SyncSetting& now = in_force_.sync;
+  if (spec_.architecture != api::Architecture::kAllReduce || now.mode != api::SyncMode::kFixedK ||
+      now.groups.size() != 1 || now.groups[0].size() != arrive.size()) {
+    return *std::min_element(arrive.begin(), arrive.end());
+  }
+  // fixed_k over all-reduce: the ring carries the job's updates and moves at its slowest
+  // member's pace (with parameter servers there is no ring: every worker runs its own).
+  // Children ahead of it idle at the apply iteration while it keeps training, at the cost
+  // of their gradients only, and with a straggler in the ring they run further ahead at
+  // every iteration (holding would keep the straggler's pace to the end); the wait that
+  // costs the job is the ring's, for children behind it.
+  double ring = 0;
+  for (int i = 0; i < now.k; ++i) {
+    ring = std::max(ring, arrive[static_cast<size_t>(now.groups[0][static_cast<size_t>(i)])]);
+  }
+  return ring;
 }
 
 std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,

@@ -308,6 +308,10 @@ class JobControlLoop {
   // (LoopOptions). New batches or AMP flags alone are no switch: workers take them up
   // at the apply iteration each on its own.
   [[nodiscard]] bool DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const;
+  // Of each worker's estimated seconds to the apply iteration, when the workers that
+  // would wait at it start waiting: the first to arrive, or in fixed_k over all-reduce the
+  // ring.
+  [[nodiscard]] double FirstToWait(const std::vector<double>& arrive) const;
   void RecordChanges(double t, const Setting& next);
 
   // Per-worker statistics (worker_stats.cc).
