@@ -2,7 +2,6 @@
 // issued to the workers and the timeline of what changed.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "loop/times.h"
 #include "star/operator/control_loop.h"

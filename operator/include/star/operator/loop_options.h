@@ -78,9 +78,10 @@ struct LoopOptions {
   // until the slowest catch up. While such a mode is in force, a switch to another such
   // mode is not issued when that wait is estimated (each worker's distance to the apply
   // iteration at its current pace; in fixed_k over all-reduce from when its ring arrives,
-  // as children ahead of the ring wait without stopping it) above this many seconds; a return to SSGD (or to one
-  // group of all) always is, and so are new batches or AMP flags alone (no switch: each
-  // worker takes them up at the apply iteration on its own). >= 0; default 5.
+  // as children ahead of the ring wait without stopping it) above this many seconds; a
+  // return to SSGD (or to one group of all) always is, and so are new batches or AMP flags
+  // alone (no switch: each worker takes them up at the apply iteration on its own). >= 0;
+  // default 5.
   double max_drift_wait_seconds = 5;
   // A worker leaves the reallocation request (resource_needs.h) after this many
   // consecutive rounds without the need; each time it returns after leaving, twice as
