@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "input.h"
+#include "staged_file.h"
 #include "local/run_report.h"
 #include "local/runtime.h"
 #include "sim/scenario.h"
@@ -64,21 +65,6 @@ nlohmann::json TimelineOf(const SimResult& r) {
   return {{"policy", r.policy}, {"timeline", local::TimelineJson({}, r.timeline)}};
 }
 
-// Opens `path` for the output flag `flag` (nothing when `path` is empty).
-Status OpenOutput(const std::string& flag, const std::string& path, std::ofstream& f) {
-  if (path.empty()) return Status::Ok();
-  f.open(path);
-  if (!f) return Status::NotFound(flag + ": cannot write \"" + path + "\"");
-  return Status::Ok();
-}
-
-Status CloseOutput(const std::string& flag, const std::string& path, std::ofstream& f) {
-  if (!f.is_open()) return Status::Ok();
-  f.close();
-  if (!f) return Status::Unavailable(flag + ": writing \"" + path + "\" failed");
-  return Status::Ok();
-}
-
 // The flags' checks that need no scenario.
 Status CheckArgs(const SimArgs& args, size_t policies) {
   if (args.seed && *args.seed < 0) {
@@ -123,13 +109,13 @@ int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
   if (!scenario.ok()) return Fail(err, scenario.status());
   auto options = OptionsOf(args, *selector);
   if (!options.ok()) return Fail(err, options.status());
-  std::ofstream trace, timeline;
-  if (Status s = OpenOutput("--trace", args.trace, trace); !s.ok()) return Fail(err, s);
-  if (Status s = OpenOutput("--timeline", args.timeline, timeline); !s.ok()) return Fail(err, s);
+  cli::StagedFile trace, timeline;  // written only when every policy ran
+  if (Status s = trace.Open("--trace", args.trace); !s.ok()) return Fail(err, s);
+  if (Status s = timeline.Open("--timeline", args.timeline); !s.ok()) return Fail(err, s);
   if (trace.is_open()) {
-    trace.precision(9);
-    trace << "iteration,worker,compute_seconds,communication_seconds\n";
-    options->trace = &trace;
+    trace.stream().precision(9);
+    trace.stream() << "iteration,worker,compute_seconds,communication_seconds\n";
+    options->trace = &trace.stream();
   }
 
   nlohmann::json results = nlohmann::json::array(), timelines = nlohmann::json::array();
@@ -139,9 +125,13 @@ int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
     results.push_back(ToJson(*r));
     if (timeline.is_open()) timelines.push_back(TimelineOf(*r));
   }
-  if (timeline.is_open()) timeline << nlohmann::json{{"timelines", timelines}}.dump(1) << '\n';
-  if (Status s = CloseOutput("--trace", args.trace, trace); !s.ok()) return Fail(err, s);
-  if (Status s = CloseOutput("--timeline", args.timeline, timeline); !s.ok()) return Fail(err, s);
+  if (timeline.is_open()) timeline.stream() << nlohmann::json{{"timelines", timelines}}.dump(1) << '\n';
+  for (cli::StagedFile* f : {&trace, &timeline}) {
+    if (Status s = f->Close(); !s.ok()) return Fail(err, s);
+  }
+  for (cli::StagedFile* f : {&trace, &timeline}) {
+    if (Status s = f->Commit(); !s.ok()) return Fail(err, s);
+  }
   out << nlohmann::json{{"results", results}}.dump() << std::endl;
   return out ? 0 : kExitFailure;
 }

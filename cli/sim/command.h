@@ -2,7 +2,9 @@
 // policy or all of them and prints
 //   {"results":[{"policy":P,"tta_seconds":X|null,"updates":U,"iterations":I,"decisions":D},...]}
 // on stdout (simulator.h). Bad input (flags, the scenario, its fields) is reported on
-// stderr naming the flag or field, with exit status 1 and nothing on stdout.
+// stderr naming the flag or field, with exit status 1 and nothing on stdout. The files of
+// --trace and --timeline appear only when every policy ran; a run that fails leaves them
+// as they were.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -104,6 +105,24 @@ TEST_F(SimCommand, TraceIsStarDetectsCsv) {
   ASSERT_TRUE(samples.ok()) << samples.status();
   const json j = json::parse(out_.str());
   EXPECT_EQ(samples->size(), 8u * j["results"][0]["iterations"].get<size_t>());
+  EXPECT_FALSE(fs::exists(a.trace + ".partial"));
+}
+
+// Regression: with --trace and --timeline, an unwritable --timeline failed after --trace had
+// already emptied its file; a run that fails now leaves both files as they were.
+TEST_F(SimCommand, ARunThatFailsLeavesItsOutputFilesAsTheyWere) {
+  SimArgs a;
+  a.scenario = Write("s.json", Scenario());
+  a.policy = "ssgd";
+  a.trace = (dir_ / "trace.csv").string();
+  std::ofstream(a.trace) << "old";
+  a.timeline = (dir_ / "missing" / "timeline.json").string();
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_NE(err_.str().find("--timeline: cannot write"), std::string::npos) << err_.str();
+  std::ifstream f(a.trace);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "old");
+  EXPECT_FALSE(fs::exists(a.trace + ".partial"));
 }
 
 TEST_F(SimCommand, TimelineHoldsEachPolicysControlLoopEvents) {
