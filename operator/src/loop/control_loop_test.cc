@@ -218,6 +218,32 @@ TEST(JobControlLoop, AutoLeavesSsgdWhenHalfTheWorkersAreSlowEvenUnflagged) {
   for (const api::Decision& d : r.decisions) EXPECT_GE(d.apply_at_iteration, 100);
 }
 
+// Workers 1 and 3 slow 4x, then 1.6x (iteration times about auto_min_spread apart), then
+// even; the detector's flags on them come and go. The gate that keeps noise from taking
+// a clean job out of SSGD must not send a job back to SSGD whenever the flags lapse
+// while its workers are still uneven (the loop did: SSGD, fixed_k, SSGD, fixed_k, ...,
+// each switch restarting the momentum and waiting at an apply iteration). Out of SSGD,
+// auto follows Select's estimate; once the workers are even, both go back to SSGD.
+TEST(JobControlLoop, AutoStaysOutOfSsgdWhileTheWorkersStayUnevenUnflagged) {
+  constexpr int64_t kEven = 700;
+  auto slow = [](int w, int64_t i) {
+    if (w % 2 == 0 || i < 100 || i >= kEven) return 1.0;
+    return i < 300 ? 4.0 : 1.6;
+  };
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, false, false));
+  RunResult r = RunJob(loop, 1100, slow);
+  const auto left = std::find_if(r.decisions.begin(), r.decisions.end(), [](const api::Decision& d) {
+    return d.mode != api::SyncMode::kSsgd;
+  });
+  ASSERT_NE(left, r.decisions.end()) << TimelineText(loop);
+  EXPECT_LT(left->apply_at_iteration, 300);
+  for (auto d = left; d != r.decisions.end() && d->apply_at_iteration < kEven; ++d) {
+    EXPECT_NE(d->mode, api::SyncMode::kSsgd) << "epoch " << d->epoch << "\n" << TimelineText(loop);
+  }
+  EXPECT_EQ(r.decisions.back().mode, api::SyncMode::kSsgd) << TimelineText(loop);
+  EXPECT_GE(r.decisions.back().apply_at_iteration, kEven);
+}
+
 // bf16 on a CPU without native support: AMP makes compute 6x slower. Once that is
 // measured, AMP goes off for the worker and does not come back, though the worker
 // still straggles (and looked even slower with AMP on).

@@ -90,11 +90,13 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
   StatusOr<select::Selection> sel = SelectMode(in, t);
   if (!sel.ok()) return std::nullopt;  // keep the mode in force
   if (!WorthLeaving(sel.value())) return std::nullopt;
-  if (!flagged && sel.value().mode != api::SyncMode::kSsgd) {
+  if (!flagged && in_force_.sync.mode == api::SyncMode::kSsgd &&
+      sel.value().mode != api::SyncMode::kSsgd) {
     // Nobody the detector flags (or AMP is handling them): leave SSGD only for a clear
     // gain (noise must not switch modes; with half of the workers slow the detector's
     // typical worker is slow too, so it flags nobody) between workers really slower
-    // than others.
+    // than others. Out of SSGD, Select decides alone: flags on uneven workers come and
+    // go, and going back to SSGD between them costs two switches.
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     if (*tmax < options_.auto_min_spread * *tmin) return ssgd;
     if (!(sel.value().estimated_seconds_per_progress <

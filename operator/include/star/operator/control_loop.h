@@ -23,11 +23,13 @@
 //   straggles, or every straggler is a compute straggler that AMP handles (AMP on for
 //   less than a detection window, or not yet on: AMP is tried first, being local and
 //   cheap), the job stays SSGD; while the detector flags nobody and no worker runs AMP
-//   (nor switched it within a detection window),
-//   Select's choice replaces SSGD only when it is estimated `auto_switch_margin`
-//   faster than SSGD (noise must not switch modes; with half of the workers slow the
-//   detector flags nobody). After a mode change the mode holds for `mode_dwell_rounds`
-//   rounds. Select runs on each worker's iteration time (compute + communication): the
+//   (nor switched it within a detection window), Select's choice replaces SSGD only
+//   when it is estimated `auto_switch_margin` faster than SSGD and the slowest worker
+//   is `auto_min_spread` times the fastest (noise must not switch modes; with half of
+//   the workers slow the detector flags nobody). That gate guards SSGD only: a job
+//   already out of SSGD follows Select's choice whether flags lapse or not (with two of
+//   four workers slow, flags come and go every few seconds). After a mode change the
+//   mode holds for `mode_dwell_rounds` rounds. Select runs on each worker's iteration time (compute + communication): the
 //   detector's windowed median once its window is full, before that the mean over the
 //   last `time_window` reports,
 //   batch_per_worker = global / n, and the online noise scale (NoiseScaleEstimator fed

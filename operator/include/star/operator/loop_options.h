@@ -48,8 +48,9 @@ struct LoopOptions {
   // is shared by every worker and a worker's level is a median, so a longer warm-up only
   // delays detection (20 iterations were 14 s of the demo's 30 s to flag a straggler).
   int64_t warmup_iterations = 4;
-  // Auto without a straggler the mode must handle: another mode replaces SSGD only if
-  // Select estimates it at least this fraction faster than SSGD. In [0, 1); default 0.3.
+  // Auto in SSGD without a straggler the mode must handle: another mode replaces SSGD
+  // only if Select estimates it at least this fraction faster than SSGD (out of SSGD,
+  // Select's choice stands). In [0, 1); default 0.3.
   double auto_switch_margin = 0.3;
   // ... and only when the slowest worker is at least this many times slower than the
   // fastest (>= 1; default 1.5).
