@@ -16,10 +16,12 @@
 //
 // Needs root (it starts workers in cgroups and namespaces). Usage:
 //   tta_bench [--job FILE] [--out DIR] [--scenarios a,b] [--policies a,b] [--timeout 10m]
-// A job whose workers run a PyTorch script (bench/tta/python-job.yaml) finds star.torch in
-// this build tree (build/python), or at $STAR_PYTHONPATH. SIGINT, SIGTERM or SIGHUP end
-// the run in progress (its workers, cgroups and namespaces removed, its report not kept)
-// and exit 130 without starting another.
+// The bundled trainer is this build tree's star-fmnist, or $STAR_TRAINER_BINARY (a copy
+// of tta_bench from another build, say). A job whose workers run a PyTorch script
+// (bench/tta/python-job.yaml) finds star.torch in this build tree (build/python), or at
+// $STAR_PYTHONPATH. SIGINT, SIGTERM or SIGHUP end the run in progress (its workers,
+// cgroups and namespaces removed, its report not kept) and exit 130 without starting
+// another.
 #include <signal.h>
 #include <unistd.h>
 
@@ -214,7 +216,11 @@ int main(int argc, char** argv) {
     if (!shares) std::cerr << "tta_bench: could not raise star-local's cpu.shares (continuing)\n";
   }
   std::string self_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-  const std::string trainer = self_dir + "/../training-shim/examples/fmnist/star-fmnist";
+  // The bundled trainer: $STAR_TRAINER_BINARY (as `star local` takes it), else this
+  // build tree's.
+  const char* trainer_env = std::getenv("STAR_TRAINER_BINARY");
+  const std::string trainer =
+      trainer_env ? trainer_env : self_dir + "/../training-shim/examples/fmnist/star-fmnist";
   const std::string star = self_dir + "/../cli/star";
   // The star Python package of this build tree (star.torch), for jobs of PyTorch scripts.
   const char* python_env = std::getenv("STAR_PYTHONPATH");
