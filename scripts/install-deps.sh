@@ -15,7 +15,6 @@ PACKAGES=(
   libyaml-cpp-dev libyaml-dev gnuplot-nox
   libxgboost-dev  # the learned mode selector (optional: built only where found)
   clang clang-14 libclang-rt-14-dev
-  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-github-xeipuuv-gojsonschema-dev
   python3-yaml prometheus
   python3-dev python3-torch python3-numpy pybind11-dev python3-pytest  # star.torch and its tests
   python3-venv python3-pip python3-setuptools  # `pip install` of star.torch into a venv (README)
