@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """The rendered chart applied with the real kubectl to the API emulator.
 
-No Kubernetes API server (and no helm) runs here: tests/helm/render renders the chart as
-`helm template` does, and star-test-apiserver stands in for the API server (with the
-prometheus-operator CRDs of testdata/crds). Every object of the chart, CRDs included,
-must be accepted by server-side apply's admission and be readable back.
+No Kubernetes API server runs here: `helm template` renders the chart and
+star-test-apiserver stands in for the API server (with the prometheus-operator CRDs of
+testdata/crds). Every object of the chart, CRDs included, must be accepted by server-side
+apply's admission and be readable back.
 
-Environment: STAR_HELM_RENDER, STAR_SOURCE_DIR, STAR_APISERVER_BINARY, STAR_KUBECTL.
+Environment: STAR_HELM, STAR_SOURCE_DIR, STAR_APISERVER_BINARY, STAR_KUBECTL.
 """
 import json
 import os
@@ -16,8 +16,8 @@ import unittest
 
 import yaml
 
-SOURCE = os.environ.get("STAR_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-RENDER = os.environ.get("STAR_HELM_RENDER", "")
+from helmcli import helm_available, helm_template
+
 APISERVER = os.environ.get("STAR_APISERVER_BINARY", "")
 KUBECTL = os.environ.get("STAR_KUBECTL", "kubectl")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,14 +52,14 @@ class Emulator:
 
 
 def render(*args):
-    p = subprocess.run([RENDER, os.path.join(SOURCE, "helm", "star"), *args], capture_output=True, text=True,
-                       timeout=60)
-    if p.returncode != 0:
-        raise AssertionError(f"render exited {p.returncode}: {p.stderr}")
-    return p.stdout
+    """The chart as release star in namespace star-system."""
+    rc, out, err = helm_template(args, release="star", namespace="star-system")
+    if rc != 0:
+        raise AssertionError(f"helm template exited {rc}: {err}")
+    return out
 
 
-@unittest.skipUnless(RENDER and APISERVER, "STAR_HELM_RENDER and STAR_APISERVER_BINARY are needed")
+@unittest.skipUnless(helm_available() and APISERVER, "STAR_HELM and STAR_APISERVER_BINARY are needed")
 class ApplyTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory(prefix="star-helm-apply-")
@@ -85,9 +85,8 @@ class ApplyTest(unittest.TestCase):
 
     def test_every_object_of_the_chart_with_monitoring_on_is_applied(self):
         self.assertEqual(self.emulator.kubectl("create", "namespace", "star-system").returncode, 0)
-        manifests = render("--include-crds", "--namespace", "star-system", "--name", "star",
-                           "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true",
-                           "--set", "dashboards.enabled=true")
+        manifests = render("--include-crds", "--set", "serviceMonitor.enabled=true",
+                           "--set", "prometheusRule.enabled=true", "--set", "dashboards.enabled=true")
         docs = [d for d in yaml.safe_load_all(manifests) if d]
         out = self.apply(manifests)
         self.assertEqual(out.count("serverside-applied"), len(docs), out)
@@ -107,8 +106,8 @@ class ApplyTest(unittest.TestCase):
     def test_a_second_apply_changes_nothing_and_a_watched_namespace_gets_roles(self):
         for ns in ("star-system", "team-a"):
             self.assertEqual(self.emulator.kubectl("create", "namespace", ns).returncode, 0)
-        manifests = render("--include-crds", "--namespace", "star-system", "--name", "star",
-                           "--set", "operator.watchNamespace=team-a", "--set", "operator.replicas=2")
+        manifests = render("--include-crds", "--set", "operator.watchNamespace=team-a",
+                           "--set", "operator.replicas=2")
         self.apply(manifests)
         before = self.get("deployment", "star-operator", "-n", "star-system")["metadata"]["resourceVersion"]
         self.apply(manifests)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Tests of the star chart (helm/star), rendered with tests/helm/render.
+"""Tests of the star chart (helm/star), rendered and linted by the real helm.
 
-Environment: STAR_HELM_RENDER (the renderer binary), STAR_SOURCE_DIR (the repository),
+Environment: STAR_HELM (the helm binary), STAR_SOURCE_DIR (the repository),
 STAR_HELM_NPM_DIR (where `npm ci` installs kubernetes-models, for KubernetesModelsTest).
 Run one class: chart_test.py -v RenderMatrixTest.
 """
@@ -17,9 +17,8 @@ import unittest
 
 import yaml
 
-SOURCE = os.environ.get("STAR_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-RENDER = os.environ.get("STAR_HELM_RENDER", "")
-CHART = os.path.join(SOURCE, "helm", "star")
+from helmcli import CHART, SOURCE, helm_available, helm_template
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -29,17 +28,16 @@ def project_version():
     return m.group(1)
 
 
-def run_render(*args):
-    """Runs the renderer; returns (exit status, stdout, stderr)."""
-    p = subprocess.run([RENDER, CHART, *args], capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
+def run_render(*args, release="release-name", namespace="default"):
+    """`helm template`; returns (exit status, stdout, stderr)."""
+    return helm_template(args, release=release, namespace=namespace)
 
 
-def render(*args):
+def render(*args, release="release-name", namespace="default"):
     """Renders; returns the documents (dicts) in order. Fails the test on a non-zero exit."""
-    rc, out, err = run_render(*args)
+    rc, out, err = run_render(*args, release=release, namespace=namespace)
     if rc != 0:
-        raise AssertionError(f"render {' '.join(args)} exited {rc}: {err}")
+        raise AssertionError(f"helm template {' '.join(args)} exited {rc}: {err}")
     return [d for d in yaml.safe_load_all(out) if d is not None]
 
 
@@ -60,7 +58,8 @@ def container(workload):
     return containers[0]
 
 
-# The render matrix: each case's arguments (KubernetesModelsTest validates them all).
+# The render matrix: each case's helm flags (KubernetesModelsTest validates them all).
+# The release is release-name in namespace default but where RELEASES names another.
 MATRIX = {
     "defaults": [],
     "agent-off": ["--set", "agent.enabled=false"],
@@ -72,8 +71,17 @@ MATRIX = {
     "replicas-2": ["--set", "operator.replicas=2"],
     "replicas-2-watch-namespace": ["--set", "operator.replicas=2,operator.watchNamespace=team-a"],
     "report-tls": ["--set", "operator.reportTLS.enabled=true,operator.reportTLS.secretName=star-report-tls"],
-    "named-release": ["--name", "star", "--namespace", "star-system"],
+    "agent-values": ["--set", "agent.cgroupDriver=cgroupfs,agent.cgroupRoot=k8s,agent.maxUnavailable=2",
+                     "--set", "agent.extraCapabilities={SYS_ADMIN}"],
+    "named-release": [],
 }
+RELEASES = {"named-release": ("star", "star-system")}
+
+
+def render_case(case, *extra):
+    """Renders MATRIX[case] (with extra flags after it) as its release."""
+    release, namespace = RELEASES.get(case, ("release-name", "default"))
+    return render(*MATRIX[case], *extra, release=release, namespace=namespace)
 
 
 class RenderMatrixTest(unittest.TestCase):
@@ -180,8 +188,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual([d["metadata"]["name"] for d in find(docs, "ClusterRole")], ["release-name-star-operator"])
 
     def test_agent_values(self):
-        docs = render("--set", "agent.cgroupDriver=cgroupfs,agent.cgroupRoot=k8s,agent.maxUnavailable=2",
-                      "--set", "agent.extraCapabilities={SYS_ADMIN}")
+        docs = render_case("agent-values")
         ds = one(docs, "DaemonSet")
         c = container(ds)
         self.assertIn("--driver=cgroupfs", c["args"])
@@ -329,7 +336,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertFalse([a for a in args if a.startswith("--report-ca-file")])
 
     def test_named_release(self):
-        docs = render(*MATRIX["named-release"])
+        docs = render_case("named-release")
         names = sorted(d["metadata"]["name"] for d in docs)
         self.assertEqual(set(names), {"star-operator", "star-agent"})
         for d in docs:
@@ -352,6 +359,11 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertNotIn("CustomResourceDefinition", run_render()[1])
 
 
+def at(path):
+    """How helm's values.schema.json validation names the values path a.b.c: at '/a/b/c'."""
+    return "at '" + "".join("/" + k for k in path.split(".") if k) + "'"
+
+
 class SchemaTest(unittest.TestCase):
     def assert_rejected(self, args, *words):
         rc, out, err = run_render(*args)
@@ -362,30 +374,33 @@ class SchemaTest(unittest.TestCase):
         return err
 
     def test_wrong_type(self):
-        self.assert_rejected(["--set", "operator.replicas=two"], "operator.replicas", "integer")
-        self.assert_rejected(["--set", "agent.enabled=yes"], "agent.enabled", "boolean")
-        self.assert_rejected(["--set", "serviceMonitor.labels.release=1"], "serviceMonitor.labels.release")
-        self.assert_rejected(["--set", "image.tag=3"], "image.tag", "string")
+        self.assert_rejected(["--set", "operator.replicas=two"], at("operator.replicas"), "want integer")
+        self.assert_rejected(["--set", "agent.enabled=yes"], at("agent.enabled"), "want boolean")
+        self.assert_rejected(["--set", "serviceMonitor.labels.release=1"], at("serviceMonitor.labels.release"),
+                             "want string")
+        self.assert_rejected(["--set", "image.tag=3"], at("image.tag"), "want string")
 
     def test_wrong_type_in_values_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             f.write("operator:\n  resources: 1\n")
             f.flush()
-            self.assert_rejected(["--values", f.name], "operator.resources", "object")
+            self.assert_rejected(["--values", f.name], at("operator.resources"), "want object")
 
     def test_unknown_key(self):
-        self.assert_rejected(["--set", "operator.replica=2"], "operator", "replica ", "not allowed")
-        self.assert_rejected(["--set", "agent.resources.request.cpu=1"], "agent.resources", "request ")
-        self.assert_rejected(["--set", "bogus=1"], "bogus", "not allowed")
+        self.assert_rejected(["--set", "operator.replica=2"], at("operator"), "'replica' not allowed")
+        self.assert_rejected(["--set", "agent.resources.request.cpu=1"], at("agent.resources"),
+                             "'request' not allowed")
+        self.assert_rejected(["--set", "bogus=1"], at(""), "'bogus' not allowed")
 
     def test_enum_and_range(self):
-        self.assert_rejected(["--set", "agent.cgroupDriver=cgroupv2"], "agent.cgroupDriver", "systemd")
-        self.assert_rejected(["--set", "operator.replicas=0"], "operator.replicas")
-        self.assert_rejected(["--set", "image.pullPolicy=Sometimes"], "image.pullPolicy")
-        self.assert_rejected(["--set", "operator.statusInterval=2 seconds"], "operator.statusInterval")
+        self.assert_rejected(["--set", "agent.cgroupDriver=cgroupv2"], at("agent.cgroupDriver"), "systemd")
+        self.assert_rejected(["--set", "operator.replicas=0"], at("operator.replicas"), "minimum")
+        self.assert_rejected(["--set", "image.pullPolicy=Sometimes"], at("image.pullPolicy"), "IfNotPresent")
+        self.assert_rejected(["--set", "operator.statusInterval=2 seconds"], at("operator.statusInterval"),
+                             "pattern")
 
     def test_removing_a_required_key(self):
-        self.assert_rejected(["--set", "image.tag=null"], "image", "tag")
+        self.assert_rejected(["--set", "image.tag=null"], at("image"), "missing property 'tag'")
 
     def test_failed_required(self):
         self.assert_rejected(["--set", "operator.reportTLS.enabled=true"], "operator.reportTLS.secretName",
@@ -582,7 +597,7 @@ class RbacTest(unittest.TestCase):
 
     def test_no_wildcards(self):
         for case in self.CASES + ["monitoring", "report-tls"]:
-            for d in render(*MATRIX[case]):
+            for d in render_case(case):
                 for rule in d.get("rules", []) if d["kind"] in ("Role", "ClusterRole") else []:
                     for field in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"):
                         for value in rule.get(field, []):
@@ -591,7 +606,7 @@ class RbacTest(unittest.TestCase):
 
     def test_operator_gets_exactly_its_calls(self):
         for case in self.CASES:
-            docs = render(*MATRIX[case])
+            docs = render_case(case)
             account = one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
             granted = rules_of(docs, account)
             expected = OPERATOR_CALLS | OPERATOR_NOT_CALLS
@@ -612,7 +627,7 @@ class RbacTest(unittest.TestCase):
 
     def test_agent_gets_exactly_its_calls(self):
         for case in self.CASES:
-            docs = render(*MATRIX[case])
+            docs = render_case(case)
             account = one(docs, "DaemonSet")["spec"]["template"]["spec"]["serviceAccountName"]
             granted = rules_of(docs, account)
             self.assertEqual({g[:3] for g in granted}, AGENT_CALLS, case)
@@ -660,7 +675,7 @@ class KubernetesModelsTest(unittest.TestCase):
     def test_every_rendered_object_is_valid(self):
         total = 0
         for case, args in MATRIX.items():
-            docs = render("--include-crds", *args)
+            docs = render_case(case, "--include-crds")
             rc, lines = self.validate(docs)
             self.assertEqual(rc, 0, f"{case}:\n" + "\n".join(lines))
             self.assertEqual(len([l for l in lines if l.startswith("ok ")]), len(docs), case)
@@ -680,6 +695,6 @@ class KubernetesModelsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not RENDER or not os.access(RENDER, os.X_OK):
-        sys.exit("STAR_HELM_RENDER must name the built tests/helm/render binary")
+    if not helm_available():
+        sys.exit("STAR_HELM must name the helm binary")
     unittest.main()

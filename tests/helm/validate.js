@@ -1,7 +1,7 @@
 // Validates Kubernetes objects against the API's schemas with kubernetes-models (the
 // OpenAPI schemas of the Kubernetes API, compiled) and, for the Prometheus operator's
 // kinds, @kubernetes-models/prometheus-operator: an independent check of what
-// tests/helm/render prints.
+// `helm template` prints.
 //
 //   node validate.js < DOCS.json      (a JSON array of objects)
 //
