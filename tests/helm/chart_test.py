@@ -17,7 +17,7 @@ import unittest
 
 import yaml
 
-from helmcli import CHART, SOURCE, helm_available, helm_template
+from helmcli import CHART, SOURCE, helm_available, helm_lint, helm_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -58,8 +58,9 @@ def container(workload):
     return containers[0]
 
 
-# The render matrix: each case's helm flags (KubernetesModelsTest validates them all).
-# The release is release-name in namespace default but where RELEASES names another.
+# The render matrix: each case's helm flags (KubernetesModelsTest validates them all,
+# LintTest lints them all). The release is release-name in namespace default but where
+# RELEASES names another.
 MATRIX = {
     "defaults": [],
     "agent-off": ["--set", "agent.enabled=false"],
@@ -482,6 +483,26 @@ class ChartFilesTest(unittest.TestCase):
                 uids.append(json.load(f)["uid"])
         self.assertIn("star-job", uids)
         self.assertEqual(len(uids), len(set(uids)))
+
+
+class LintTest(unittest.TestCase):
+    """`helm lint --strict` (warnings fail as errors do) with the default values and with
+    each case of the render matrix."""
+
+    def test_strict_lint_passes_over_the_matrix(self):
+        for case, args in MATRIX.items():
+            namespace = RELEASES.get(case, ("", "default"))[1]
+            with self.subTest(case=case):
+                rc, out, err = helm_lint(args, namespace=namespace)
+                self.assertEqual(rc, 0, f"{case}:\n{out}{err}")
+                self.assertIn("1 chart(s) linted, 0 chart(s) failed", out)
+                self.assertNotIn("[WARNING]", out)
+                self.assertNotIn("[ERROR]", out)
+
+    def test_lint_rejects_values_the_schema_rejects(self):
+        rc, out, err = helm_lint(["--set", "operator.replicas=two"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("[ERROR] values.yaml: - " + at("operator.replicas"), out)
 
 
 # The Kubernetes API calls of each component, as (apiGroup, resource, verb). The test below
