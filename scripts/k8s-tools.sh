@@ -16,9 +16,10 @@ K8S_VERSION=v1.36.3
 STAGING_VERSION=v0.36.3
 ETCD_VERSION=v3.6.8      # the etcd that k8s.io/kubernetes $K8S_VERSION requires
 HELM_VERSION=v3.22.0
+HELM_K8S_MINOR=37        # the k8s.io modules helm $HELM_VERSION is built with (its Makefile's default)
 CACHE=${STAR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/star/tools}
 K8S_BIN=$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin
-HELM_BIN=$CACHE/helm-$HELM_VERSION/bin
+HELM_BIN=$CACHE/helm-$HELM_VERSION-k1.$HELM_K8S_MINOR/bin
 NODE_SRC=$ROOT/tests/support/node
 NODE_BIN=""  # set by build_node: keyed by a hash of star-node's sources
 
@@ -113,8 +114,12 @@ build_helm() {
   log "building helm $HELM_VERSION into $HELM_BIN"
   local start=$SECONDS
   mkdir -p "$HELM_BIN.partial"
-  CGO_ENABLED=0 GOBIN="$HELM_BIN.partial" go install -trimpath \
-    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+  local flags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" pkg
+  # As helm's Makefile does: the Kubernetes version `helm template` and `helm lint` assume.
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$HELM_K8S_MINOR"
+  done
+  CGO_ENABLED=0 GOBIN="$HELM_BIN.partial" go install -trimpath -ldflags "$flags" \
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   rm -rf "$HELM_BIN" && mv "$HELM_BIN.partial" "$HELM_BIN"
   log "built helm in $((SECONDS - start)) s"

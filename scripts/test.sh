@@ -7,11 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
-bash scripts/build.sh
-
 BUILD_DIR=${STAR_BUILD_DIR:-build}
 [ "${STAR_SANITIZE:-0}" = 1 ] && BUILD_DIR=${STAR_BUILD_DIR:-build-asan}
+
+bash scripts/install-deps.sh
+# The Kubernetes control plane, helm and the test node for the k8s tests (cached by version).
+bash scripts/k8s-tools.sh "$BUILD_DIR/k8s-tools"
+bash scripts/build.sh
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 # cpprest's thread pool may still own pplx tasks at exit (scripts/sanitizers/lsan.supp).
