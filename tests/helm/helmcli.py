@@ -1,10 +1,11 @@
 """The helm binary the chart tests run (STAR_HELM), and the chart they run it on.
 
-helm_template() and helm_lint() return (exit status, stdout, stderr) and never raise on
-helm's own failures: the tests assert on them. No cluster is contacted: `helm template`
-renders client-side and `helm lint` needs none. HELM_* directories point into a
-temporary directory so that no repository cache or configuration of the caller's home
-is read or written.
+helm_template(), helm_lint() and helm_cluster() return (exit status, stdout, stderr) and
+never raise on helm's own failures: the tests assert on them. helm_template() and
+helm_lint() contact no cluster (`helm template` renders client-side, `helm lint` needs
+none); helm_cluster() runs against the cluster of the caller's KUBECONFIG (the k8s
+tests' fixture). HELM_* directories point into a temporary directory so that no
+repository cache or configuration of the caller's home is read or written.
 """
 import atexit
 import os
@@ -36,10 +37,17 @@ def helm_available():
     return bool(HELM) and os.access(HELM, os.X_OK)
 
 
-def helm(*args, timeout=120):
+def helm(*args, timeout=120, env=None):
     """Runs HELM with args; returns (exit status, stdout, stderr)."""
-    p = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=timeout, env=_env)
+    p = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=timeout, env=env or _env)
     return p.returncode, p.stdout, p.stderr
+
+
+def helm_cluster(*args, timeout=300):
+    """helm ARGS against the cluster of the caller's KUBECONFIG (install, upgrade, get,
+    uninstall, ...); returns (exit status, stdout, stderr)."""
+    env = dict(_env, KUBECONFIG=os.environ.get("KUBECONFIG", ""))
+    return helm(*args, timeout=timeout, env=env)
 
 
 def helm_template(args=(), release="release-name", namespace="default", chart=CHART):
