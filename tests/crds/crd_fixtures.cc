@@ -123,6 +123,14 @@ void RepairTrainingJob(json& doc, const Path& changed) {
     workers = std::min(workers, global);
     min_local = std::min(min_local, global / workers);
   } else {
+    // workers * minLocalBatch must stay within globalBatchSize's maximum.
+    if (workers * min_local > api::kMaxBatchSize) {
+      if (at == "spec.mitigation.batchAdaptation.minLocalBatch") {
+        workers = std::max<int64_t>(1, api::kMaxBatchSize / min_local);
+      } else {
+        min_local = std::max<int64_t>(1, api::kMaxBatchSize / workers);
+      }
+    }
     global = std::max(global, workers * min_local);
   }
   if (at != "spec.synchronization.minK" && is_int(min_k)) {

@@ -187,6 +187,7 @@ StatusOr<Condition> ConditionFromJson(const json& j, const std::string& path) {
       .String("lastTransitionTime", &c.last_transition_time, Need::kOptional)
       .Int("observedGeneration", &c.observed_generation, Need::kOptional)
       .AtLeast("observedGeneration", static_cast<double>(c.observed_generation), 0)
+      .AtMost("observedGeneration", static_cast<double>(c.observed_generation), kMaxJsonInteger)
       .RejectUnknown(
           {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"});
   if (rd.ok() && c.type.empty()) rd.Fail("type", "must not be empty");

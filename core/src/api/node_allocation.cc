@@ -1,7 +1,5 @@
 #include "star/core/api/node_allocation.h"
 
-#include <limits>
-
 #include "star/core/api/json_reader.h"
 
 namespace star::api {
@@ -59,7 +57,7 @@ Status Range(const std::string& path, int64_t v, int64_t lo, int64_t hi) {
 // Field rules shared by spec.pods[] and status.applied[].
 Status CheckPod(const std::string& path, const std::string& ns, const std::string& name,
                 const std::string& uid, const CpuAllocation& cpu, const NetworkAllocation& net) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMax = kMaxJsonInteger;
   STAR_RETURN_IF_ERROR(CheckDns1123Label(ns, JoinPath(path, "namespace")));
   STAR_RETURN_IF_ERROR(CheckDns1123Subdomain(name, JoinPath(path, "name")));
   if (uid.empty()) return Status::InvalidArgument(JoinPath(path, "uid") + ": must not be empty");
@@ -168,7 +166,8 @@ StatusOr<NodeAllocationStatus> NodeAllocationStatusFromJson(const json& j,
   NodeAllocationStatus s;
   ObjectReader rd(j, path);
   rd.Int("observedGeneration", &s.observed_generation, Need::kOptional)
-      .AtLeast("observedGeneration", static_cast<double>(s.observed_generation), 0);
+      .AtLeast("observedGeneration", static_cast<double>(s.observed_generation), 0)
+      .AtMost("observedGeneration", static_cast<double>(s.observed_generation), kMaxJsonInteger);
   ReadArray(rd, "applied", &s.applied, AppliedFromJson);
   ReadConditions(rd, "conditions", &s.conditions);
   if (const json* u = rd.Get("usage"); rd.ok() && u != nullptr) {
@@ -176,10 +175,13 @@ StatusOr<NodeAllocationStatus> NodeAllocationStatusFromJson(const json& j,
     ObjectReader ur(*u, rd.FieldPath("usage"));
     ur.Number("cpuMillicores", &usage.cpu_millicores, Need::kOptional)
         .AtLeast("cpuMillicores", usage.cpu_millicores, 0)
+        .AtMost("cpuMillicores", usage.cpu_millicores, kMaxJsonInteger)
         .Number("egressBitsPerSecond", &usage.egress_bits_per_second, Need::kOptional)
         .AtLeast("egressBitsPerSecond", usage.egress_bits_per_second, 0)
+        .AtMost("egressBitsPerSecond", usage.egress_bits_per_second, kMaxJsonInteger)
         .Number("ingressBitsPerSecond", &usage.ingress_bits_per_second, Need::kOptional)
         .AtLeast("ingressBitsPerSecond", usage.ingress_bits_per_second, 0)
+        .AtMost("ingressBitsPerSecond", usage.ingress_bits_per_second, kMaxJsonInteger)
         .RejectUnknown({"cpuMillicores", "egressBitsPerSecond", "ingressBitsPerSecond"});
     rd.Merge(ur.status());
     if (ur.ok()) s.usage = usage;

@@ -67,6 +67,12 @@ Status AtLeast(const std::string& path, int64_t v, int64_t min) {
   return Invalid(path, "must be >= " + std::to_string(min) + ", got " + std::to_string(v));
 }
 
+Status InRange(const std::string& path, int64_t v, int64_t min, int64_t max) {
+  STAR_RETURN_IF_ERROR(AtLeast(path, v, min));
+  if (v <= max) return Status::Ok();
+  return Invalid(path, "must be <= " + std::to_string(max) + ", got " + std::to_string(v));
+}
+
 // Reads the optional enum field `key`, spelled as in `table`; the error lists the
 // allowed spellings like ObjectReader::Enum.
 template <typename E, size_t N>
@@ -175,6 +181,7 @@ StatusOr<StragglerStatus> StragglerFromJson(const json& j, const std::string& pa
       .Enum("kind", &kind, {"dynamic", "static"})
       .Number("slowdown", &s.slowdown)
       .AtLeast("slowdown", s.slowdown, 0)
+      .AtMost("slowdown", s.slowdown, kMaxJsonInteger)
       .String("since", &s.since, Need::kOptional)
       .RejectUnknown({"worker", "node", "cause", "kind", "slowdown", "since"});
   if (rd.ok() && rd.Has("since") && !IsRfc3339(s.since)) {
@@ -191,6 +198,7 @@ StatusOr<WorkerStatus> WorkerStatusFromJson(const json& j, const std::string& pa
   ObjectReader rd(j, path);
   rd.Int("batch", &w.batch)
       .AtLeast("batch", static_cast<double>(w.batch), 1)
+      .AtMost("batch", static_cast<double>(w.batch), kMaxBatchSize)
       .Bool("amp", &w.amp, Need::kOptional)
       .RejectUnknown({"batch", "amp"});
   if (!rd.ok()) return rd.status();
@@ -314,7 +322,8 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
   }
 
   const TrainingSpec& t = s.training;
-  STAR_RETURN_IF_ERROR(AtLeast(at("training.globalBatchSize"), t.global_batch_size, 1));
+  STAR_RETURN_IF_ERROR(
+      InRange(at("training.globalBatchSize"), t.global_batch_size, 1, kMaxBatchSize));
   if (t.global_batch_size < n) {
     return Invalid(at("training.globalBatchSize"), "must be >= " + at("workers.replicas") + " (" +
                                                        std::to_string(n) + "), got " +
@@ -325,7 +334,7 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
                    "must be in (0, 1], got " + FormatNumber(*t.target_accuracy));
   }
   if (t.max_iterations) {
-    STAR_RETURN_IF_ERROR(AtLeast(at("training.maxIterations"), *t.max_iterations, 1));
+    STAR_RETURN_IF_ERROR(InRange(at("training.maxIterations"), *t.max_iterations, 1, kMaxJsonInteger));
   }
 
   const SynchronizationSpec& sync = s.synchronization;
@@ -349,8 +358,14 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
     return Invalid(at("mitigation.detection.threshold"),
                    "must be > 0, got " + FormatNumber(*m.detection.threshold));
   }
+  if (m.detection.threshold && *m.detection.threshold > kMaxDetectionThreshold) {
+    return Invalid(at("mitigation.detection.threshold"),
+                   "must be <= " + FormatNumber(kMaxDetectionThreshold) + ", got " +
+                       FormatNumber(*m.detection.threshold));
+  }
   const int64_t min_local = m.batch_adaptation.min_local_batch;
-  STAR_RETURN_IF_ERROR(AtLeast(at("mitigation.batchAdaptation.minLocalBatch"), min_local, 1));
+  STAR_RETURN_IF_ERROR(
+      InRange(at("mitigation.batchAdaptation.minLocalBatch"), min_local, 1, kMaxBatchSize));
   if (min_local > t.global_batch_size / n) {
     return Invalid(at("mitigation.batchAdaptation.minLocalBatch"),
                    "must be <= " + at("training.globalBatchSize") + " / " + at("workers.replicas") +
@@ -499,7 +514,8 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
   ReadEnum(rd, "phase", kPhase, &s.phase);
   ReadConditions(rd, "conditions", &s.conditions);
   rd.Int("observedGeneration", &s.observed_generation, Need::kOptional)
-      .AtLeast("observedGeneration", static_cast<double>(s.observed_generation), 0);
+      .AtLeast("observedGeneration", static_cast<double>(s.observed_generation), 0)
+      .AtMost("observedGeneration", static_cast<double>(s.observed_generation), kMaxJsonInteger);
   if (rd.ok() && rd.Has("syncMode")) {
     std::string mode;
     rd.Enum("syncMode", &mode, {"ssgd", "fixed_k", "groups", "asgd"});
@@ -514,7 +530,8 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
   ReadArray(rd, "stragglers", &s.stragglers, StragglerFromJson);
   ReadArray(rd, "workers", &s.workers, WorkerStatusFromJson);
   rd.Int("iteration", &s.iteration, Need::kOptional)
-      .AtLeast("iteration", static_cast<double>(s.iteration), 0);
+      .AtLeast("iteration", static_cast<double>(s.iteration), 0)
+      .AtMost("iteration", static_cast<double>(s.iteration), kMaxJsonInteger);
   if (rd.ok() && rd.Has("accuracy")) {
     double a = 0;
     rd.Number("accuracy", &a).AtLeast("accuracy", a, 0).AtMost("accuracy", a, 1);
@@ -524,7 +541,7 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
                               std::pair{"estimatedTTASeconds", &s.estimated_tta_seconds}}) {
     if (rd.ok() && rd.Has(name)) {
       double t = 0;
-      rd.Number(name, &t).AtLeast(name, t, 0);
+      rd.Number(name, &t).AtLeast(name, t, 0).AtMost(name, t, kMaxJsonInteger);
       *field = t;
     }
   }
@@ -532,7 +549,9 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
                               std::pair{"decisionApplyAtIteration", &s.decision_apply_at_iteration}}) {
     if (rd.ok() && rd.Has(name)) {
       int64_t v = 0;
-      rd.Int(name, &v).AtLeast(name, static_cast<double>(v), 0);
+      rd.Int(name, &v)
+          .AtLeast(name, static_cast<double>(v), 0)
+          .AtMost(name, static_cast<double>(v), kMaxJsonInteger);
       *field = v;
     }
   }

@@ -376,6 +376,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.training.globalBatchSize: required field is missing"},
         BadCase{"ZeroGlobalBatch", [](json& d) { Spec(d)["training"]["globalBatchSize"] = 0; },
                 "spec.training.globalBatchSize: must be >= 1, got 0"},
+        BadCase{"GlobalBatchAboveMaximum",
+                [](json& d) { Spec(d)["training"]["globalBatchSize"] = int64_t{1} << 31; },
+                "spec.training.globalBatchSize: must be <= 2147483647, got 2147483648"},
         BadCase{"GlobalBatchBelowReplicas",
                 [](json& d) { Spec(d)["training"]["globalBatchSize"] = 3; },
                 "spec.training.globalBatchSize: must be >= spec.workers.replicas (4), got 3"},
@@ -389,6 +392,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.training.targetAccuracy: must be a number, got string"},
         BadCase{"ZeroMaxIterations", [](json& d) { Spec(d)["training"]["maxIterations"] = 0; },
                 "spec.training.maxIterations: must be >= 1, got 0"},
+        BadCase{"MaxIterationsAboveMaximum",
+                [](json& d) { Spec(d)["training"]["maxIterations"] = int64_t{1} << 53; },
+                "spec.training.maxIterations: must be <= 9007199254740991, got 9007199254740992"},
         BadCase{"UnknownTrainingField", [](json& d) { Spec(d)["training"]["epochs"] = 3; },
                 "spec.training.epochs: unknown field"},
         // synchronization
@@ -416,6 +422,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ZeroThreshold",
                 [](json& d) { Spec(d)["mitigation"]["detection"]["threshold"] = 0; },
                 "spec.mitigation.detection.threshold: must be > 0, got 0"},
+        BadCase{"ThresholdAboveMaximum",
+                [](json& d) { Spec(d)["mitigation"]["detection"]["threshold"] = 1000.5; },
+                "spec.mitigation.detection.threshold: must be <= 1000, got 1000.5"},
         BadCase{"AmpEnabledNotBool",
                 [](json& d) { Spec(d)["mitigation"]["amp"]["enabled"] = "yes"; },
                 "spec.mitigation.amp.enabled: must be a boolean, got string"},
@@ -424,6 +433,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ZeroMinLocalBatch",
                 [](json& d) { Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 0; },
                 "spec.mitigation.batchAdaptation.minLocalBatch: must be >= 1, got 0"},
+        BadCase{"MinLocalBatchAboveMaximum",
+                [](json& d) {
+                  Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = int64_t{1} << 31;
+                },
+                "spec.mitigation.batchAdaptation.minLocalBatch: must be <= 2147483647, got "
+                "2147483648"},
         BadCase{"MinLocalBatchInfeasible",
                 [](json& d) { Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 65; },
                 "spec.mitigation.batchAdaptation.minLocalBatch: must be <= "
@@ -468,6 +483,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "status.ttaSeconds: must be a number, got string"},
         BadCase{"NegativeDecisionEpoch", [](json& d) { d["status"]["decisionEpoch"] = -2; },
                 "status.decisionEpoch: must be >= 0, got -2"},
+        BadCase{"IterationAboveMaximum",
+                [](json& d) { d["status"]["iteration"] = int64_t{1} << 53; },
+                "status.iteration: must be <= 9007199254740991, got 9007199254740992"},
         BadCase{"ConditionBadStatus",
                 [](json& d) { d["status"]["conditions"][0]["status"] = "Yes"; },
                 "status.conditions[0].status: must be one of True, False, Unknown, got \"Yes\""},

@@ -19,6 +19,11 @@ namespace star::api {
 // API group and version of every STAR custom resource.
 inline constexpr std::string_view kApiVersion = "star.dev/v1alpha1";
 
+// Upper bound of the counters, generations, rates and durations that have no natural
+// limit (iterations, observedGeneration, bits per second, seconds): 2^53 - 1, the
+// largest integer every JSON reader holds exactly. The CRDs state it as `maximum`.
+inline constexpr int64_t kMaxJsonInteger = (int64_t{1} << 53) - 1;
+
 // RFC 1123 label: 1..63 characters of [a-z0-9-], starting and ending with [a-z0-9].
 // (Namespaces, TrainingJob names.)
 [[nodiscard]] bool IsDns1123Label(std::string_view s);

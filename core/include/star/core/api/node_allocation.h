@@ -109,9 +109,9 @@ StatusOr<NodeAllocationStatus> NodeAllocationStatusFromJson(const nlohmann::json
                                                             const std::string& path = "status");
 
 // Checks a spec built in code or decoded: per pod, namespace is a DNS-1123 label, name
-// a DNS-1123 subdomain, uid non-empty and unique across pods; quotaMillicores >= 0;
-// weight in [1, 10000]; rates >= 0; priority in [0, 7]. O(pods^2) for the uid check
-// (pods per node are few). `path` prefixes field paths in errors.
+// a DNS-1123 subdomain, uid non-empty and unique across pods; quotaMillicores and rates
+// in [0, kMaxJsonInteger]; weight in [1, 10000]; priority in [0, 7]. O(pods^2) for the
+// uid check (pods per node are few). `path` prefixes field paths in errors.
 [[nodiscard]] Status Validate(const NodeAllocationSpec& s, const std::string& path = "spec");
 
 }  // namespace star::api

@@ -28,6 +28,12 @@ namespace star::api {
 
 inline constexpr std::string_view kTrainingJobKind = "TrainingJob";
 
+// Upper bound of spec.training.globalBatchSize, spec.mitigation.batchAdaptation.minLocalBatch
+// and status.workers[].batch (2^31 - 1), as the CRD states it.
+inline constexpr int64_t kMaxBatchSize = 2147483647;
+// Upper bound of spec.mitigation.detection.threshold: no rule flags anyone above it.
+inline constexpr double kMaxDetectionThreshold = 1000;
+
 // spec.synchronization.policy. Wire: "Auto", "SSGD", "ASGD", "FixedK", "Groups".
 enum class SyncPolicy { kAuto, kSsgd, kAsgd, kFixedK, kGroups };
 std::string_view ToString(SyncPolicy p);
@@ -68,11 +74,11 @@ struct ReplicaSpec {
 };
 
 struct TrainingSpec {
-  int64_t global_batch_size = 0;          // required; >= 1 and >= workers.replicas
+  int64_t global_batch_size = 0;  // required; in [workers.replicas, kMaxBatchSize]
   // Optional, in (0, 1]: the test accuracy whose time is the job's TTA. Without it the job
   // runs to maxIterations or until its workers exit, and reports no TTA.
   std::optional<double> target_accuracy;
-  std::optional<int64_t> max_iterations;  // >= 1 when set; unset = no limit
+  std::optional<int64_t> max_iterations;  // in [1, kMaxJsonInteger] when set; unset = no limit
 
   friend bool operator==(const TrainingSpec&, const TrainingSpec&) = default;
 };
@@ -88,7 +94,7 @@ struct SynchronizationSpec {
 struct DetectionSpec {
   DetectionRule rule = DetectionRule::kMad;  // default MAD
   int window = 20;                           // iterations in the sliding window; >= 3
-  std::optional<double> threshold;           // > 0 when set; unset = the rule's default
+  std::optional<double> threshold;  // in (0, kMaxDetectionThreshold] when set; unset = default
 
   friend bool operator==(const DetectionSpec&, const DetectionSpec&) = default;
 };
@@ -102,7 +108,7 @@ struct AmpSpec {
 
 struct BatchAdaptationSpec {
   bool enabled = true;          // default true
-  int64_t min_local_batch = 1;  // >= 1 and minLocalBatch * workers.replicas <= globalBatchSize
+  int64_t min_local_batch = 1;  // in [1, kMaxBatchSize], * workers.replicas <= globalBatchSize
 
   friend bool operator==(const BatchAdaptationSpec&, const BatchAdaptationSpec&) = default;
 };
