@@ -1,0 +1,3 @@
+module star.dev/star-faultproxy
+
+go 1.26.0
