@@ -137,6 +137,24 @@ build_node() {
   rm -rf "$NODE_BIN" && mv "$NODE_BIN.partial" "$NODE_BIN"
 }
 
+# star-faultproxy (tests/support/faultproxy): the fault-injecting proxy that tests put in
+# front of the API server. Built as star-node is, keyed by a hash of its sources; linked
+# into DIR/bin when DIR is given.
+build_faultproxy() {
+  local src=$ROOT/tests/support/faultproxy key bin
+  [ -f "$src/go.mod" ] || return 0
+  key=$(cat "$src"/*.go "$src"/go.mod | sha256sum | cut -c1-16)
+  bin=$CACHE/star-faultproxy-$key/bin
+  if [ ! -x "$bin/star-faultproxy" ]; then
+    log "building star-faultproxy into $bin"
+    mkdir -p "$bin.partial"
+    (cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" \
+      -o "$bin.partial/star-faultproxy" .)
+    rm -rf "$bin" && mv "$bin.partial" "$bin"
+  fi
+  if [ -n "${1:-}" ]; then mkdir -p "$1/bin" && ln -sf "$bin/star-faultproxy" "$1/bin/star-faultproxy"; fi
+}
+
 link_into() {
   local dir=$1/bin f
   mkdir -p "$dir"
@@ -150,6 +168,7 @@ main() {
   build_k8s
   build_helm
   if [ -f "$NODE_SRC/go.mod" ]; then build_node; fi
+  build_faultproxy "${1:-}"
   [ $# -ge 1 ] && link_into "$1"
   return 0
 }
