@@ -15,7 +15,7 @@
 # libcudart.so.12 and libnccl.so.2 without the unversioned names the linker looks for).
 set -euo pipefail
 
-# The pair PyTorch 2.8 (cu128) ships with.
+# The runtime and NCCL that PyTorch 2.8 (cu128) ships with; nvcc and CCCL of the same 12.8.
 CUDART_VERSION=12.8.90  # nvidia-cuda-runtime-cu12
 NVCC_VERSION=12.8.93    # nvidia-cuda-nvcc-cu12: for its include/crt
 CCCL_VERSION=12.8.90    # nvidia-cuda-cccl-cu12: for its include/nv
