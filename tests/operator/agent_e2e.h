@@ -1,8 +1,9 @@
 // What the end-to-end tests of star-operator with star-agent share: the test plays the
-// kubelet on node-0 (pod cgroups under a cgroup v1 root of the test's own, phases and
-// bindings) and the workers (WorkerReports with the job's token); both binaries run against
-// the API emulator. Needs root and a cgroup v1 cpu hierarchy at /sys/fs/cgroup/cpu (the
-// fixture skips otherwise).
+// scheduler and the kubelet of its node-0 (Bindings, pod cgroups under a cgroup v1 root of
+// the test's own, phases) and the workers (WorkerReports with the job's token); both
+// binaries run against the real Kubernetes control plane (cluster_util.h) with its
+// kubeconfig (HTTPS, a client certificate). Needs root and a cgroup v1 cpu hierarchy at
+// /sys/fs/cgroup/cpu (the fixture skips otherwise).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_reports.h"
+#include "cluster_util.h"
 #include "e2e_util.h"
 #include "star/operator/reconciler/job_objects.h"
 
@@ -39,7 +41,7 @@ using apiserver::testing::ProcessResult;
 using namespace std::chrono_literals;
 
 constexpr char kCpuHierarchy[] = "/sys/fs/cgroup/cpu";
-constexpr char kNode[] = "node-0";
+constexpr char kNode[] = "node-0";  // as the test knows it: NodeName(kNode) in the cluster
 // What the pods' cgroups hold before the agent touches them (500m at the default period):
 // distinct from every quota the allocation asks for, and what a release must restore.
 constexpr int64_t kOriginalQuotaUs = 50000;
@@ -103,7 +105,7 @@ class OperatorAgentTest : public OperatorTest {
   }
 
   void TearDown() override {
-    if (!server_) return;  // skipped before the emulator started
+    if (ns_.empty()) return;  // skipped before the namespace was made
     agent_.Stop();
     op_.Stop();
     cgroups_.Remove();
@@ -115,12 +117,12 @@ class OperatorAgentTest : public OperatorTest {
   std::string Logs() {
     return "\n--- operator\n" + ReadFile(dir_.path() + "/operator.log") + "\n--- agent\n" +
            ReadFile(dir_.path() + "/agent.log") + "\n--- nodeallocation\n" +
-           GetJson({"get", "nodeallocations", kNode}).dump(2);
+           GetJson({"get", "nodeallocations", NodeName(kNode)}).dump(2);
   }
 
   // Starts star-agent for node-0; its /metrics on `metrics_address` ("" = none).
   void StartAgent(const std::string& metrics_address = "") {
-    ASSERT_TRUE(agent_.Start({STAR_AGENT_BINARY, "--node", kNode, "--kubeconfig", kubeconfig_, "--cgroup-root",
+    ASSERT_TRUE(agent_.Start({STAR_AGENT_BINARY, "--node", NodeName(kNode), "--kubeconfig", kubeconfig_, "--cgroup-root",
                               cgroup_root_, "--journal", dir_.path() + "/journal.json", "--metrics-address", metrics_address,
                               "--poll-ms", "50"},
                              dir_.path() + "/agent.log"));
@@ -200,7 +202,7 @@ class OperatorAgentTest : public OperatorTest {
   bool EventuallyApplied(const std::vector<const NodePod*>& pods, const std::function<bool(const json&)>& also,
                          std::string& why) {
     return Eventually([&] {
-      const json na = GetJson({"get", "nodeallocations", kNode});
+      const json na = GetJson({"get", "nodeallocations", NodeName(kNode)});
       why = AgentLag(na, pods);
       if (!why.empty()) return false;
       if (!also(na)) why = "the NodeAllocation does not show the expected quotas yet";
@@ -214,10 +216,8 @@ class OperatorAgentTest : public OperatorTest {
   // and nb (1 worker, request 500m, limit 2, on node-0, Burstable); returns once node-0's
   // cgroups hold each pod's limit.
   void StartOnNode0(NodePod& fm0, NodePod& nb0, const std::string& agent_metrics = "") {
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0\n").exit_code, 0);
-    ProcessResult r = Kubectl({"patch", "node", kNode, "--subresource=status", "--type=merge", "-p",
-                               json{{"status", {{"allocatable", {{"cpu", "4"}}}}}}.dump()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    MakeNode(kNode, "4");
+    if (HasFatalFailure()) return;
     StartOperator();
     StartAgent(agent_metrics);
     ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("fm", 4, "1", "1", 1000)).exit_code, 0);
@@ -240,7 +240,7 @@ class OperatorAgentTest : public OperatorTest {
 
   // fm's workers report, worker 0 as a straggler (e2e_reports.h); `observe` sees each report.
   void SendReports(std::function<void(const api::WorkerReport&)> observe = nullptr) {
-    e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"), std::move(observe));
+    e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"), JobKey("fm"), std::move(observe));
   }
 
   std::string cgroup_root_;  // relative to kCpuHierarchy

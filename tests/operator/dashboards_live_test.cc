@@ -2,7 +2,7 @@
 // `prometheus`, on loopback) scrapes star-operator's and star-agent's /metrics and the
 // four workers' (the training shim's WorkerMetrics endpoints, fed the same iterations the
 // workers report) while a job's worker 0 straggles and the operator moves CPU to it
-// (agent_e2e.h: real binaries, the API emulator, real cgroup v1 quotas). Every panel's
+// (agent_e2e.h: real binaries, the real Kubernetes control plane, real cgroup v1 quotas). Every panel's
 // query and every variable of helm/star/dashboards/*.json must return at least one series,
 // and the panels that show the straggler must show it. Needs root, a cgroup v1 cpu
 // hierarchy and prometheus (skipped otherwise).
@@ -36,14 +36,14 @@ using e2e::Eventually;
 using e2e::FreePort;
 using e2e::NodePod;
 
-// What the dashboards' template variables are set to: job default/fm, all workers, and
-// a rate window that covers the whole run.
-std::string Substitute(std::string expr) {
-  static const std::vector<std::pair<std::string, std::string>> kValues = {
-      {"$__rate_interval", "5m"}, {"${namespace}", "default"}, {"$namespace", "default"},
-      {"${job}", "default/fm"},   {"$job", "default/fm"},      {"${worker}", ".*"},
+// What the dashboards' template variables are set to: job <ns>/fm, all workers, and a
+// rate window that covers the whole run.
+std::string Substitute(std::string expr, const std::string& ns) {
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"$__rate_interval", "5m"}, {"${namespace}", ns}, {"$namespace", ns},
+      {"${job}", ns + "/fm"},     {"$job", ns + "/fm"}, {"${worker}", ".*"},
       {"$worker", ".*"}};
-  for (const auto& [name, value] : kValues) {
+  for (const auto& [name, value] : values) {
     for (size_t at = expr.find(name); at != std::string::npos; at = expr.find(name, at + value.size())) {
       expr.replace(at, name.size(), value);
     }
@@ -72,7 +72,7 @@ std::optional<std::pair<std::string, std::string>> LabelValuesOf(const std::stri
 }
 
 // Every target of every panel, and every label_values variable, of the chart's dashboards.
-void ReadDashboards(std::vector<PanelQuery>& panels, std::vector<VariableQuery>& variables) {
+void ReadDashboards(const std::string& ns, std::vector<PanelQuery>& panels, std::vector<VariableQuery>& variables) {
   for (const auto& entry : fs::directory_iterator(STAR_DASHBOARDS_DIR)) {
     if (entry.path().extension() != ".json") continue;
     const json d = json::parse(e2e::ReadFile(entry.path().string()));
@@ -80,12 +80,12 @@ void ReadDashboards(std::vector<PanelQuery>& panels, std::vector<VariableQuery>&
     for (const json& v : d["templating"]["list"]) {
       const std::string q = v.value("query", json("")).is_string() ? v.value("query", "") : "";
       if (auto lv = LabelValuesOf(q)) {
-        variables.push_back({name + ": $" + v.value("name", ""), lv->first, Substitute(lv->second)});
+        variables.push_back({name + ": $" + v.value("name", ""), lv->first, Substitute(lv->second, ns)});
       }
     }
     for (const json& p : d["panels"]) {
       for (const json& t : p.value("targets", json::array())) {
-        panels.push_back({name + ": " + p.value("title", ""), Substitute(t.value("expr", ""))});
+        panels.push_back({name + ": " + p.value("title", ""), Substitute(t.value("expr", ""), ns)});
       }
     }
   }
@@ -99,14 +99,14 @@ std::optional<double> SeriesValue(const json& result, const std::string& label, 
   return std::nullopt;
 }
 
-// The four workers of job default/fm as the training shim exposes them: each report the
+// The four workers of a job as the training shim exposes them: each report the
 // workers send is also observed here, with the wait a synchronous step makes the faster
 // workers spend on the slowest.
 class FmWorkers {
  public:
-  bool Start() {
+  bool Start(const std::string& job) {
     for (int w = 0; w < 4; ++w) {
-      auto m = shim::WorkerMetrics::Start("127.0.0.1:0", "default/fm", w);
+      auto m = shim::WorkerMetrics::Start("127.0.0.1:0", job, w);
       if (!m.ok()) return false;
       metrics_.push_back(std::move(*m));
     }
@@ -151,7 +151,7 @@ class DashboardsLiveTest : public e2e::OperatorAgentTest {
 TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShows) {
   std::vector<PanelQuery> panels;
   std::vector<VariableQuery> variables;
-  ReadDashboards(panels, variables);
+  ReadDashboards(ns_, panels, variables);
   ASSERT_GE(panels.size(), 20u) << "the chart's dashboards in " << STAR_DASHBOARDS_DIR;
   ASSERT_EQ(variables.size(), 9u) << "namespace, job and worker on each of the three dashboards";
 
@@ -161,7 +161,7 @@ TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShow
   StartOnNode0(fm0, nb0, agent_metrics);
   if (HasFatalFailure()) return;
   FmWorkers workers;
-  ASSERT_TRUE(workers.Start());
+  ASSERT_TRUE(workers.Start(JobKey("fm")));
   std::vector<std::string> targets = workers.Targets();
   targets.push_back(metrics_listen_);
   targets.push_back(agent_metrics);
@@ -208,10 +208,11 @@ TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShow
     EXPECT_GT(SeriesValue(*r, "worker", "0").value_or(0), 1.3) << q.expr << "\n" << r->dump();
     EXPECT_LT(SeriesValue(*r, "worker", "1").value_or(9), 1.1) << q.expr << "\n" << r->dump();
   }
-  auto flagged = prometheus.Query(R"(max by (worker) (max_over_time(star_job_worker_straggler{job="default/fm"}[5m])))", &error);
+  auto flagged = prometheus.Query(
+      "max by (worker) (max_over_time(star_job_worker_straggler{job=\"" + JobKey("fm") + "\"}[5m]))", &error);
   ASSERT_TRUE(flagged.has_value()) << error;
   EXPECT_EQ(SeriesValue(*flagged, "worker", "0"), 1.0) << flagged->dump();
-  auto quota = prometheus.Query(R"(max_over_time(star_node_cpu_quota{pod="default/fm-worker-0"}[5m]))", &error);
+  auto quota = prometheus.Query("max_over_time(star_node_cpu_quota{pod=\"" + ns_ + "/fm-worker-0\"}[5m])", &error);
   ASSERT_TRUE(quota.has_value()) << error;
   ASSERT_EQ(quota->size(), 1u) << quota->dump();
   EXPECT_GT(std::stod((*quota)[0]["value"][1].get<std::string>()), 1000) << "millicores";

@@ -1,5 +1,4 @@
-// Worker reports for the operator e2e tests (the test plays the workers) and the job
-// manifest of the resource-reallocation scenarios.
+// Worker reports for the operator e2e tests (the test plays the workers).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,20 +15,6 @@
 #include "star/report/client.h"
 
 namespace star::op::e2e {
-
-// A job in namespace default of `workers` pods with CPU request and limit as given (and
-// spec.training.maxIterations when `max_iterations` > 0).
-inline std::string ReallocJob(const std::string& name, int workers, const std::string& request,
-                              const std::string& limit, int max_iterations = 0) {
-  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
-         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
-         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
-         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
-         "              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit + "}\n"
-         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n" +
-         (max_iterations > 0 ? "    maxIterations: " + std::to_string(max_iterations) + "\n" : std::string()) +
-         "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n";
-}
 
 // What the workers of a job report: `iterations` rounds of every worker 0..workers-1
 // from iteration `first_iteration`, compute 0.1 s times lognormal noise (sigma),
@@ -80,17 +65,19 @@ inline void SendReports(const std::string& report_url, const std::string& token,
   }
 }
 
-// Job default/fm's 4 workers report 150 iterations; worker 0 computes 3x slower from
-// iteration 30 (with some noise: identical times leave the detector no spread to judge by).
-inline void SendSlowWorkerZeroReports(const std::string& report_url, const std::string& token,
+// Job `job`'s ("<namespace>/<name>") 4 workers report 150 iterations; worker 0 computes
+// 3x slower from iteration 30 (with some noise: identical times leave the detector no
+// spread to judge by).
+inline void SendSlowWorkerZeroReports(const std::string& report_url, const std::string& token, const std::string& job,
                                       std::function<void(const api::WorkerReport&)> observe = nullptr) {
-  SendReports(report_url, token, {"default/fm", 4, 150, 0, 30, 3.0, 11, 0.03, 1, "", std::move(observe)});
+  SendReports(report_url, token, {job, 4, 150, 0, 30, 3.0, 11, 0.03, 1, "", std::move(observe)});
 }
 
 // After SendSlowWorkerZeroReports: 100 more iterations in which worker 0 is as fast as
 // the others again.
-inline void SendWorkerZeroRecoveredReports(const std::string& report_url, const std::string& token) {
-  SendReports(report_url, token, {"default/fm", 4, 100, 0, 1000, 1.0, 12, 0.03, 151});
+inline void SendWorkerZeroRecoveredReports(const std::string& report_url, const std::string& token,
+                                           const std::string& job) {
+  SendReports(report_url, token, {job, 4, 100, 0, 1000, 1.0, 12, 0.03, 151});
 }
 
 }  // namespace star::op::e2e

@@ -1,6 +1,6 @@
 // What the star-operator end-to-end tests share: star-operator as a child process, bounded
-// waits on conditions, a TrainingJob manifest, and a fixture with the API emulator running
-// in-process (so that a test can inject faults) driven by the real kubectl.
+// waits on conditions, TrainingJob manifests, and the kubectl side of the fixtures (the
+// real cluster's in cluster_util.h, the in-process API emulator's in emulator_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -27,7 +27,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "test_process.h"
 
@@ -172,36 +171,53 @@ inline int FreePort() {
   return port;
 }
 
-// A TrainingJob in namespace default with `workers` workers of 500m CPU each.
-inline std::string JobYaml(const std::string& name, int workers) {
-  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
-         "\n  namespace: default\nspec:\n  workers:\n    replicas: " + std::to_string(workers) +
-         "\n    template:\n      spec:\n        containers:\n          - name: trainer\n"
-         "            image: ghcr.io/star-dev/fmnist:0.1\n            resources:\n"
-         "              requests: {cpu: 500m}\n              limits: {cpu: 500m}\n"
-         "  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n"
-         "  mitigation:\n    detection:\n      window: 5\n";
+// What the pods of a test job run. On the real cluster a test plays kubelet for its pods,
+// so they get an image the test node does not run, and a scheduler name of the test's own
+// (the test binds them to its nodes itself); the emulator runs no pods at all.
+struct PodTemplate {
+  std::string image = "ghcr.io/star-dev/fmnist:0.1";
+  std::string scheduler_name;  // "" = the default scheduler
+};
+
+// A TrainingJob in namespace `ns` of `workers` pods with CPU request and limit as given, a
+// target accuracy of 0.85 and detection over a window of 5; `extra` is appended to its spec.
+inline std::string TrainingJobYaml(const std::string& name, const std::string& ns, int workers, const PodTemplate& pods,
+                                   const std::string& request, const std::string& limit, const std::string& extra) {
+  return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+         "\nspec:\n  workers:\n    replicas: " + std::to_string(workers) + "\n    template:\n      spec:\n" +
+         (pods.scheduler_name.empty() ? std::string() : "        schedulerName: " + pods.scheduler_name + "\n") +
+         "        containers:\n          - name: trainer\n            image: " + pods.image +
+         "\n            resources:\n              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit +
+         "}\n  training:\n    globalBatchSize: 256\n    targetAccuracy: 0.85\n" + extra;
 }
 
-// The API emulator (with the CRDs of STAR_CRDS_DIR) and kubectl (STAR_KUBECTL) against it,
-// in a temporary directory. Pods do not run in the emulator: SetPodPhase plays kubelet.
-class EmulatorTest : public ::testing::Test {
+// A TrainingJob in namespace `ns` (default: default) with `workers` workers of 500m CPU each.
+inline std::string JobYaml(const std::string& name, int workers, const std::string& ns = "default",
+                           const PodTemplate& pods = {}) {
+  return TrainingJobYaml(name, ns, workers, pods, "500m", "500m", "  mitigation:\n    detection:\n      window: 5\n");
+}
+
+// A TrainingJob in namespace `ns` of `workers` pods with CPU request and limit as given
+// (and spec.training.maxIterations when `max_iterations` > 0), without AMP: the job of the
+// resource-reallocation scenarios.
+inline std::string ReallocJob(const std::string& name, int workers, const std::string& request, const std::string& limit,
+                              int max_iterations = 0, const std::string& ns = "default", const PodTemplate& pods = {}) {
+  return TrainingJobYaml(
+      name, ns, workers, pods, request, limit,
+      (max_iterations > 0 ? "    maxIterations: " + std::to_string(max_iterations) + "\n" : std::string()) +
+          "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n");
+}
+
+// The kubectl side of a fixture: kubectl (kubectl_) with kubeconfig_ in namespace ns_ ("" =
+// kubectl's default), a scratch directory, and the test playing kubelet for its pods.
+class KubectlTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    apiserver::ApiServerOptions o = ServerOptions();
-    o.crds_dir = STAR_CRDS_DIR;
-    server_ = std::make_unique<apiserver::ApiServer>(o);
-    ASSERT_TRUE(server_->Start().ok());
-    kubeconfig_ = dir_.path() + "/kubeconfig";
-    ASSERT_TRUE(server_->WriteKubeconfig(kubeconfig_).ok());
-  }
-  void TearDown() override { server_->Stop(); }
-
-  // The emulator's options (plain HTTP, no authentication); a TLS test serves HTTPS.
-  virtual apiserver::ApiServerOptions ServerOptions() { return {}; }
-
   apiserver::testing::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    std::vector<std::string> argv = {STAR_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
+    std::vector<std::string> argv = {kubectl_, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
+    if (!ns_.empty()) {
+      argv.push_back("--namespace");
+      argv.push_back(ns_);
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     return apiserver::testing::RunProcess(argv, stdin_text, std::chrono::seconds(60));
   }
@@ -236,49 +252,50 @@ class EmulatorTest : public ::testing::Test {
     return nullptr;
   }
 
-  void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") {
-    nlohmann::json patch = {{"status", {{"phase", phase}, {"podIP", "10.0.0.1"}}}};
-    apiserver::testing::ProcessResult r =
-        Kubectl({"patch", "pod", pod, "--subresource=status", "--type=merge", "-p", patch.dump()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    if (!node.empty()) {
-      // Binding: the emulator has no scheduler; spec.nodeName is set like a binding would.
-      r = Kubectl({"patch", "pod", pod, "--type=merge", "-p", nlohmann::json{{"spec", {{"nodeName", node}}}}.dump()});
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-    }
-  }
+  // Plays kubelet: pod `pod` is in `phase` (with an IP), on `node` when given (a node
+  // name as the test knows it).
+  virtual void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") = 0;
 
   apiserver::testing::TempDir dir_;
-  std::unique_ptr<apiserver::ApiServer> server_;
+  std::string kubectl_;
   std::string kubeconfig_;
+  std::string ns_;
 };
 
 #ifdef STAR_OPERATOR_BINARY
-// EmulatorTest with star-operator (the binary, STAR_OPERATOR_BINARY) against the
-// emulator, stopped at the end.
-class OperatorTest : public EmulatorTest {
+// A fixture (ClusterTest or EmulatorTest) with star-operator (the binary,
+// STAR_OPERATOR_BINARY) against its API server, stopped at the end; the operator watches
+// the fixture's namespace when it has one.
+template <class Base>
+class OperatorTestOn : public Base {
  protected:
   void TearDown() override {
     op_.Stop();
-    EmulatorTest::TearDown();
+    Base::TearDown();
   }
 
   // Starts star-operator (report endpoint on a free loopback port, metrics endpoint on
   // metrics_listen_, status every status_interval_, restart backoff 100 ms, then `extra`) and waits for its report URL.
   void StartOperator(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen",
+    std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", this->kubeconfig_, "--report-listen",
                                      "127.0.0.1:0", "--metrics-listen", metrics_listen_, "--status-interval", status_interval_,
                                      "--restart-backoff", "100ms"};
+    if (!this->ns_.empty()) {
+      argv.push_back("--namespace");
+      argv.push_back(this->ns_);
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
-    ASSERT_TRUE(op_.Start(argv, dir_.path() + "/operator.log"));
+    ASSERT_TRUE(op_.Start(argv, OperatorLog()));
     auto url = op_.WaitForLine("report-url ", std::chrono::seconds(60));
-    ASSERT_TRUE(url.has_value()) << ReadFile(dir_.path() + "/operator.log");
+    ASSERT_TRUE(url.has_value()) << ReadFile(OperatorLog());
     report_url_ = *url;
   }
 
+  std::string OperatorLog() { return this->dir_.path() + "/operator.log"; }
+
   // The job's report token, from its Secret ("" when there is none).
   std::string Token(const std::string& job) {
-    return SecretToken(GetJson({"get", "secret", TokenSecretName(job)})).value_or("");
+    return SecretToken(this->GetJson({"get", "secret", TokenSecretName(job)})).value_or("");
   }
 
   OperatorProcess op_;

@@ -1,11 +1,11 @@
 // The whole resource path end to end: star-operator decides a CPU reallocation and writes
 // node-0's NodeAllocation; star-agent (its Kubernetes source) applies it to real cgroup v1
-// CPU quotas and writes the NodeAllocation's status. Both real binaries against the API
-// emulator; the test plays kubelet (pod cgroups, phases and bindings) and the workers
-// (WorkerReports with the job's token). It runs twice: over plain HTTP, and over HTTPS as in
-// a cluster (client certificates required; the operator, the agent and kubectl share one
-// kubeconfig). Needs root and a cgroup v1 cpu hierarchy at
-// /sys/fs/cgroup/cpu; the pod cgroups live under a cgroup root of the test's own.
+// CPU quotas and writes the NodeAllocation's status. Both real binaries against the real
+// Kubernetes control plane, over HTTPS with the client certificate of the cluster's
+// kubeconfig (which kubectl shares); the test plays scheduler and kubelet (Bindings, pod
+// cgroups, phases) and the workers (WorkerReports with the job's token). Needs root and a
+// cgroup v1 cpu hierarchy at /sys/fs/cgroup/cpu; the pod cgroups live under a cgroup root of
+// the test's own.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -17,39 +17,25 @@
 
 #include "agent_e2e.h"
 #include "e2e_util.h"
-#include "https_emulator.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/reallocation.h"
-#include "star/test_support/tls.h"
 
 namespace star::op {
 namespace {
 
 using nlohmann::json;
-using apiserver::testing::ProcessResult;
 using e2e::Eventually;
 using e2e::kNode;
 using e2e::NodePod;
 using e2e::kOriginalQuotaUs;
 
-// The emulator over plain HTTP (false) or over HTTPS with client certificates (true).
-class OperatorAgentE2eTest : public e2e::OperatorAgentTest, public ::testing::WithParamInterface<bool> {
- protected:
-  apiserver::ApiServerOptions ServerOptions() override {
-    return GetParam() ? e2e::HttpsEmulatorOptions(ca_, dir_.path()) : apiserver::ApiServerOptions{};
-  }
-  test_support::TestCa ca_;
-};
+using OperatorAgentE2eTest = e2e::OperatorAgentTest;
 
-INSTANTIATE_TEST_SUITE_P(Transport, OperatorAgentE2eTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Https" : "Http"; });
-
-TEST_P(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJobStopsRunning) {
-  if (GetParam()) {  // every client below really speaks TLS with a client certificate
-    const std::string kubeconfig = e2e::ReadFile(kubeconfig_);
-    ASSERT_NE(kubeconfig.find("server: https://127.0.0.1:"), std::string::npos) << kubeconfig;
-    ASSERT_NE(kubeconfig.find("client-certificate: "), std::string::npos) << kubeconfig;
-  }
+TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJobStopsRunning) {
+  // Every client below really speaks TLS with a client certificate.
+  const std::string kubeconfig = e2e::ReadFile(kubeconfig_);
+  ASSERT_NE(kubeconfig.find("server: https://"), std::string::npos) << kubeconfig;
+  ASSERT_NE(kubeconfig.find("client-certificate"), std::string::npos) << kubeconfig;
   NodePod fm0, nb0;
   StartOnNode0(fm0, nb0);
   if (HasFatalFailure()) return;
@@ -68,7 +54,7 @@ TEST_P(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJob
       },
       why))
       << why << Logs();
-  const json planned = GetJson({"get", "nodeallocations", kNode});
+  const json planned = GetJson({"get", "nodeallocations", NodeName(kNode)});
   const int64_t fm_planned = SpecQuota(planned, fm0), nb_planned = SpecQuota(planned, nb0);
   EXPECT_LE(fm_planned + nb_planned, 4000) << "node-0 is not overcommitted";
   EXPECT_GT(fm0.QuotaUs().value_or(0), *fm0.QuotaUsOf(1000));
@@ -91,7 +77,7 @@ TEST_P(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJob
 
   // Without the operator, a deleted NodeAllocation releases node-0: every original is back.
   op_.Stop();
-  ASSERT_EQ(Kubectl({"delete", "nodeallocation", kNode, "--wait=false"}).exit_code, 0);
+  ASSERT_EQ(Kubectl({"delete", "nodeallocation", NodeName(kNode), "--wait=false"}).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return fm0.QuotaUs() == kOriginalQuotaUs && nb0.QuotaUs() == kOriginalQuotaUs; }))
       << "fm-worker-0 " << fm0.QuotaUs().value_or(-2) << ", nb-worker-0 " << nb0.QuotaUs().value_or(-2) << Logs();
   const int status = agent_.Stop();

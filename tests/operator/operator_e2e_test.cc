@@ -1,7 +1,8 @@
-// star-operator end to end: the real binary and the real kubectl against the API emulator
-// (run in-process so that the test can inject faults). Pods do not run in the emulator:
-// the test plays kubelet by patching pod status, and plays the workers by POSTing
-// WorkerReports to the operator's report endpoint with the job's token.
+// star-operator end to end: the real binary and the real kubectl against the real
+// Kubernetes control plane (cluster_util.h: a namespace and Nodes of the test's own). The
+// test plays scheduler and kubelet for the job's pods (Bindings, pod status), and plays the
+// workers by POSTing WorkerReports to the operator's report endpoint with the job's token.
+// The tests that inject API faults are in operator_faults_e2e_test.cc.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_reports.h"
+#include "cluster_util.h"
 #include "e2e_util.h"
 #include "star/operator/reconciler/job_objects.h"
 #include "star/report/client.h"
@@ -24,7 +26,6 @@ namespace {
 using nlohmann::json;
 using apiserver::testing::ProcessResult;
 using e2e::Eventually;
-using e2e::JobYaml;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
@@ -59,10 +60,10 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
 
   // NodeAllocations: two pods per node, 500m each, guaranteed.
   ASSERT_TRUE(Eventually([&] {
-    json na = GetJson({"get", "nodeallocations", "node-0"});
+    json na = GetJson({"get", "nodeallocations", NodeName("node-0")});
     return na.is_object() && na["spec"]["pods"].size() == 2;
   }));
-  json na = GetJson({"get", "nodeallocations", "node-1"});
+  json na = GetJson({"get", "nodeallocations", NodeName("node-1")});
   ASSERT_EQ(na["spec"]["pods"].size(), 2u);
   EXPECT_EQ(na["spec"]["pods"][0]["cpu"]["quotaMillicores"], 500);
   EXPECT_EQ(na["spec"]["pods"][0]["guaranteed"], true);
@@ -74,17 +75,17 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   auto bad = report::ReportClient::Create(co);
   ASSERT_TRUE(bad.ok());
   api::WorkerReport rep;
-  rep.job = "default/fm";
+  rep.job = JobKey("fm");
   rep.local_batch = 64;
   auto refused = (*bad)->Send(rep);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   // Worker 2 computes 4x slower from iteration 40.
-  e2e::SendReports(report_url_, token, {"default/fm", 4, 80, 2, 40, 4.0, 7, 0.05});
+  e2e::SendReports(report_url_, token, {JobKey("fm"), 4, 80, 2, 40, 4.0, 7, 0.05});
   ASSERT_TRUE(Eventually([&] {
     json st = GetJson({"get", "tj", "fm"})["status"];
     return st.is_object() && st.value("stragglers", json::array()).size() == 1 &&
-           st["stragglers"][0]["worker"] == 2 && st["stragglers"][0]["node"] == "node-0" &&
+           st["stragglers"][0]["worker"] == 2 && st["stragglers"][0]["node"] == NodeName("node-0") &&
            st.value("iteration", 0) == 80;
   })) << GetJson({"get", "tj", "fm"}).dump(2);
   ASSERT_TRUE(Eventually([&] { return !FindEvent("StragglerDetected", "fm").is_null(); }));
@@ -94,7 +95,7 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   ASSERT_TRUE(Eventually([&] { return Pods("fm").empty() && GetJson({"get", "tj", "fm"}).is_null(); }))
       << ReadFile(dir_.path() + "/operator.log");
   EXPECT_TRUE(GetJson({"get", "service", "fm"}).is_null()) << "the Service went with the job";
-  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "nodeallocations", "node-0"})["spec"]["pods"].empty(); }))
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "nodeallocations", NodeName("node-0")})["spec"]["pods"].empty(); }))
       << "the finalizer removed the job's NodeAllocation entries";
 }
 
@@ -109,7 +110,7 @@ TEST_F(OperatorE2eTest, AJobWithSelectorMlAndNoUsableModelGetsALearnedSelectorUn
   EXPECT_NE(log.find("learned selector unavailable: model file \"" + model + "\""), std::string::npos) << log;
   for (int i = 0; i < 2; ++i) SetPodPhase("ml-worker-" + std::to_string(i), "Running", "node-0");
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "ml"})["status"].value("phase", "") == "Running"; }));
-  e2e::SendReports(report_url_, Token("ml"), {"default/ml", 2, 20, 1, 1000, 1.0, 7, 0.05});
+  e2e::SendReports(report_url_, Token("ml"), {JobKey("ml"), 2, 20, 1, 1000, 1.0, 7, 0.05});
   json warning;
   ASSERT_TRUE(Eventually([&] {
     warning = FindEvent("LearnedSelectorUnavailable", "ml");
@@ -126,7 +127,7 @@ TEST_F(OperatorE2eTest, AStragglerShowsInEventsAndStatusWithoutWaitingForTheStat
   ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4; })) << ReadFile(dir_.path() + "/operator.log");
   for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", "node-0");
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "fm"})["status"].value("phase", "") == "Running"; }));
-  e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
+  e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"), JobKey("fm"));
   ASSERT_TRUE(Eventually([&] { return !FindEvent("StragglerDetected", "fm").is_null(); }))
       << ReadFile(dir_.path() + "/operator.log");
   ASSERT_TRUE(Eventually([&] {
@@ -176,7 +177,7 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
   ASSERT_TRUE(Eventually([&] { return Pods("rd").size() == 4; }));
   // Worker 1 computes 4x slower from iteration 40: AMP for it (a decision).
   std::optional<api::Decision> last;
-  e2e::SendReports(report_url_, Token("rd"), {"default/rd", 4, 80, 1, 40, 4.0, 5, 0.05}, &last);
+  e2e::SendReports(report_url_, Token("rd"), {JobKey("rd"), 4, 80, 1, 40, 4.0, 5, 0.05}, &last);
   ASSERT_TRUE(last.has_value()) << "a decision";
   // Status recorded it before any worker got it.
   json st = GetJson({"get", "tj", "rd"})["status"];
@@ -191,7 +192,7 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
   auto client = report::ReportClient::Create(co);
   ASSERT_TRUE(client.ok()) << client.status();
   api::WorkerReport rep;
-  rep.job = "default/rd";
+  rep.job = JobKey("rd");
   rep.local_batch = 64;
   rep.compute_seconds = 0.1;
   // The restarted operator answers with the decision in force, not a new epoch 1 that
@@ -244,25 +245,27 @@ TEST_F(OperatorE2eTest, ChangingReplicasRestartsTheGangWithTheNewWorldSize) {
 
 TEST_F(OperatorE2eTest, EntriesOfAJobThatIsGoneLeaveTheNodeAllocation) {
   // node-9 lists a pod of job "ghost", which does not exist, a pod STAR does not manage,
-  // and a pod of namespace "other", which this operator (--namespace default) does not watch.
+  // and a pod of another namespace, which this operator (--namespace of the test) does not watch.
+  const std::string node = NodeName("node-9");
   const json na = {
       {"apiVersion", "star.dev/v1alpha1"},
       {"kind", "NodeAllocation"},
-      {"metadata", {{"name", "node-9"}}},
+      {"metadata", {{"name", node}}},
       {"spec",
        {{"pods",
-         {{{"namespace", "default"}, {"name", "ghost-worker-0"}, {"uid", "g0"}, {"cpu", {{"quotaMillicores", 500}}}},
-          {{"namespace", "default"}, {"name", "nginx"}, {"uid", "n0"}, {"cpu", {{"quotaMillicores", 200}}}},
-          {{"namespace", "other"}, {"name", "ghost-worker-1"}, {"uid", "o1"}, {"cpu", {{"quotaMillicores", 300}}}}}}}}};
+         {{{"namespace", ns_}, {"name", "ghost-worker-0"}, {"uid", "g0"}, {"cpu", {{"quotaMillicores", 500}}}},
+          {{"namespace", ns_}, {"name", "nginx"}, {"uid", "n0"}, {"cpu", {{"quotaMillicores", 200}}}},
+          {{"namespace", ns_ + "-other"}, {"name", "ghost-worker-1"}, {"uid", "o1"}, {"cpu", {{"quotaMillicores", 300}}}}}}}}};
+  cluster_objects_.push_back("nodeallocation/" + node);
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, na.dump()).exit_code, 0);
-  StartOperator({"--namespace", "default"});
+  StartOperator();
   ASSERT_TRUE(Eventually([&] {
-    json got = GetJson({"get", "nodeallocations", "node-9"});
+    json got = GetJson({"get", "nodeallocations", node});
     if (!got.is_object()) return false;
     std::set<std::string> uids;
     for (const json& p : got["spec"]["pods"]) uids.insert(p["uid"].get<std::string>());
     return uids == std::set<std::string>{"n0", "o1"};
-  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-9"}).dump(2);
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", node}).dump(2);
 }
 
 TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
@@ -281,54 +284,6 @@ TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
   ASSERT_EQ(Kubectl({"delete", "secret", TokenSecretName("sv")}).exit_code, 0);
   SetPodPhase("sv-worker-0", "Failed");
   ASSERT_TRUE(Eventually([&] { return Token("sv") == token; })) << ReadFile(dir_.path() + "/operator.log");
-}
-
-TEST_F(OperatorE2eTest, AKilledOperatorRestartsWithNoDuplicateOrOrphanedPods) {
-  // Slow pod creates so that the kill lands in the middle of reconciling.
-  apiserver::FaultRule slow;
-  slow.verb = "create";
-  slow.resource = "pods";
-  slow.latency = 100ms;
-  server_->api().faults().Add(slow);
-  StartOperator();
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("kk", 16)).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return !Pods("kk").empty(); }));
-  op_.Kill();
-  const size_t at_kill = Pods("kk").size();
-  server_->api().faults().Clear();
-  StartOperator();
-  ASSERT_TRUE(Eventually([&] { return Pods("kk").size() == 16; })) << "pods at the kill: " << at_kill;
-  std::set<std::string> names;
-  for (const json& p : Pods("kk")) {
-    names.insert(p["metadata"]["name"].get<std::string>());
-    EXPECT_EQ(p["metadata"]["ownerReferences"].size(), 1u);
-  }
-  EXPECT_EQ(names.size(), 16u);
-  for (int i = 0; i < 16; ++i) EXPECT_TRUE(names.count("kk-worker-" + std::to_string(i)));
-  EXPECT_EQ(GetJson({"get", "services", "-l", std::string(kJobLabel) + "=kk"})["items"].size(), 1u);
-}
-
-TEST_F(OperatorE2eTest, InjectedServerErrorsThrottlingAndDroppedWatchesConverge) {
-  auto rule = [](std::string verb, std::string resource, std::optional<int> status, int count) {
-    apiserver::FaultRule f;
-    f.verb = std::move(verb);
-    f.resource = std::move(resource);
-    f.status = status;
-    f.count = count;
-    return f;
-  };
-  server_->api().faults().Add(rule("create", "pods", 500, 3));
-  server_->api().faults().Add(rule("patch", "trainingjobs", 429, 2));
-  apiserver::FaultRule drop = rule("watch", "*", std::nullopt, 4);
-  drop.drop_watch_after = 2;
-  server_->api().faults().Add(drop);
-  StartOperator();
-  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("ff", 4)).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return Pods("ff").size() == 4; }, 60s)) << ReadFile(dir_.path() + "/operator.log");
-  for (int i = 0; i < 4; ++i) SetPodPhase("ff-worker-" + std::to_string(i), "Running");
-  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "ff"})["status"].value("phase", "") == "Running"; }, 60s))
-      << ReadFile(dir_.path() + "/operator.log");
-  EXPECT_EQ(Pods("ff").size(), 4u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // star-operator in high availability, end to end: replicas of the real binary with
-// --leader-elect against the API emulator (in-process), driven with the real kubectl; and
-// its /metrics, /healthz and /readyz endpoint, read over HTTP.
+// --leader-elect against the real Kubernetes control plane (their coordination.k8s.io Lease
+// star-operator in the test's namespace), driven with the real kubectl; and its /metrics,
+// /healthz and /readyz endpoint, read over HTTP.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_util.h"
 #include "e2e_util.h"
 #include "http_get.h"
 // After gtest: cpprest defines a macro U that breaks gtest's templates.
@@ -30,7 +32,6 @@ using e2e::Eventually;
 using e2e::FreePort;
 using e2e::Get;
 using e2e::HttpReply;
-using e2e::JobYaml;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
@@ -60,11 +61,11 @@ struct Replica {
   int Readyz() { return Get(probes, "/readyz").status; }
 };
 
-class OperatorHaTest : public e2e::EmulatorTest {
+class OperatorHaTest : public e2e::ClusterTest {
  protected:
   void TearDown() override {
     for (Replica* r : {&a_, &b_}) r->process.Stop();
-    EmulatorTest::TearDown();
+    ClusterTest::TearDown();
   }
 
   // Starts `r` with short lease timings and its probe endpoint on a free port; true once it
@@ -76,7 +77,7 @@ class OperatorHaTest : public e2e::EmulatorTest {
       const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
       std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig_, "--report-listen",
                                        "127.0.0.1:0", "--metrics-listen", listen, "--status-interval", "200ms",
-                                       "--restart-backoff", "100ms"};
+                                       "--restart-backoff", "100ms", "--namespace", ns_};
       if (leader_elect) {
         for (const char* a : {"--leader-elect", "--identity", identity.c_str(), "--lease-duration", "2s",
                               "--renew-period", "1s", "--retry-period", "200ms"}) {

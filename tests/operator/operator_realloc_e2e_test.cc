@@ -1,6 +1,7 @@
 // star-operator end to end: resource reallocation. The real binary and the real kubectl
-// against the API emulator; the test plays kubelet (pod phases and bindings) and the
-// workers (WorkerReports with the job's token).
+// against the real Kubernetes control plane (cluster_util.h: a namespace and Nodes of the
+// test's own); the test plays scheduler and kubelet (Bindings, pod phases) and the workers
+// (WorkerReports with the job's token).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_util.h"
 #include "e2e_util.h"
 #include "e2e_reports.h"
 #include "star/operator/reconciler/job_objects.h"
@@ -21,16 +23,15 @@ namespace star::op {
 namespace {
 
 using nlohmann::json;
-using apiserver::testing::ProcessResult;
 using e2e::Eventually;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
 class ReallocationE2eTest : public e2e::OperatorTest {
  protected:
-  // The NodeAllocation entry of `pod` on `node` (null when absent).
+  // The NodeAllocation entry of `pod` on the test's node `node` (null when absent).
   json Entry(const std::string& node, const std::string& pod) {
-    json na = GetJson({"get", "nodeallocations", node});
+    json na = GetJson({"get", "nodeallocations", NodeName(node)});
     if (!na.is_object()) return json();
     for (const json& p : na["spec"]["pods"]) {
       if (p["name"] == pod) return p;
@@ -59,13 +60,11 @@ class ReallocationE2eTest : public e2e::OperatorTest {
   // 0 on node-0, the others on node-1) and nb (1 worker on node-0, CPU request and limit
   // as given), all Running.
   void StartJobs(const std::string& node_cpu, const std::string& nb_request, const std::string& nb_limit) {
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-0\n").exit_code, 0);
-    ProcessResult r = Kubectl({"patch", "node", "node-0", "--subresource=status", "--type=merge", "-p",
-                               json{{"status", {{"allocatable", {{"cpu", node_cpu}}}}}}.dump()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    MakeNode("node-0", node_cpu);
+    if (HasFatalFailure()) return;
     StartOperator();
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, e2e::ReallocJob("fm", 4, "1", "1")).exit_code, 0);
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, e2e::ReallocJob("nb", 1, nb_request, nb_limit)).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("fm", 4, "1", "1")).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("nb", 1, nb_request, nb_limit)).exit_code, 0);
     ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; }))
         << ReadFile(dir_.path() + "/operator.log");
     for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? "node-0" : "node-1");
@@ -76,7 +75,7 @@ class ReallocationE2eTest : public e2e::OperatorTest {
 
   // fm's workers report, worker 0 as a straggler (e2e_reports.h).
   void SendReports() {
-    e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"));
+    e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"), JobKey("fm"));
   }
 
   bool HasPlan() { return GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation); }
@@ -94,7 +93,7 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   // gets about 1.8 CPUs more: 1 free, the rest from nb (not below its 100m floor).
   ASSERT_TRUE(Eventually([&] {
     return HasPlan() && Quota("node-0", "fm-worker-0") > 1000 && Quota("node-0", "nb-worker-0") < 2000;
-  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2);
   const int64_t fm0 = Quota("node-0", "fm-worker-0"), nb0 = Quota("node-0", "nb-worker-0");
   EXPECT_GE(nb0, 100);
   EXPECT_LE(fm0 + nb0, 4000) << "node-0 is not overcommitted";
@@ -113,24 +112,24 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   ASSERT_TRUE(Eventually([&] {
     return !HasPlan() && Quota("node-0", "nb-worker-0") == 2000 &&
            HasEvent("fm", "ReallocationUndone", "job not running");
-  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2);
 
   // A deleted job leaves no entry behind.
   ASSERT_EQ(Kubectl({"delete", "tj", "fm", "--wait=false"}).exit_code, 0);
   ASSERT_TRUE(Eventually([&] {
     return Quota("node-0", "nb-worker-0") == 2000 && Entry("node-0", "fm-worker-0").is_null();
-  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2);
 }
 
 TEST_F(ReallocationE2eTest, APlanIsUndoneWhenNoWorkerNeedsResourcesAnyMoreWhileTheJobRuns) {
   StartJobs("4", "500m", "2");
   SendReports();
   ASSERT_TRUE(Eventually([&] { return HasPlan() && Quota("node-0", "nb-worker-0") < 2000; }))
-      << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", "node-0"}).dump(2);
+      << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2);
 
   // Worker 0 is fast again: once the detector clears it and the loop's hysteresis has
   // passed, fm's request is empty and everything is given back, fm still Running.
-  e2e::SendWorkerZeroRecoveredReports(report_url_, Token("fm"));
+  e2e::SendWorkerZeroRecoveredReports(report_url_, Token("fm"), JobKey("fm"));
   ASSERT_TRUE(Eventually([&] {
     return !HasPlan() && Quota("node-0", "nb-worker-0") == 2000 && Quota("node-0", "fm-worker-0") == 1000 &&
            HasEvent("fm", "ReallocationUndone", "no worker needs resources any more");

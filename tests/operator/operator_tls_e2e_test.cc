@@ -1,6 +1,5 @@
-// star-operator end to end over TLS, as in a cluster: the API emulator serves HTTPS and
-// requires client certificates; star-operator and kubectl use the same kubeconfig (the
-// CA as certificate-authority-data, the user's client certificate files). The operator's
+// star-operator end to end over TLS: the real API server serves HTTPS and requires client
+// certificates (star-operator and kubectl share the cluster's kubeconfig); the operator's
 // report endpoint serves HTTPS too, and the workers verify it with the CA it hands them.
 #include <gtest/gtest.h>
 
@@ -10,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_reports.h"
+#include "cluster_util.h"
 #include "e2e_util.h"
-#include "https_emulator.h"
 #include "star/report/client.h"
 #include "star/test_support/tls.h"
 
@@ -21,7 +20,6 @@ namespace {
 using nlohmann::json;
 using apiserver::testing::ProcessResult;
 using e2e::Eventually;
-using e2e::JobYaml;
 using e2e::ReadFile;
 using star::test_support::CertifiedKey;
 using star::test_support::TestCa;
@@ -29,8 +27,6 @@ using star::test_support::WriteTextFile;
 
 class OperatorTlsTest : public e2e::OperatorTest {
  protected:
-  apiserver::ApiServerOptions ServerOptions() override { return e2e::HttpsEmulatorOptions(ca_, dir_.path()); }
-
   // The pod's environment variable `name` ("" when absent).
   static std::string Env(const json& pod, const std::string& name) {
     for (const json& e : pod["spec"]["containers"][0].value("env", json::array())) {
@@ -39,13 +35,13 @@ class OperatorTlsTest : public e2e::OperatorTest {
     return "";
   }
 
-  TestCa ca_;                       // the API server's
   TestCa report_ca_{"star-report-ca"};  // the report endpoint's
+  TestCa other_ca_{"another-ca"};       // not the report endpoint's
 };
 
 TEST_F(OperatorTlsTest, AJobRunsWithTheApiServerAndTheReportEndpointOverHttps) {
-  ASSERT_NE(ReadFile(kubeconfig_).find("server: https://127.0.0.1:"), std::string::npos) << ReadFile(kubeconfig_);
-  ASSERT_NE(ReadFile(kubeconfig_).find("client-certificate: "), std::string::npos) << ReadFile(kubeconfig_);
+  ASSERT_NE(ReadFile(kubeconfig_).find("server: https://"), std::string::npos) << ReadFile(kubeconfig_);
+  ASSERT_NE(ReadFile(kubeconfig_).find("client-certificate"), std::string::npos) << ReadFile(kubeconfig_);
   const std::string d = dir_.path();
   const CertifiedKey endpoint = report_ca_.IssueServer({"localhost"}, {"127.0.0.1"});
   StartOperator({"--report-tls-cert-file", WriteTextFile(d + "/report.crt", endpoint.cert), "--report-tls-key-file",
@@ -69,16 +65,16 @@ TEST_F(OperatorTlsTest, AJobRunsWithTheApiServerAndTheReportEndpointOverHttps) {
   report::ReportClientOptions untrusting;
   untrusting.base_url = report_url_;
   untrusting.token = token;
-  untrusting.ca_data = ca_.cert_pem();  // the API server's CA, not the endpoint's
+  untrusting.ca_data = other_ca_.cert_pem();
   auto stranger = report::ReportClient::Create(untrusting);
   ASSERT_TRUE(stranger.ok()) << stranger.status();
   api::WorkerReport probe;
-  probe.job = "default/fm";
+  probe.job = JobKey("fm");
   probe.local_batch = 64;
   const Status refused = (*stranger)->Send(probe).status();
   EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
   EXPECT_NE(refused.message().find("TLS"), std::string::npos) << refused;
-  e2e::SendReports(report_url_, token, {"default/fm", 4, 80, 2, 40, 4.0, 7, 0.05, 1, report_ca_.cert_pem()});
+  e2e::SendReports(report_url_, token, {JobKey("fm"), 4, 80, 2, 40, 4.0, 7, 0.05, 1, report_ca_.cert_pem()});
   ASSERT_TRUE(Eventually([&] {
     const json st = GetJson({"get", "tj", "fm"})["status"];
     return st.is_object() && st.value("iteration", 0) == 80 && st.value("stragglers", json::array()).size() == 1;
