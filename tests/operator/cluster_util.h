@@ -25,9 +25,11 @@
 
 namespace star::op::e2e {
 
-// A test on the real cluster, in namespace ns_ ("star-e2e-" and a random suffix, with its
+// A test on the real cluster, in namespace ns_ ("test-op-" and a random suffix, with its
 // default ServiceAccount), removed at the end with the test's Nodes and the NodeAllocations
-// named after them.
+// named after them. The test's Nodes are named after the namespace, so that they list after
+// the cluster's test node star-node-0: tests that run beside these take the first Node
+// listed as the node that runs pods (tests/k8s/k8s.py).
 //
 // The pods of the test's jobs (JobYaml, ReallocJob) get an image the test node does not run
 // and the scheduler name kScheduler, which no scheduler serves: the test is their scheduler
@@ -53,7 +55,7 @@ class ClusterTest : public KubectlTest {
     std::random_device rd;
     std::string suffix;
     for (int i = 0; i < 6; ++i) suffix += "abcdefghijklmnopqrstuvwxyz0123456789"[rd() % 36];
-    const std::string ns = "star-e2e-" + suffix;
+    const std::string ns = "test-op-" + suffix;
     apiserver::testing::ProcessResult r = Kubectl({"create", "namespace", ns});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ns_ = ns;
