@@ -2,6 +2,8 @@
 # Configures and builds STAR into ${STAR_BUILD_DIR:-build}.
 #   STAR_SANITIZE=1   build with AddressSanitizer + UndefinedBehaviorSanitizer
 #   STAR_BUILD_TYPE   CMake build type (default RelWithDebInfo)
+#   STAR_CUDA_ROOT    CUDA runtime and NCCL (scripts/install-cuda.sh prints one): builds the
+#                     NCCL backend
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +19,6 @@ command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" \
   -DCMAKE_BUILD_TYPE="${STAR_BUILD_TYPE:-RelWithDebInfo}" \
   -DSTAR_WERROR=ON \
+  ${STAR_CUDA_ROOT:+"-DSTAR_CUDA_ROOT=$STAR_CUDA_ROOT" -DSTAR_WITH_CUDA=ON} \
   -DSTAR_SANITIZE="$([ "$SANITIZE" = 1 ] && echo ON || echo OFF)"
 cmake --build "$BUILD_DIR" --parallel "${STAR_JOBS:-$(nproc)}"

@@ -13,6 +13,8 @@ BUILD_DIR=${STAR_BUILD_DIR:-build}
 bash scripts/install-deps.sh
 # The Kubernetes control plane, helm and the test node for the k8s tests (cached by version).
 bash scripts/k8s-tools.sh "$BUILD_DIR/k8s-tools"
+# CUDA runtime and NCCL from NVIDIA's PyPI wheels, so that the NCCL backend compiles.
+export STAR_CUDA_ROOT=${STAR_CUDA_ROOT:-$(bash scripts/install-cuda.sh)}
 bash scripts/build.sh
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
