@@ -94,7 +94,8 @@ TEST_F(OperatorE2eTest, ApplyCreatesPodsAndServiceReportsDriveStatusAndEventsDel
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(Eventually([&] { return Pods("fm").empty() && GetJson({"get", "tj", "fm"}).is_null(); }))
       << ReadFile(dir_.path() + "/operator.log");
-  EXPECT_TRUE(GetJson({"get", "service", "fm"}).is_null()) << "the Service went with the job";
+  // The garbage collector deletes the job's dependents in no particular order.
+  EXPECT_TRUE(Eventually([&] { return GetJson({"get", "service", "fm"}).is_null(); })) << "the Service went with the job";
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "nodeallocations", NodeName("node-0")})["spec"]["pods"].empty(); }))
       << "the finalizer removed the job's NodeAllocation entries";
 }
