@@ -40,15 +40,17 @@ def get_json(*args, **kw):
     return json.loads(p.stdout) if p.returncode == 0 else None
 
 
-def eventually(ok, timeout=60, interval=0.2, what="condition"):
-    """Polls ok() until it returns a true value (returned) or timeout seconds pass."""
+def eventually(ok, timeout=60, interval=0.2, what="condition", fail=None):
+    """Polls ok() until it returns a true value (returned) or timeout seconds pass; then
+    the error says what was awaited, and fail() if given (e.g. logs)."""
     deadline = time.monotonic() + timeout
     while True:
         value = ok()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}" +
+                                 (f"\n{fail()}" if fail else ""))
         time.sleep(interval)
 
 
