@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "star/operator/reconciler/job_objects.h"
 #include "test_process.h"
 
 namespace star::op::e2e {
@@ -39,7 +40,7 @@ namespace star::op::e2e {
 // node lifecycle controller would mark them unreachable and evict their pods) and completes
 // the graceful deletion of their pods (a pod bound to a node stays Terminating until its
 // kubelet confirms).
-class ClusterTest : public KubectlTest {
+class ClusterTest : public ::testing::Test {
  protected:
   static constexpr char kScheduler[] = "star-e2e-test";
   static constexpr char kImage[] = "example.invalid/stand-in:1";
@@ -88,6 +89,47 @@ class ClusterTest : public KubectlTest {
     }
   }
 
+  // kubectl with the cluster's kubeconfig, in the test's namespace.
+  apiserver::testing::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
+    std::vector<std::string> argv = {kubectl_, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
+    if (!ns_.empty()) {
+      argv.push_back("--namespace");
+      argv.push_back(ns_);
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    return apiserver::testing::RunProcess(argv, stdin_text, std::chrono::seconds(60));
+  }
+
+  // `kubectl ... -o json`, parsed; null when kubectl fails (e.g. not found).
+  nlohmann::json GetJson(std::vector<std::string> args) {
+    args.push_back("-o");
+    args.push_back("json");
+    apiserver::testing::ProcessResult r = Kubectl(args);
+    if (r.exit_code != 0) return nlohmann::json();
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j;
+  }
+
+  // The pods labelled as the job's.
+  std::vector<nlohmann::json> Pods(const std::string& job) {
+    nlohmann::json list = GetJson({"get", "pods", "-l", std::string(kJobLabel) + "=" + job});
+    std::vector<nlohmann::json> out;
+    if (list.is_object() && list.contains("items")) {
+      for (const nlohmann::json& p : list["items"]) out.push_back(p);
+    }
+    return out;
+  }
+
+  // The first Event with `reason` about the object named `object` (null when there is none).
+  nlohmann::json FindEvent(const std::string& reason, const std::string& object) {
+    nlohmann::json events = GetJson({"get", "events"});
+    if (!events.is_object()) return nullptr;
+    for (const nlohmann::json& e : events["items"]) {
+      if (e.value("reason", "") == reason && e["involvedObject"]["name"] == object) return e;
+    }
+    return nullptr;
+  }
+
   // The name of the test's node `node` ("node-0": "<namespace>-node-0").
   std::string NodeName(const std::string& node) const { return ns_ + "-" + node; }
 
@@ -121,7 +163,7 @@ class ClusterTest : public KubectlTest {
   // Plays kubelet (and, with a node, the scheduler): binds `pod` to the test's node `node`
   // (made with 32 CPUs if the test has not made it) unless it is bound there already, then
   // writes phase `phase` and an IP into its status.
-  void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") override {
+  void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") {
     apiserver::testing::ProcessResult r;
     if (!node.empty()) {
       const std::string name = NodeName(node);
@@ -161,6 +203,10 @@ class ClusterTest : public KubectlTest {
   // "<namespace>/<name>": the job as its workers name it in reports.
   std::string JobKey(const std::string& name) const { return ns_ + "/" + name; }
 
+  apiserver::testing::TempDir dir_;
+  std::string kubectl_;     // $STAR_KUBECTL, else kubectl on PATH
+  std::string kubeconfig_;  // $KUBECONFIG
+  std::string ns_;          // the test's namespace
   // Cluster-scoped objects ("kind/name") the test made, deleted at the end.
   std::vector<std::string> cluster_objects_;
 
@@ -223,8 +269,42 @@ class ClusterTest : public KubectlTest {
 };
 
 #ifdef STAR_OPERATOR_BINARY
-// ClusterTest with star-operator (--namespace of the test) against the cluster.
-using OperatorTest = OperatorTestOn<ClusterTest>;
+// ClusterTest with star-operator (the binary, STAR_OPERATOR_BINARY; --namespace of the
+// test) against the cluster, stopped at the end.
+class OperatorTest : public ClusterTest {
+ protected:
+  void TearDown() override {
+    op_.Stop();
+    ClusterTest::TearDown();
+  }
+
+  // Starts star-operator (report endpoint on a free loopback port, metrics endpoint on
+  // metrics_listen_, status every status_interval_, restart backoff 100 ms, then `extra`) and waits for its report URL.
+  void StartOperator(const std::vector<std::string>& extra = {}) {
+    const std::string& kubeconfig = operator_kubeconfig_.empty() ? kubeconfig_ : operator_kubeconfig_;
+    std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", kubeconfig, "--report-listen",
+                                     "127.0.0.1:0", "--metrics-listen", metrics_listen_, "--status-interval", status_interval_,
+                                     "--restart-backoff", "100ms", "--namespace", ns_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(op_.Start(argv, OperatorLog()));
+    auto url = op_.WaitForLine("report-url ", std::chrono::seconds(60));
+    ASSERT_TRUE(url.has_value()) << ReadFile(OperatorLog());
+    report_url_ = *url;
+  }
+
+  std::string OperatorLog() { return dir_.path() + "/operator.log"; }
+
+  // The job's report token, from its Secret ("" when there is none).
+  std::string Token(const std::string& job) {
+    return SecretToken(GetJson({"get", "secret", TokenSecretName(job)})).value_or("");
+  }
+
+  OperatorProcess op_;
+  std::string report_url_;
+  std::string metrics_listen_;  // star-operator's --metrics-listen ("" = none), set before StartOperator
+  std::string status_interval_ = "200ms";  // star-operator's --status-interval, set before StartOperator
+  std::string operator_kubeconfig_;  // star-operator's --kubeconfig ("" = the cluster's), set before StartOperator
+};
 #endif
 
 }  // namespace star::op::e2e

@@ -1,6 +1,5 @@
 // What the star-operator end-to-end tests share: star-operator as a child process, bounded
-// waits on conditions, TrainingJob manifests, and the kubectl side of the fixtures (the
-// real cluster's in cluster_util.h, the in-process API emulator's in emulator_util.h).
+// waits on conditions and TrainingJob manifests (the fixture is in cluster_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,11 +23,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "star/operator/reconciler/job_objects.h"
-#include "test_process.h"
 
 namespace star::op::e2e {
 
@@ -171,9 +165,9 @@ inline int FreePort() {
   return port;
 }
 
-// What the pods of a test job run. On the real cluster a test plays kubelet for its pods,
-// so they get an image the test node does not run, and a scheduler name of the test's own
-// (the test binds them to its nodes itself); the emulator runs no pods at all.
+// What the pods of a test job run. A test that plays kubelet for its pods gives them an
+// image the test node does not run, and a scheduler name of its own (it binds them to its
+// nodes itself).
 struct PodTemplate {
   std::string image = "ghcr.io/star-dev/fmnist:0.1";
   std::string scheduler_name;  // "" = the default scheduler
@@ -207,102 +201,5 @@ inline std::string ReallocJob(const std::string& name, int workers, const std::s
       (max_iterations > 0 ? "    maxIterations: " + std::to_string(max_iterations) + "\n" : std::string()) +
           "  mitigation:\n    detection:\n      window: 5\n    amp:\n      enabled: false\n");
 }
-
-// The kubectl side of a fixture: kubectl (kubectl_) with kubeconfig_ in namespace ns_ ("" =
-// kubectl's default), a scratch directory, and the test playing kubelet for its pods.
-class KubectlTest : public ::testing::Test {
- protected:
-  apiserver::testing::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
-    std::vector<std::string> argv = {kubectl_, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
-    if (!ns_.empty()) {
-      argv.push_back("--namespace");
-      argv.push_back(ns_);
-    }
-    argv.insert(argv.end(), args.begin(), args.end());
-    return apiserver::testing::RunProcess(argv, stdin_text, std::chrono::seconds(60));
-  }
-
-  // `kubectl ... -o json`, parsed; null when kubectl fails (e.g. not found).
-  nlohmann::json GetJson(std::vector<std::string> args) {
-    args.push_back("-o");
-    args.push_back("json");
-    apiserver::testing::ProcessResult r = Kubectl(args);
-    if (r.exit_code != 0) return nlohmann::json();
-    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? nlohmann::json() : j;
-  }
-
-  // The pods labelled as the job's.
-  std::vector<nlohmann::json> Pods(const std::string& job) {
-    nlohmann::json list = GetJson({"get", "pods", "-l", std::string(kJobLabel) + "=" + job});
-    std::vector<nlohmann::json> out;
-    if (list.is_object() && list.contains("items")) {
-      for (const nlohmann::json& p : list["items"]) out.push_back(p);
-    }
-    return out;
-  }
-
-  // The first Event with `reason` about the object named `object` (null when there is none).
-  nlohmann::json FindEvent(const std::string& reason, const std::string& object) {
-    nlohmann::json events = GetJson({"get", "events"});
-    if (!events.is_object()) return nullptr;
-    for (const nlohmann::json& e : events["items"]) {
-      if (e.value("reason", "") == reason && e["involvedObject"]["name"] == object) return e;
-    }
-    return nullptr;
-  }
-
-  // Plays kubelet: pod `pod` is in `phase` (with an IP), on `node` when given (a node
-  // name as the test knows it).
-  virtual void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") = 0;
-
-  apiserver::testing::TempDir dir_;
-  std::string kubectl_;
-  std::string kubeconfig_;
-  std::string ns_;
-};
-
-#ifdef STAR_OPERATOR_BINARY
-// A fixture (ClusterTest or EmulatorTest) with star-operator (the binary,
-// STAR_OPERATOR_BINARY) against its API server, stopped at the end; the operator watches
-// the fixture's namespace when it has one.
-template <class Base>
-class OperatorTestOn : public Base {
- protected:
-  void TearDown() override {
-    op_.Stop();
-    Base::TearDown();
-  }
-
-  // Starts star-operator (report endpoint on a free loopback port, metrics endpoint on
-  // metrics_listen_, status every status_interval_, restart backoff 100 ms, then `extra`) and waits for its report URL.
-  void StartOperator(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {STAR_OPERATOR_BINARY, "--kubeconfig", this->kubeconfig_, "--report-listen",
-                                     "127.0.0.1:0", "--metrics-listen", metrics_listen_, "--status-interval", status_interval_,
-                                     "--restart-backoff", "100ms"};
-    if (!this->ns_.empty()) {
-      argv.push_back("--namespace");
-      argv.push_back(this->ns_);
-    }
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    ASSERT_TRUE(op_.Start(argv, OperatorLog()));
-    auto url = op_.WaitForLine("report-url ", std::chrono::seconds(60));
-    ASSERT_TRUE(url.has_value()) << ReadFile(OperatorLog());
-    report_url_ = *url;
-  }
-
-  std::string OperatorLog() { return this->dir_.path() + "/operator.log"; }
-
-  // The job's report token, from its Secret ("" when there is none).
-  std::string Token(const std::string& job) {
-    return SecretToken(this->GetJson({"get", "secret", TokenSecretName(job)})).value_or("");
-  }
-
-  OperatorProcess op_;
-  std::string report_url_;
-  std::string metrics_listen_;  // star-operator's --metrics-listen ("" = none), set before StartOperator
-  std::string status_interval_ = "200ms";  // star-operator's --status-interval, set before StartOperator
-};
-#endif
 
 }  // namespace star::op::e2e

@@ -1,18 +1,19 @@
-// star-operator end to end under injected faults: the real binary and the real kubectl
-// against the API emulator, run in-process because the test injects faults into it (slow
-// pod creates, server errors, throttling, dropped watches), which the real API server
-// cannot do. Pods do not run in the emulator: the test plays kubelet by patching pod status.
+// star-operator end to end under injected API faults: the real binary against the real
+// Kubernetes control plane (cluster_util.h) through star-faultproxy (fault_proxy.h), which
+// injects what the real API server does not produce on demand: slow pod creates, server
+// errors, throttling, dropped watches. The real kubectl talks to the API server directly;
+// the test plays kubelet by patching pod status.
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <optional>
 #include <set>
 #include <string>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
-#include "emulator_util.h"
+#include "cluster_util.h"
+#include "e2e_util.h"
+#include "fault_proxy.h"
 #include "star/operator/reconciler/job_objects.h"
 
 namespace star::op {
@@ -20,27 +21,36 @@ namespace {
 
 using nlohmann::json;
 using e2e::Eventually;
-using e2e::JobYaml;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
-using OperatorE2eTest = e2e::EmulatorOperatorTest;
+// The operator's requests go through the proxy.
+class OperatorFaultsE2eTest : public e2e::OperatorTest {
+ protected:
+  void SetUp() override {
+    e2e::OperatorTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_NO_FATAL_FAILURE(proxy_.Start(kubeconfig_, dir_.path()));
+    operator_kubeconfig_ = proxy_.kubeconfig();
+  }
 
-TEST_F(OperatorE2eTest, AKilledOperatorRestartsWithNoDuplicateOrOrphanedPods) {
+  std::string Logs() { return ReadFile(dir_.path() + "/operator.log") + "\n--- proxy\n" + proxy_.Log(); }
+
+  e2e::FaultProxy proxy_;
+};
+
+TEST_F(OperatorFaultsE2eTest, AKilledOperatorRestartsWithNoDuplicateOrOrphanedPods) {
   // Slow pod creates so that the kill lands in the middle of reconciling.
-  apiserver::FaultRule slow;
-  slow.verb = "create";
-  slow.resource = "pods";
-  slow.latency = 100ms;
-  server_->api().faults().Add(slow);
+  ASSERT_NO_FATAL_FAILURE(proxy_.Add({{"verb", "create"}, {"resource", "pods"}, {"latencyMs", 100}}));
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("kk", 16)).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return !Pods("kk").empty(); }));
+  ASSERT_TRUE(Eventually([&] { return !Pods("kk").empty(); })) << Logs();
   op_.Kill();
   const size_t at_kill = Pods("kk").size();
-  server_->api().faults().Clear();
+  EXPECT_LT(at_kill, 16u) << "the kill landed after the reconcile: " << proxy_.Rules().dump();
+  ASSERT_NO_FATAL_FAILURE(proxy_.Clear());
   StartOperator();
-  ASSERT_TRUE(Eventually([&] { return Pods("kk").size() == 16; })) << "pods at the kill: " << at_kill;
+  ASSERT_TRUE(Eventually([&] { return Pods("kk").size() == 16; })) << "pods at the kill: " << at_kill << "\n" << Logs();
   std::set<std::string> names;
   for (const json& p : Pods("kk")) {
     names.insert(p["metadata"]["name"].get<std::string>());
@@ -51,27 +61,23 @@ TEST_F(OperatorE2eTest, AKilledOperatorRestartsWithNoDuplicateOrOrphanedPods) {
   EXPECT_EQ(GetJson({"get", "services", "-l", std::string(kJobLabel) + "=kk"})["items"].size(), 1u);
 }
 
-TEST_F(OperatorE2eTest, InjectedServerErrorsThrottlingAndDroppedWatchesConverge) {
-  auto rule = [](std::string verb, std::string resource, std::optional<int> status, int count) {
-    apiserver::FaultRule f;
-    f.verb = std::move(verb);
-    f.resource = std::move(resource);
-    f.status = status;
-    f.count = count;
-    return f;
-  };
-  server_->api().faults().Add(rule("create", "pods", 500, 3));
-  server_->api().faults().Add(rule("patch", "trainingjobs", 429, 2));
-  apiserver::FaultRule drop = rule("watch", "*", std::nullopt, 4);
-  drop.drop_watch_after = 2;
-  server_->api().faults().Add(drop);
+TEST_F(OperatorFaultsE2eTest, InjectedServerErrorsThrottlingAndDroppedWatchesConverge) {
+  ASSERT_NO_FATAL_FAILURE(proxy_.Add({{"verb", "create"}, {"resource", "pods"}, {"status", 500}, {"count", 3}}));
+  // The job and its status (the proxy, as RBAC, names a subresource apart).
+  ASSERT_NO_FATAL_FAILURE(proxy_.Add({{"verb", "patch"}, {"resource", "trainingjobs"}, {"status", 429}, {"count", 2}}));
+  ASSERT_NO_FATAL_FAILURE(proxy_.Add({{"verb", "patch"}, {"resource", "trainingjobs/status"}, {"status", 429}, {"count", 2}}));
+  ASSERT_NO_FATAL_FAILURE(proxy_.Add({{"verb", "watch"}, {"resource", "*"}, {"dropWatchAfterEvents", 2}, {"count", 4}}));
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("ff", 4)).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return Pods("ff").size() == 4; }, 60s)) << ReadFile(dir_.path() + "/operator.log");
+  ASSERT_TRUE(Eventually([&] { return Pods("ff").size() == 4; }, 60s)) << Logs();
   for (int i = 0; i < 4; ++i) SetPodPhase("ff-worker-" + std::to_string(i), "Running");
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "ff"})["status"].value("phase", "") == "Running"; }, 60s))
-      << ReadFile(dir_.path() + "/operator.log");
+      << Logs();
   EXPECT_EQ(Pods("ff").size(), 4u);
+  // Every fault was injected.
+  const json rules = proxy_.Rules();
+  ASSERT_EQ(rules.size(), 4u) << rules.dump();
+  for (const json& r : rules) EXPECT_EQ(r.value("applied", -1), r.value("count", -2)) << r.dump();
 }
 
 }  // namespace
