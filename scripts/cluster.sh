@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A Kubernetes cluster on this machine, on loopback: etcd, kube-apiserver (RBAC and Node
 # authorization, service-account token signing, serving certificates from a throwaway CA,
-# the default admission plugins and NodeRestriction), kube-controller-manager,
-# kube-scheduler, and one test node (star-node) that runs the pods scheduled to it as
-# processes, each in its own network namespace and CPU cgroup. Needs root.
+# the default admission plugins, NodeRestriction and OwnerReferencesPermissionEnforcement),
+# kube-controller-manager, kube-scheduler, and one test node (star-node) that runs the pods
+# scheduled to it as processes, each in its own network namespace and CPU cgroup. Needs
+# root.
 #
 #   bash scripts/cluster.sh up DIR      start it; writes DIR/kubeconfig (cluster admin),
 #                                       DIR/bin/{kubectl,helm,...}; prints the kubeconfig's
@@ -154,7 +155,7 @@ start_apiserver() {
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
     --cert-dir "$PKI" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" --authorization-mode Node,RBAC \
-    --enable-admission-plugins NodeRestriction \
+    --enable-admission-plugins NodeRestriction,OwnerReferencesPermissionEnforcement \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \

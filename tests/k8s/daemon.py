@@ -61,9 +61,10 @@ class Daemon:
 class ChartRbac:
     """The chart's ServiceAccounts, Roles and bindings for release `release` in namespace
     `ns` (helm template with `values`), applied to the cluster; its cluster-scoped objects
-    are deleted by delete()."""
+    are deleted by delete(). `drop`, a (kind, name, index) of all_rules(), leaves that
+    rule out."""
 
-    def __init__(self, release, ns, values=()):
+    def __init__(self, release, ns, values=(), drop=None):
         args = [k8s.HELM, "template", release, os.path.join(k8s.SOURCE, "helm", "star"),
                 "--namespace", ns, "--kube-version", "v1.36.3"]
         for v in values:
@@ -73,6 +74,10 @@ class ChartRbac:
             raise AssertionError("helm template: " + p.stderr)
         docs = [d for d in yaml.safe_load_all(p.stdout) if d]
         self.objects = [d for d in docs if d["kind"] in RBAC_KINDS]
+        self.release = release
+        if drop:
+            kind, name, index = drop
+            del self.rules(kind, name.replace("RELEASE", release))["rules"][index]
         self.accounts = {}
         for d in docs:
             if d["kind"] in ("Deployment", "DaemonSet"):
@@ -88,6 +93,12 @@ class ChartRbac:
 
     def rules(self, kind, name):
         return next(d for d in self.objects if d["kind"] == kind and d["metadata"]["name"] == name)
+
+    def all_rules(self):
+        """(kind, name, index) of every rule of every Role and ClusterRole, the release's
+        name written RELEASE in the object's name."""
+        return [(d["kind"], d["metadata"]["name"].replace(self.release, "RELEASE"), i) for d in self.objects
+                if d["kind"] in ("Role", "ClusterRole") for i in range(len(d.get("rules", [])))]
 
 
 def token_kubeconfig(path, account, ns):

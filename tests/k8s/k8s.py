@@ -57,8 +57,9 @@ def eventually(ok, timeout=60, interval=0.2, what="condition", fail=None):
 class Namespace:
     """A namespace of the test's own, deleted (with all in it) on exit."""
 
-    def __init__(self, prefix="t"):
+    def __init__(self, prefix="t", wait=True):
         self.name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.wait = wait
 
     def __enter__(self):
         kubectl_ok("create", "namespace", self.name)
@@ -68,15 +69,19 @@ class Namespace:
         return self
 
     def __exit__(self, *exc):
-        kubectl("delete", "namespace", self.name, "--wait=true", "--timeout=120s", timeout=150)
+        kubectl("delete", "namespace", self.name, f"--wait={str(self.wait).lower()}", "--timeout=120s",
+                timeout=150)
+
+
+def test_node():
+    """The Node of star-node (tests may make Nodes of their own beside it)."""
+    return get_json("nodes", "-l", "star.dev/test-node=true")["items"][0]
 
 
 def node_name():
-    nodes = get_json("nodes")
-    return nodes["items"][0]["metadata"]["name"]
+    return test_node()["metadata"]["name"]
 
 
 def node_ip():
     """The test node's address: where pods reach processes on this machine."""
-    node = get_json("nodes")["items"][0]
-    return next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    return next(a["address"] for a in test_node()["status"]["addresses"] if a["type"] == "InternalIP")

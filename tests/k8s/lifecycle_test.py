@@ -4,7 +4,8 @@ running under the ServiceAccounts and RBAC that the chart renders (tokens from t
 TokenRequest API): pods created and run by the test node (the real trainer), a worker
 slowed by a neighbor in its cgroup flagged as a straggler, CPU moved to it through a
 NodeAllocation that star-agent applies to the pod's cgroup, a killed worker restarting
-the gang, and deletion cascading to the pods. Neither daemon may see a 403.
+the gang, and deletion cascading to the pods. Neither daemon may see a 403. And the
+converse: without any one rule of the chart's RBAC, the same life fails.
 
 Environment: that of tests/k8s (k8s.py), STAR_OPERATOR_BINARY, STAR_AGENT_BINARY.
 """
@@ -14,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import contextlib
 import tempfile
 import unittest
 
@@ -60,42 +62,75 @@ def read(path):
         return f.read().strip()
 
 
-@unittest.skipUnless(OPERATOR and AGENT, "STAR_OPERATOR_BINARY and STAR_AGENT_BINARY are needed")
-class LifecycleTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.ns = k8s.Namespace("life")
-        self.ns.__enter__()
-        self.addCleanup(self.ns.__exit__)
-        release = "star-" + self.ns.name
-        self.rbac = ChartRbac(release, self.ns.name, [f"operator.watchNamespace={self.ns.name}"])
-        self.addCleanup(self.rbac.delete)
+class Forbidden(AssertionError):
+    """A daemon was refused by the API server."""
+
+
+class Life(contextlib.ExitStack):
+    """One job's life in a namespace of its own, with the chart's RBAC (less the rule
+    `drop`, a (kind, name, index) of ChartRbac.rules(), when given)."""
+
+    def __init__(self, drop=None, wait_namespace=True):
+        super().__init__()
+        self.drop, self.wait_namespace = drop, wait_namespace
         self.daemons = {}
 
+    def __enter__(self):
+        super().__enter__()
+        self.tmp = self.enter_context(tempfile.TemporaryDirectory())
+        self.ns = k8s.Namespace("life", wait=self.wait_namespace)
+        self.enter_context(self.ns)
+        self.callback(self.release_jobs)
+        self.rbac = ChartRbac("star-" + self.ns.name, self.ns.name,
+                              [f"operator.watchNamespace={self.ns.name}"], drop=self.drop)
+        self.callback(self.rbac.delete)
+        return self
+
+    def release_jobs(self):
+        """After the daemons stop: a finalizer they could not remove must not hold the
+        namespace."""
+        for tj in (k8s.get_json("tj", "-n", self.ns.name) or {}).get("items", []):
+            k8s.kubectl("patch", "tj", tj["metadata"]["name"], "-n", self.ns.name, "--type", "merge",
+                        "-p", '{"metadata":{"finalizers":null}}')
+
     def start(self, name, argv):
-        d = Daemon(argv, os.path.join(self.tmp.name, name + ".log"))
+        d = Daemon(argv, os.path.join(self.tmp, name + ".log"))
         self.daemons[name] = d
-        self.addCleanup(d.stop)
+        self.callback(d.stop)
         return d
 
     def start_agent(self):
-        kc = token_kubeconfig(os.path.join(self.tmp.name, "agent.kubeconfig"), self.rbac.accounts["agent"], self.ns.name)
+        kc = token_kubeconfig(os.path.join(self.tmp, "agent.kubeconfig"), self.rbac.accounts["agent"], self.ns.name)
         self.start("agent", [AGENT, "--node", k8s.node_name(), "--kubeconfig", kc,
                              "--cgroup-root", f"star-node-{subnet()}", "--driver", "cgroupfs",
-                             "--journal", os.path.join(self.tmp.name, "journal.json"),
+                             "--journal", os.path.join(self.tmp, "journal.json"),
                              "--metrics-address", "", "--poll-ms", "200"])
 
     def start_operator(self):
-        kc = token_kubeconfig(os.path.join(self.tmp.name, "operator.kubeconfig"),
+        kc = token_kubeconfig(os.path.join(self.tmp, "operator.kubeconfig"),
                               self.rbac.accounts["operator"], self.ns.name)
         op = self.start("operator", [OPERATOR, "--kubeconfig", kc, "--namespace", self.ns.name,
                                      "--report-listen", k8s.node_ip() + ":0", "--metrics-listen", "",
                                      "--status-interval", "500ms", "--restart-backoff", "100ms",
                                      "--max-restarts", "3"])
-        self.assertIsNotNone(op.wait_line("report-url ", 60), op.logs())
-        # Runs before the operator stops: its finalizer must be handled while it runs.
-        self.addCleanup(k8s.kubectl, "delete", "tj", "--all", "-n", self.ns.name, "--timeout=60s")
+        if op.wait_line("report-url ", 60) is None:
+            raise AssertionError("star-operator did not start:\n" + op.logs())
+        # Runs before the operator stops: its finalizer is handled while it runs.
+        self.callback(k8s.kubectl, "delete", "tj", "--all", "-n", self.ns.name, "--timeout=60s")
+
+    def forbidden(self):
+        """Raises Forbidden when a daemon's log shows a 403."""
+        for name, d in self.daemons.items():
+            m = re.search(r".*(\b403\b|forbidden).*", d.logs(), re.I)
+            if m:
+                raise Forbidden(f"{name}: {m.group(0)}")
+
+    def wait(self, ok, timeout, what):
+        """eventually(ok), failing at once on a 403."""
+        def check():
+            self.forbidden()
+            return ok()
+        return k8s.eventually(check, timeout=timeout, what=what, fail=self.logs)
 
     def pods(self):
         lst = k8s.get_json("pods", "-n", self.ns.name, "-l", f"star.dev/job={JOB}")
@@ -111,59 +146,90 @@ class LifecycleTest(unittest.TestCase):
     def logs(self):
         pods = [(p["metadata"]["name"], p["status"]) for p in self.pods()]
         return "\n".join([f"--- {n}\n{d.logs()[-3000:]}" for n, d in self.daemons.items()] +
-                         [f"--- pods\n{json.dumps(pods, indent=1)[-4000:]}"])
+                         [f"--- pods\n{json.dumps(pods, indent=1)[-4000:]}",
+                          f"--- job status\n{json.dumps(self.job().get('status'), indent=1)[-3000:]}",
+                          "--- events\n" + k8s.kubectl("get", "events", "-n", self.ns.name,
+                                                       "--sort-by=.lastTimestamp").stdout[-4000:]])
 
-    def test_a_job_lives_and_dies_with_the_charts_permissions(self):
+    def run(self):
+        """The whole life; raises AssertionError (Forbidden on a 403) where it fails."""
         self.start_agent()
         self.start_operator()
         k8s.kubectl_ok("apply", "-f", "-", stdin=json.dumps(job_manifest(self.ns.name)))
-        pods = k8s.eventually(self.running_pods, timeout=120, what="the workers to run", fail=self.logs)
-        k8s.eventually(lambda: self.job().get("status", {}).get("iteration", 0) > 5, timeout=180,
-                       what="the workers' reports to reach the job's status")
+        pods = self.wait(self.running_pods, 120, "the workers to run")
+        self.wait(lambda: self.job().get("status", {}).get("iteration", 0) > 5, 180,
+                  "the workers' reports to reach the job's status")
         self.straggler_gets_cpu(pods[1])
         self.a_killed_worker_restarts_the_gang(pods[2])
         k8s.kubectl_ok("delete", "tj", JOB, "-n", self.ns.name, "--timeout=120s", timeout=150)
-        k8s.eventually(lambda: not self.pods(), timeout=120, what="the pods to go with their job")
-        for name, d in self.daemons.items():
-            self.assertNotRegex(d.logs(), re.compile(r"\b403\b|forbidden", re.I), f"{name} was refused")
+        self.wait(lambda: not self.pods(), 120, "the pods to go with their job")
+        self.forbidden()
 
     def straggler_gets_cpu(self, pod):
         cgroup = pod_cgroup(pod)
         original = int(read(cgroup + "/cpu.cfs_quota_us"))
-        self.assertEqual(original, CPU_MILLIS * 100)
+        if original != CPU_MILLIS * 100:
+            raise AssertionError(f"quota {original}, want {CPU_MILLIS * 100}")
         # Two busy neighbors in the worker's cgroup take most of its quota.
         hogs = [subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {cgroup}/cgroup.procs && exec sh -c 'while :; do :; done'"])
                 for _ in range(2)]
         for h in hogs:
-            self.addCleanup(h.kill)
+            self.callback(h.wait)
+            self.callback(h.kill)
         rank = pod["metadata"]["labels"]["star.dev/rank"]
-        k8s.eventually(lambda: any(str(s.get("worker")) == rank for s in self.job().get("status", {}).get("stragglers", [])),
-                       timeout=120, what=f"worker {rank} flagged", fail=self.logs)
+        self.wait(lambda: any(str(s.get("worker")) == rank for s in self.job().get("status", {}).get("stragglers", [])),
+                  120, f"worker {rank} flagged")
         # The operator plans more CPU for it; the agent writes it to the pod's cgroup and
         # reports it in the NodeAllocation's status.
-        k8s.eventually(lambda: int(read(cgroup + "/cpu.cfs_quota_us")) > original, timeout=120,
-                       what=f"a larger CPU quota for worker {rank}", fail=self.logs)
+        self.wait(lambda: int(read(cgroup + "/cpu.cfs_quota_us")) > original, 120,
+                  f"a larger CPU quota for worker {rank}")
         na = k8s.get_json("nodeallocation", k8s.node_name())
         planned = [p for p in na["spec"]["pods"] if p["uid"] == pod["metadata"]["uid"]]
-        self.assertEqual(len(planned), 1, na)
-        self.assertGreater(planned[0]["cpu"]["quotaMillicores"], CPU_MILLIS)
-        k8s.eventually(lambda: any(a.get("uid") == pod["metadata"]["uid"]
-                                   for a in (k8s.get_json("nodeallocation", k8s.node_name())
-                                             .get("status", {}).get("applied") or [])),
-                       what="the agent's applied status")
+        if len(planned) != 1 or planned[0]["cpu"]["quotaMillicores"] <= CPU_MILLIS:
+            raise AssertionError(f"the NodeAllocation plans {planned}")
+        self.wait(lambda: any(a.get("uid") == pod["metadata"]["uid"]
+                              for a in (k8s.get_json("nodeallocation", k8s.node_name())
+                                        .get("status", {}).get("applied") or [])),
+                  60, "the agent's applied status")
         for h in hogs:
-            h.send_signal(signal.SIGKILL)
-            h.wait()
+            h.kill()
 
     def a_killed_worker_restarts_the_gang(self, pod):
         before = {p["metadata"]["uid"] for p in self.pods()}
         for pid in read(pod_cgroup(pod) + "/cgroup.procs").split():
             os.kill(int(pid), signal.SIGKILL)
+
         def replaced():
             pods = self.running_pods()
             return pods and not ({p["metadata"]["uid"] for p in pods} & before)
-        k8s.eventually(replaced, timeout=180, what="a new gang", fail=self.logs)
-        self.assertEqual(self.job()["metadata"]["annotations"].get("star.dev/restarts"), "1")
+        self.wait(replaced, 180, "a new gang")
+        restarts = self.job()["metadata"]["annotations"].get("star.dev/restarts")
+        if restarts != "1":
+            raise AssertionError(f"star.dev/restarts is {restarts!r}, want '1'\n{self.logs()}")
+
+
+@unittest.skipUnless(OPERATOR and AGENT, "STAR_OPERATOR_BINARY and STAR_AGENT_BINARY are needed")
+class LifecycleTest(unittest.TestCase):
+    def test_a_job_lives_and_dies_with_the_charts_permissions(self):
+        with Life() as life:
+            life.run()
+
+
+@unittest.skipUnless(OPERATOR and AGENT, "STAR_OPERATOR_BINARY and STAR_AGENT_BINARY are needed")
+class RbacMinimalityTest(unittest.TestCase):
+    def test_without_any_one_rule_the_life_fails(self):
+        with Life() as probe:
+            rules = probe.rbac.all_rules()
+        self.assertGreater(len(rules), 5)
+        unneeded = []
+        for rule in rules:
+            with self.subTest(rule=rule), Life(drop=rule, wait_namespace=False) as life:
+                try:
+                    life.run()
+                    unneeded.append(rule)
+                except AssertionError as e:
+                    print(f"without {rule}: {str(e).splitlines()[0][:200]}", flush=True)
+        self.assertEqual(unneeded, [], "rules the life never needed")
 
 
 if __name__ == "__main__":

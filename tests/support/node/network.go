@@ -18,6 +18,7 @@ type podNetwork struct {
 	subnet int
 	mu     sync.Mutex
 	used   map[int]bool // slots in use
+	next   int          // where the search for a free slot starts: freed slots rest a while
 	hosts  map[string]hostEntry
 }
 
@@ -77,14 +78,17 @@ func (n *podNetwork) add() (netns, ip string, err error) {
 		return "", "127.0.0.1", nil
 	}
 	n.mu.Lock()
-	slot := 1
-	for ; slot <= 253 && n.used[slot]; slot++ {
+	slot := 0
+	for i := 0; i < 253 && slot == 0; i++ {
+		if s := (n.next+i)%253 + 1; !n.used[s] {
+			slot = s
+		}
 	}
-	if slot > 253 {
+	if slot == 0 {
 		n.mu.Unlock()
 		return "", "", fmt.Errorf("no free address in 10.214.%d.0/24", n.subnet)
 	}
-	n.used[slot] = true
+	n.used[slot], n.next = true, slot
 	n.mu.Unlock()
 	netns = fmt.Sprintf("stn-%d-%d", n.subnet, slot)
 	ip = fmt.Sprintf("10.214.%d.%d", n.subnet, slot+1)
@@ -95,8 +99,11 @@ func (n *podNetwork) add() (netns, ip string, err error) {
 	return netns, ip, nil
 }
 
+func (n *podNetwork) veth(slot int) string { return fmt.Sprintf("stnv%d-%d", n.subnet, slot) }
+
 func (n *podNetwork) plumb(netns string, slot int, ip string) error {
-	veth := fmt.Sprintf("stnv%d-%d", n.subnet, slot)
+	veth := n.veth(slot)
+	_ = ipCmd("link", "del", veth) // left by a crash
 	steps := [][]string{
 		{"netns", "add", netns},
 		{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns},
@@ -121,6 +128,9 @@ func (n *podNetwork) release(netns string) {
 	}
 	var slot int
 	if _, err := fmt.Sscanf(netns, fmt.Sprintf("stn-%d-%%d", n.subnet), &slot); err == nil {
+		// Deleting the veth removes both ends now; the namespace itself goes when the
+		// kernel gets to it, which may be after the slot is taken again.
+		_ = ipCmd("link", "del", n.veth(slot))
 		_ = ipCmd("netns", "del", netns)
 		_ = os.RemoveAll(filepath.Join("/etc/netns", netns))
 		n.mu.Lock()
