@@ -2,8 +2,9 @@
 # The container images (Dockerfile) built and run with podman, as root:
 #   build     the three targets, on a base image made from Debian's archive (mmdebstrap);
 #             the builder stage is built once (tagged) and reused by the three targets
-#   operator  the operator image against the API emulator on the host network: a
-#             TrainingJob applied with kubectl becomes pods
+#   operator  the operator image on the host network against the real API server (the
+#             k8s_cluster fixture's cluster), watching a namespace of its own: a
+#             TrainingJob applied with kubectl becomes pods, and deleting it releases it
 #   agent     the agent image with the host's cgroup hierarchy: a NodeAllocation file
 #             (YAML) sets a test cgroup's CPU quota, and an empty one restores it
 #   trainer   the trainer image trains a few iterations on Fashion-MNIST: star-fmnist,
@@ -11,11 +12,16 @@
 #   clean     removes everything the others made
 # Usage: image_test.sh build|operator|agent|trainer|clean  (build first; the others reuse
 # its images; clean last)
-# Environment: STAR_SOURCE_DIR, STAR_APISERVER_BINARY, STAR_KUBECTL, and STAR_IMAGE_STATE:
-# the directory that holds everything the tests make (podman's storage, images and
-# containers, the base tarball, the build context, logs), so that nothing outside it is
-# touched but the test cgroups, and removing it removes them all. `build` starts by removing
-# what a killed earlier run left there; `clean` removes it.
+# Environment: STAR_SOURCE_DIR; for `operator`, KUBECONFIG (a cluster admin's, its
+# certificate files named by absolute path, as scripts/cluster.sh writes it) and
+# STAR_KUBECTL; and STAR_IMAGE_STATE: the directory that holds everything the tests make
+# (podman's storage, images and containers, the base tarball, the build context, logs), so
+# that nothing outside it is touched but the test cgroups, podman's run root and the
+# operator's namespace, and removing it removes them all. Podman's run root (its transient
+# state: locks, mounts, container run files) is /tmp/star-img-ID (ID: a hash of
+# STAR_IMAGE_STATE), since podman refuses a run root over 50 characters and the build
+# directory may be deeper. `build` starts by removing what a killed earlier run left;
+# `clean` removes it all.
 # Runs by default; STAR_IMAGE_TESTS=0 skips it (exit 77), as do a user other than root and a
 # missing podman, runc or mmdebstrap (scripts/install-deps.sh installs them).
 set -euo pipefail
@@ -31,13 +37,17 @@ done
 SRC=${STAR_SOURCE_DIR:?}
 STATE=${STAR_IMAGE_STATE:?}
 case "$STATE" in /*/*) ;; *) echo "STAR_IMAGE_STATE must be an absolute path below /: '$STATE'" >&2; exit 2 ;; esac
-# Names outside STATE (cgroups) carry this, so that two build directories do not collide.
+# Names outside STATE (cgroups, the run root) carry this, so that two build directories do
+# not collide.
 ID=$(printf %s "$STATE" | md5sum | cut -c1-8)
 TAG=test
 BASE=localhost/star-test-debian:bookworm
 BUILDER=localhost/star-build:$TAG
 CGROUP=star-image-test-$ID
-PODMAN=(podman --root "$STATE/storage" --runroot "$STATE/run" --tmpdir "$STATE/tmp"
+# Podman's transient state, in a short path (podman wants its run root under 50 characters);
+# its libpod tmpdir (container sockets, exit files) goes there too.
+RUNDIR=/tmp/star-img-$ID
+PODMAN=(podman --root "$STATE/storage" --runroot "$RUNDIR/run" --tmpdir "$RUNDIR/tmp"
   --runtime runc --cgroup-manager cgroupfs)
 RUN=("${PODMAN[@]}" run --rm --cgroup-parent "/$CGROUP/containers" --ulimit nofile=1024:1024
   --ulimit nproc=1024:1024 --network host)
@@ -56,20 +66,25 @@ remove_container() {
   remove_cgroups
 }
 
-# Removes everything below STATE (containers, images, mounts, files) and the test cgroups.
+# Removes everything below STATE and RUNDIR (containers, images, mounts, files) and the test
+# cgroups.
 purge() {
   if [ -d "$STATE/storage" ]; then
     "${PODMAN[@]}" rm --all --force --time 0 >/dev/null 2>&1 || true
     "${PODMAN[@]}" rmi --all --force >/dev/null 2>&1 || true
   fi
-  # Mounts a killed run may have left (image layers, mmdebstrap's /proc and /dev), deepest first.
-  local m
-  findmnt -rn -o TARGET | awk -v p="$STATE/" 'index($0, p) == 1' | sort -r | while read -r m; do
+  # Mounts a killed run may have left (image layers, containers' shm, mmdebstrap's /proc and
+  # /dev), deepest first.
+  local m d
+  findmnt -rn -o TARGET | awk -v p="$STATE/" -v r="$RUNDIR/" 'index($0, p) == 1 || index($0, r) == 1' |
+    sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
-  rm -rf --one-file-system "$STATE" 2>/dev/null || rm -rf --one-file-system "$STATE" || true
+  for d in "$STATE" "$RUNDIR"; do
+    rm -rf --one-file-system "$d" 2>/dev/null || rm -rf --one-file-system "$d" || true
+    [ ! -e "$d" ] || { echo "image_test: could not remove $d"; return 1; }
+  done
   remove_cgroups
-  [ ! -e "$STATE" ] || { echo "image_test: could not remove $STATE"; return 1; }
   local h
   for h in /sys/fs/cgroup/*/"$CGROUP"; do
     [ ! -d "$h" ] || { echo "image_test: could not remove the cgroup $h"; return 1; }
@@ -151,26 +166,61 @@ eventually() {
   "$@"
 }
 
+# The operator's namespace: its TrainingJobs deleted while the operator still runs (it
+# removes its finalizer; one left, by a failed run, is removed by hand), then the namespace.
+delete_jobs() {
+  "${KUBECTL[@]}" delete tj --all -n "$1" --timeout=60s >/dev/null 2>&1 && return 0
+  local tj
+  for tj in $("${KUBECTL[@]}" get tj -n "$1" -o name 2>/dev/null); do
+    "${KUBECTL[@]}" patch -n "$1" "$tj" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+  done
+  return 1
+}
+
+delete_namespace() {
+  delete_jobs "$1" || true
+  "${KUBECTL[@]}" delete namespace "$1" --timeout=120s >/dev/null 2>&1 ||
+    echo "image_test: the namespace $1 was not deleted within 120 s"
+}
+
 operator() {
-  local kc=$WORK/kubeconfig
-  "${STAR_APISERVER_BINARY:?}" --listen 127.0.0.1:0 --crds "$SRC/crds" --kubeconfig-out "$kc" \
-    >"$WORK/apiserver.out" 2>"$WORK/apiserver.err" &
-  local api=$!
-  CLEANUP+=("kill $api; wait $api")
-  eventually 30 grep -q "listening on" "$WORK/apiserver.out"
-  chmod 0644 "$kc"
+  local kc=${KUBECONFIG:?the cluster's kubeconfig (the k8s_cluster fixture)}
+  KUBECTL=("${STAR_KUBECTL:?}" --kubeconfig "$kc" --cache-dir "$WORK/cache")
+  "${KUBECTL[@]}" get --raw /readyz >/dev/null || { echo "FAIL: the API server of $kc is not ready"; exit 1; }
+  # The kubeconfig and the certificate files it names, at the same absolute paths; each a
+  # copy the image's user (65532) may read (the client key is root's alone).
+  local mounts=() f copy i=0
+  mkdir "$WORK/files"
+  for f in "$kc" $(sed -n -E 's/^ *(certificate-authority|client-certificate|client-key): *//p' "$kc"); do
+    case "$f" in /*) ;; *) echo "FAIL: $kc names $f by a relative path"; exit 1 ;; esac
+    copy=$WORK/files/$((i++))
+    install -o 65532 -g 65532 -m 0400 "$f" "$copy"
+    mounts+=(-v "$copy:$f:ro")
+  done
+  # A namespace of this test's own, which the operator watches.
+  local ns
+  ns=star-image-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+  "${KUBECTL[@]}" create namespace "$ns" >/dev/null
+  CLEANUP+=("delete_namespace $ns")
+  # Pods need the namespace's default ServiceAccount, which the controller manager makes.
+  eventually 60 "${KUBECTL[@]}" get serviceaccount default -n "$ns" >/dev/null 2>&1 ||
+    { echo "FAIL: no default ServiceAccount in $ns"; exit 1; }
   local name=star-operator-$ID
   CLEANUP+=("remove_container $name")
-  "${RUN[@]}" -d --name "$name" -v "$kc:/etc/star/kubeconfig:ro" \
-    "localhost/star-operator:$TAG" --kubeconfig /etc/star/kubeconfig --report-listen 127.0.0.1:0 \
-    --metrics-listen "" >/dev/null
-  local kubectl=("${STAR_KUBECTL:?}" --kubeconfig "$kc" --cache-dir "$WORK/cache")
-  sed -e 's/replicas: 4/replicas: 2/' "$SRC/examples/fmnist-job.yaml" | "${kubectl[@]}" apply -f - >/dev/null
+  "${RUN[@]}" -d --name "$name" "${mounts[@]}" "localhost/star-operator:$TAG" --kubeconfig "$kc" \
+    --namespace "$ns" --report-listen 127.0.0.1:0 --metrics-listen "" >/dev/null
+  # Deletes the job while the operator runs (the cleanup's first step when the test fails).
+  CLEANUP+=("delete_jobs $ns")
+  sed -e 's/replicas: 4/replicas: 2/' -e '/^  namespace: /d' "$SRC/examples/fmnist-job.yaml" |
+    "${KUBECTL[@]}" apply -n "$ns" -f - >/dev/null
   local job
-  job=$("${kubectl[@]}" get tj -o jsonpath='{.items[0].metadata.name}')
-  pods() { [ "$("${kubectl[@]}" get pods -l "star.dev/job=$job" -o name | wc -l)" -ge 2 ]; }
+  job=$("${KUBECTL[@]}" get tj -n "$ns" -o jsonpath='{.items[0].metadata.name}')
+  pods() { [ "$("${KUBECTL[@]}" get pods -n "$ns" -l "star.dev/job=$job" -o name | wc -l)" -ge 2 ]; }
   eventually 60 pods || { "${PODMAN[@]}" logs "$name" | tail -30; echo "FAIL: no pods"; exit 1; }
-  echo "image_test: the operator image made the pods of $job:" $("${kubectl[@]}" get pods -o name)
+  echo "image_test: the operator image made the pods of $job in $ns:" \
+    $("${KUBECTL[@]}" get pods -n "$ns" -o name)
+  delete_jobs "$ns" || { "${PODMAN[@]}" logs "$name" | tail -30; echo "FAIL: $job was not deleted (its finalizer)"; exit 1; }
+  echo "image_test: deleting $job, the operator released it"
 }
 
 agent() {
@@ -212,7 +262,7 @@ trainer() {
 clean() {
   local start=$SECONDS
   purge
-  echo "image_test: removed the images, the containers, $STATE and the test cgroups" \
+  echo "image_test: removed the images, the containers, $STATE, $RUNDIR and the test cgroups" \
     "in $((SECONDS - start)) s"
 }
 
