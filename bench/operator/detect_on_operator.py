@@ -1,62 +1,133 @@
 #!/usr/bin/env python3
 """Straggler detection latency on the operator path, measured end to end.
 
-No Kubernetes cluster can run here, so this is the closest faithful substitute:
-  * the API emulator (star-test-apiserver) stands in for the API server;
-  * the real star-operator reconciles the TrainingJob (examples/fmnist-job.yaml, the
-    demo's job: 4 workers, 400m CPU each) and serves the report endpoint;
-  * the bench plays kubelet: it marks the operator's pods Running and starts each pod's
-    container, the real star-fmnist with the pod's own environment (the job token from
-    its Secret), as a process in a cgroup with the pod's CPU limit. What a pod network
-    would give is replaced by loopback: STAR_LISTEN_HOST and the store host are 127.0.0.1
-    and the workers' metrics endpoints are off (they would share one port);
+On a real Kubernetes control plane (scripts/cluster.sh: etcd, kube-apiserver, controller
+manager, scheduler and the test node star-node), started for the bench and removed after it
+unless --cluster names one already up (with the CRDs applied):
+  * the real star-operator, on this machine as the cluster admin, watches a namespace of
+    each run's own, reconciles the TrainingJob (examples/fmnist-job.yaml, the demo's job:
+    4 workers, 400m CPU each) and serves the report endpoint on the node's address;
+  * the scheduler binds the pods to the test node, which runs each pod's container, the
+    image ghcr.io/star-dev/fmnist:0.1 mapped to the built star-fmnist (STAR_NODE_IMAGES at
+    `up`), with the pod's environment as the API server resolves it (the job token from its
+    Secret), in its own network namespace (names resolve as cluster DNS gives them) and in
+    a CPU cgroup with the pod's limit;
   * a co-located neighbor (`star busy`, N threads, weight 100 per thread as in
     `star local --inject worker=W,neighbor=N`) starts beside one worker, inside that
-    worker's CPU limit, a few seconds after every worker has finished its first iteration.
+    worker's pod cgroup (the worker moved to a sibling child of default weight), a few
+    seconds after every worker has finished its first iteration.
 
-It records when the straggler shows, polled every 100 ms from the emulator: the operator's
-StragglerDetected Event and the TrainingJob's status.stragglers[] (written once per
---status-interval, 2 s by default as in the chart, or sooner after a straggler). A clean run starts no neighbor and
-counts every worker flagged. There is no node agent, so no CPU is given back: the run ends
-once the straggler shows (or at --watch seconds).
+It records when the straggler shows, polled every 100 ms from the API server: the
+operator's StragglerDetected Event and the TrainingJob's status.stragglers[] (written once
+per --status-interval, 2 s by default as in the chart, or sooner after a straggler). A clean
+run starts no neighbor and counts every worker flagged. There is no node agent, so no CPU is
+given back: the run ends once the straggler shows (or at --watch seconds).
 
-  python3 bench/operator/detect_on_operator.py [--build build] [--runs 3] [--clean-runs 1]
-      [--worker 2] [--threads 3] [--onset 3] [--watch 30] [--out FILE.json] [--keep]
-      [--log-reports] [--env NAME VALUE]...
+  python3 bench/operator/detect_on_operator.py [--build build] [--cluster DIR] [--runs 3]
+      [--clean-runs 1] [--worker 2] [--threads 3] [--onset 3] [--watch 30] [--out FILE.json]
+      [--keep] [--log-reports] [--env NAME VALUE]...
 
-Needs root (cgroups). Prints one line per run and a summary; --out writes every run.
+Needs root (the cluster's test node, cgroups) and the cluster tools (scripts/k8s-tools.sh,
+which `up` runs). Prints one line per run and a summary; --out writes every run.
 """
 import argparse
-import base64
 import json
 import os
 import re
 import shutil
 import signal
+import socket
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-JOB, NS = "fmnist", "default"
-CFS_PERIOD_US = 100000
+JOB = "fmnist"
+IMAGE = "ghcr.io/star-dev/fmnist:0.1"
+CPU_HIERARCHY = "/sys/fs/cgroup/cpu"
 
 
 def fail(message):
     sys.exit("detect_on_operator: " + message)
 
 
-class Api:
-    """Plain HTTP calls to the emulator (no authentication), JSON in and out."""
+class Cluster:
+    """The cluster of scripts/cluster.sh in `dir`: started (and removed by close()) unless
+    it is already up."""
 
-    def __init__(self, base):
-        self.base = base
+    def __init__(self, dir, build, own):
+        self.dir, self.own = os.path.abspath(dir), own
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        self.kubectl_bin = os.path.join(self.dir, "bin", "kubectl")
+        if not own and not os.path.exists(self.kubeconfig):
+            fail(f"--cluster {self.dir}: no kubeconfig there (bash scripts/cluster.sh up {self.dir})")
+        try:
+            if own:
+                self.up(build)
+            with open(os.path.join(self.dir, "subnet")) as f:
+                self.subnet = f.read().strip()
+            self.api = Api(json.loads(self.kubectl("config", "view", "--raw", "-o", "json")))
+            node = self.api.get("/api/v1/nodes?labelSelector=" + urllib.parse.quote("star.dev/test-node=true"))
+            node = node["items"][0]
+            self.node_ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        except BaseException:
+            self.close()
+            raise
+
+    def up(self, build):
+        fmnist = os.path.join(build, "training-shim/examples/fmnist/star-fmnist")
+        env = dict(os.environ, STAR_NODE_IMAGES=f"{IMAGE}={fmnist}")
+        t = time.monotonic()
+        up = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "up", self.dir],
+                            env=env, capture_output=True, text=True)
+        if up.returncode != 0:
+            fail(f"scripts/cluster.sh up {self.dir} failed:\n{up.stderr[-3000:]}")
+        self.kubectl("apply", "--server-side", "-f", os.path.join(ROOT, "crds"))
+        self.kubectl("wait", "--for", "condition=established", "--timeout=60s",
+                     "crd/trainingjobs.star.dev", "crd/nodeallocations.star.dev")
+        print(f"cluster up in {time.monotonic() - t:.0f} s ({self.dir})", flush=True)
+
+    def kubectl(self, *args, stdin=None, check=True):
+        p = subprocess.run([self.kubectl_bin, "--kubeconfig", self.kubeconfig, *args], input=stdin,
+                           capture_output=True, text=True, timeout=180)
+        if check and p.returncode != 0:
+            fail(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
+        return p.stdout
+
+    def pod_cgroup(self, pod):
+        qos = {"Guaranteed": "", "Burstable": "burstable", "BestEffort": "besteffort"}[pod["status"]["qosClass"]]
+        return os.path.join(CPU_HIERARCHY, f"star-node-{self.subnet}", "kubepods", qos, "pod" + pod["metadata"]["uid"])
+
+    def container_log(self, pod, container):
+        m = pod["metadata"]
+        return os.path.join(self.dir, "node", "pods", f"{m['namespace']}_{m['name']}_{m['uid']}", container + ".log")
+
+    def close(self):
+        if self.own:
+            subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "down", self.dir],
+                           capture_output=True, text=True)
+
+
+class Api:
+    """HTTPS calls to the API server as the kubeconfig's user (client certificate files),
+    JSON in and out."""
+
+    def __init__(self, config):
+        ctx = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == ctx["cluster"])
+        user = next(u["user"] for u in config["users"] if u["name"] == ctx["user"])
+        self.base = cluster["server"]
+        self.tls = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        self.tls.load_cert_chain(user["client-certificate"], user["client-key"])
 
     def call(self, method, path, body=None, content_type="application/json"):
         data = None if body is None else json.dumps(body).encode()
@@ -64,7 +135,7 @@ class Api:
         if data is not None:
             req.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=self.tls) as r:
                 return json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
             if e.code == 404:
@@ -73,9 +144,6 @@ class Api:
 
     def get(self, path):
         return self.call("GET", path)
-
-    def merge_patch(self, path, body):
-        return self.call("PATCH", path, body, "application/merge-patch+json")
 
 
 def wait_for(what, check, timeout, interval=0.1):
@@ -102,62 +170,74 @@ def wait_line(proc, pattern, timeout):
     fail(f"{proc.args[0]} did not print /{pattern}/ within {timeout:.0f} s")
 
 
-class Cgroups:
-    """slot<i>/{main,neighbor} under one parent in the cpu (v1) or unified (v2) hierarchy."""
+class Neighbor:
+    """`star busy` beside a worker in its pod's cgroup (cgroup v1 cpu, as the test node makes
+    it): the worker's processes move to the child main/ (default weight, 100), the neighbor
+    runs in neighbor/ with weight 100 per thread, both under the pod's quota. close() kills
+    it and moves the worker back, so that the test node can remove the pod's cgroup."""
 
-    def __init__(self, name):
-        v1 = "/sys/fs/cgroup/cpu"
-        self.v2 = not os.path.isdir(v1)
-        self.root = os.path.join("/sys/fs/cgroup" if self.v2 else v1, name)
-        os.makedirs(self.root)
-        if self.v2:
-            self._write(self.root, "cgroup.subtree_control", "+cpu")
+    def __init__(self, pod_cgroup, argv, threads, log):
+        self.pod = pod_cgroup
+        self.main, self.side = os.path.join(pod_cgroup, "main"), os.path.join(pod_cgroup, "neighbor")
+        for d in (self.main, self.side):
+            os.makedirs(d, exist_ok=True)
+        self._write(self.side, "cpu.shares", threads * 1024)
+        for pid in self._procs(self.pod):
+            self._move(pid, self.main)
+        cgroup_procs = os.path.join(self.side, "cgroup.procs")
+
+        def enter():
+            with open(cgroup_procs, "w") as f:
+                f.write(str(os.getpid()))
+        self.proc = subprocess.Popen(argv, env={"PATH": os.environ["PATH"]}, stdout=log,
+                                     stderr=subprocess.STDOUT, preexec_fn=enter, start_new_session=True)
 
     @staticmethod
     def _write(d, f, value):
         with open(os.path.join(d, f), "w") as out:
             out.write(str(value))
 
-    def slot(self, i, millicores):
-        d = os.path.join(self.root, f"slot{i}")
-        os.makedirs(d)
-        quota = millicores * CFS_PERIOD_US // 1000
-        if self.v2:
-            self._write(d, "cpu.max", f"{quota} {CFS_PERIOD_US}")
-            self._write(d, "cgroup.subtree_control", "+cpu")
-        else:
-            self._write(d, "cpu.cfs_period_us", CFS_PERIOD_US)
-            self._write(d, "cpu.cfs_quota_us", quota)
-        for sub in ("main", "neighbor"):
-            os.makedirs(os.path.join(d, sub))
-        return d
+    @staticmethod
+    def _procs(d):
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
 
-    def set_weight(self, d, weight):
-        if self.v2:
-            self._write(d, "cpu.weight", weight)
-        else:
-            self._write(d, "cpu.shares", max(2, weight * 1024 // 100))
+    def _move(self, pid, d):
+        try:
+            self._write(d, "cgroup.procs", pid)
+        except (ProcessLookupError, OSError):
+            pass  # it exited meanwhile
 
-    def procs_file(self, d):
-        return os.path.join(d, "cgroup.procs")
-
-    def remove(self):
-        for d, subdirs, _ in sorted(os.walk(self.root), key=lambda w: -w[0].count("/")):
+    def close(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        for pid in self._procs(self.main):
+            self._move(pid, self.pod)
+        for d in (self.main, self.side):
             deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
+            while os.path.isdir(d) and time.monotonic() < deadline:
                 try:
                     os.rmdir(d)
-                    break
                 except OSError:
                     time.sleep(0.05)
 
 
 class ReportLog:
-    """A proxy in front of the report endpoint that logs every report and its answer
-    (JSON lines: monotonic time, request, response) for --log-reports."""
+    """A proxy in front of the report endpoint (on the node's address, where pods reach it)
+    that logs every report and its answer (JSON lines: monotonic time, request, response)
+    for --log-reports. Its URL is known before the operator starts (the operator's
+    --report-url); the upstream is set once the operator is up."""
 
-    def __init__(self, upstream, path):
+    def __init__(self, host, path):
         out, lock = open(path, "w"), threading.Lock()
+        self.upstream = None
+        proxy = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -168,7 +248,7 @@ class ReportLog:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 t = time.monotonic()
-                req = urllib.request.Request(upstream + self.path, data=body, method="POST")
+                req = urllib.request.Request(proxy.upstream + self.path, data=body, method="POST")
                 for k in ("Authorization", "Content-Type"):
                     if self.headers.get(k):
                         req.add_header(k, self.headers[k])
@@ -187,8 +267,8 @@ class ReportLog:
                 self.end_headers()
                 self.wfile.write(answer)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -196,122 +276,91 @@ class ReportLog:
         self.server.server_close()
 
 
-def spawn_in(cgroup_procs, argv, env, log):
-    """Starts argv with env, stdout and stderr to log, inside the cgroup before exec."""
-    def enter():
-        with open(cgroup_procs, "w") as f:
-            f.write(str(os.getpid()))
-    return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=enter,
-                            start_new_session=True)
-
-
 class Run:
-    """One job: emulator, operator, 4 workers in cgroups, and (unless clean) a neighbor."""
+    """One job in a namespace of its own: the operator, the 4 worker pods on the test node,
+    and (unless clean) a neighbor."""
 
-    def __init__(self, args, index, clean):
-        self.args, self.index, self.clean = args, index, clean
+    def __init__(self, args, cluster, index, clean):
+        self.args, self.cluster, self.index, self.clean = args, cluster, index, clean
+        self.api = cluster.api
         self.dir = tempfile.mkdtemp(prefix="star-opdetect-")
-        self.procs, self.cgroups, self.report_log = [], None, None
+        self.ns = f"opdetect-{uuid.uuid4().hex[:8]}"
+        self.operator, self.neighbor_, self.report_log, self.made_ns = None, None, None, False
         self.build = os.path.abspath(args.build)
 
-    def start(self, argv, **kw):
-        p = subprocess.Popen(argv, text=True, stdout=subprocess.PIPE,
-                             stderr=open(os.path.join(self.dir, os.path.basename(argv[0]) + ".log"), "w"),
-                             start_new_session=True, **kw)
-        self.procs.append(p)
-        return p
-
     def control_plane(self):
-        kc = os.path.join(self.dir, "kubeconfig")
-        api = self.start([os.path.join(self.build, "tests/apiserver/star-test-apiserver"), "--listen",
-                          "127.0.0.1:0", "--crds", os.path.join(ROOT, "crds"), "--kubeconfig-out", kc])
-        self.api = Api(wait_line(api, r"listening on (http://\S+)", 30))
-        op = self.start([os.path.join(self.build, "operator/star-operator"), "--kubeconfig", kc,
-                         "--namespace", NS, "--report-listen", "127.0.0.1:0", "--metrics-listen", "",
-                         "--status-interval", self.args.status_interval])
-        self.report_url = wait_line(op, r"report-url (\S+)", 60)
+        c = self.cluster
+        c.kubectl("create", "namespace", self.ns)
+        self.made_ns = True
+        # Pods need the namespace's default ServiceAccount, which the controller manager makes.
+        wait_for(f"the default ServiceAccount of {self.ns}",
+                 lambda: self.api.get(f"/api/v1/namespaces/{self.ns}/serviceaccounts/default"), 60)
+        listen = f"{c.node_ip}:0"
+        url = []
         if self.args.log_reports:
-            self.report_log = ReportLog(self.report_url, os.path.join(self.dir, "reports.jsonl"))
-        subprocess.run(["kubectl", "--kubeconfig", kc, "--cache-dir", os.path.join(self.dir, "cache"),
-                        "apply", "-f", os.path.join(ROOT, "examples/fmnist-job.yaml")],
-                       check=True, capture_output=True, text=True)
+            # Pods get the proxy's URL; the operator listens on a port picked here.
+            self.report_log = ReportLog(c.node_ip, os.path.join(self.dir, "reports.jsonl"))
+            with socket.socket() as free:
+                free.bind((c.node_ip, 0))
+                listen = f"{c.node_ip}:{free.getsockname()[1]}"
+            self.report_log.upstream = "http://" + listen
+            url = ["--report-url", self.report_log.url]
+        argv = [os.path.join(self.build, "operator/star-operator"), "--kubeconfig", c.kubeconfig,
+                "--namespace", self.ns, "--report-listen", listen, *url, "--metrics-listen", "",
+                "--status-interval", self.args.status_interval]
+        self.operator = subprocess.Popen(argv, text=True, stdout=subprocess.PIPE,
+                                         stderr=open(os.path.join(self.dir, "star-operator.log"), "w"),
+                                         start_new_session=True)
+        wait_line(self.operator, r"report-url (\S+)", 60)
+        with open(os.path.join(ROOT, "examples/fmnist-job.yaml")) as f:
+            job = f.read().replace("namespace: default", f"namespace: {self.ns}")
+        if self.args.env:
+            # env(1) over the pod's environment: the operator's own variables would win over
+            # the template's.
+            fmnist = os.path.join(self.build, "training-shim/examples/fmnist/star-fmnist")
+            command = ["/usr/bin/env"] + [f"{k}={v}" for k, v in self.args.env] + [fmnist]
+            job = job.replace(f"image: {IMAGE}", f"image: {IMAGE}\n            command: {json.dumps(command)}")
+        c.kubectl("apply", "-f", "-", stdin=job)
 
     def pods(self):
-        got = self.api.get(f"/api/v1/namespaces/{NS}/pods?labelSelector=" +
+        got = self.api.get(f"/api/v1/namespaces/{self.ns}/pods?labelSelector=" +
                            urllib.parse.quote(f"star.dev/job={JOB}"))
-        items = (got or {}).get("items", [])
+        items = [p for p in (got or {}).get("items", []) if p["status"].get("phase") == "Running"]
         return sorted(items, key=lambda p: p["metadata"]["name"]) if len(items) == 4 else None
 
-    def token(self):
-        s = self.api.get(f"/api/v1/namespaces/{NS}/secrets/{JOB}-token")
-        return base64.b64decode(s["data"]["token"]).decode() if s else None
-
-    def pod_env(self, pod, token):
-        """The container's environment as kubelet would resolve it, on loopback."""
-        env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
-        for e in pod["spec"]["containers"][0].get("env", []):
-            if "value" in e:
-                env[e["name"]] = e["value"]
-            elif "secretKeyRef" in e.get("valueFrom", {}):
-                env[e["name"]] = token
-        env["STAR_LISTEN_HOST"] = "127.0.0.1"
-        port = urllib.parse.urlparse(env["STAR_STORE_URL"]).port
-        env["STAR_STORE_URL"] = f"http://127.0.0.1:{port}"
-        env["STAR_METRICS_ADDRESS"] = ""
-        if self.report_log:
-            env["STAR_CONTROLLER_URL"] = self.report_log.url
-        for k, v in self.args.env:
-            env[k] = v
-        return env
-
     def workers(self):
-        pods = wait_for("the operator's 4 pods", self.pods, 60)
-        token = wait_for("the job's token Secret", self.token, 30)
-        self.cgroups = Cgroups(f"star-opdetect-{os.getpid()}-{self.index}")
-        self.slots, self.logs = [], []
-        for i, pod in enumerate(pods):
-            name = pod["metadata"]["name"]
-            self.api.merge_patch(f"/api/v1/namespaces/{NS}/pods/{name}",
-                                 {"spec": {"nodeName": f"node-{i}"}})
-            self.api.merge_patch(f"/api/v1/namespaces/{NS}/pods/{name}/status",
-                                 {"status": {"phase": "Running", "podIP": "127.0.0.1"}})
-            mc = int(re.sub(r"m$", "", pod["spec"]["containers"][0]["resources"]["limits"]["cpu"]))
-            slot = self.cgroups.slot(i, mc)
-            self.slots.append(slot)
-            log = os.path.join(self.dir, f"worker-{i}.log")
-            self.logs.append(log)
-            argv = [os.path.join(self.build, "training-shim/examples/fmnist/star-fmnist")]
-            self.procs.append(spawn_in(self.cgroups.procs_file(os.path.join(slot, "main")), argv,
-                                       self.pod_env(pod, token), open(log, "w")))
+        self.running = wait_for("the operator's 4 pods to run", self.pods, 120)
+        self.logs = [self.cluster.container_log(p, p["spec"]["containers"][0]["name"]) for p in self.running]
         return time.monotonic()
 
     def trained(self):
         """Whether every worker has printed its startup line (after its first iteration)."""
         for log in self.logs:
-            with open(log) as f:
-                if "startup (job clock)" not in f.read():
-                    return False
+            try:
+                with open(log) as f:
+                    if "startup (job clock)" not in f.read():
+                        return False
+            except FileNotFoundError:
+                return False
         return True
 
     def neighbor(self):
-        w = self.args.worker
-        d = os.path.join(self.slots[w], "neighbor")
-        self.cgroups.set_weight(d, 100 * self.args.threads)
+        pod = self.running[self.args.worker]
         argv = [os.path.join(self.build, "cli/star"), "busy", "--threads", str(self.args.threads),
                 "--seconds", str(self.args.watch + 30)]
-        self.procs.append(spawn_in(self.cgroups.procs_file(d), argv, {"PATH": os.environ["PATH"]},
-                                   open(os.path.join(self.dir, "neighbor.log"), "w")))
+        self.neighbor_ = Neighbor(self.cluster.pod_cgroup(pod), argv, self.args.threads,
+                                  open(os.path.join(self.dir, "neighbor.log"), "w"))
         return time.monotonic()
 
     def flagged(self):
         """Workers in StragglerDetected Events and in status.stragglers[]."""
-        events = self.api.get(f"/api/v1/namespaces/{NS}/events") or {}
+        events = self.api.get(f"/api/v1/namespaces/{self.ns}/events") or {}
         by_event = set()
         for e in events.get("items", []):
             if e.get("reason") == "StragglerDetected":
                 m = re.match(r"worker (\d+)", e.get("message", ""))
                 by_event.add(int(m.group(1)) if m else -1)
-        tj = self.api.get(f"/apis/star.dev/v1alpha1/namespaces/{NS}/trainingjobs/{JOB}") or {}
+        tj = self.api.get(f"/apis/star.dev/v1alpha1/namespaces/{self.ns}/trainingjobs/{JOB}") or {}
         by_status = {s.get("worker") for s in tj.get("status", {}).get("stragglers", [])}
         return by_event, by_status
 
@@ -346,14 +395,26 @@ class Run:
                 "event_s": seen["event"], "status_s": seen["status"]}
 
     def close(self):
-        for p in reversed(self.procs):
+        if self.neighbor_:
+            self.neighbor_.close()
+        if self.args.keep:
+            for i, log in enumerate(getattr(self, "logs", [])):
+                if os.path.exists(log):
+                    shutil.copy(log, os.path.join(self.dir, f"worker-{i}.log"))
+        c = self.cluster
+        if self.operator:
+            # The job goes while the operator runs: it removes its finalizer.
+            c.kubectl("delete", "tj", "--all", "-n", self.ns, "--timeout=60s", check=False)
+            self.operator.send_signal(signal.SIGTERM)
             try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-        if self.cgroups:
-            self.cgroups.remove()
+                self.operator.wait(10)
+            except subprocess.TimeoutExpired:
+                self.operator.kill()
+                self.operator.wait()
+        if self.made_ns:
+            c.kubectl("patch", "tj", JOB, "-n", self.ns, "--type", "merge", "-p",
+                      '{"metadata":{"finalizers":null}}', check=False)
+            c.kubectl("delete", "namespace", self.ns, "--timeout=120s", check=False)
         if self.report_log:
             self.report_log.close()
         if self.args.keep:
@@ -371,6 +432,8 @@ def spread(values):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="CMake build directory")
+    ap.add_argument("--cluster", help="a cluster of scripts/cluster.sh already up, with the CRDs "
+                    "and star-fmnist mapped (default: start one in a temporary directory, removed after)")
     ap.add_argument("--runs", type=int, default=3, help="runs with a neighbor")
     ap.add_argument("--clean-runs", type=int, default=1, help="runs without one (false alarms)")
     ap.add_argument("--worker", type=int, default=2, choices=range(4), help="the neighbor's worker")
@@ -380,26 +443,36 @@ def main():
     ap.add_argument("--status-interval", default="2s", help="star-operator --status-interval")
     ap.add_argument("--out", help="write every run here (JSON)")
     ap.add_argument("--env", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                    help="set this in every worker's environment, over the pod's (an experiment)")
+                    help="set this in every worker's environment, over the pod's (an experiment; "
+                    "the container's command is then env(1) and star-fmnist)")
     ap.add_argument("--log-reports", action="store_true",
                     help="log every report and its answer through a proxy (reports.jsonl; use with --keep)")
     ap.add_argument("--keep", action="store_true", help="keep each run's logs (the path is printed)")
     args = ap.parse_args()
     if os.geteuid() != 0:
-        fail("needs root (cgroups)")
-    if shutil.which("kubectl") is None:
-        fail("kubectl is not on PATH")
+        fail("needs root (the test node's network namespaces and cgroups)")
+    args.build = os.path.abspath(args.build)
+    for binary in ("operator/star-operator", "cli/star", "training-shim/examples/fmnist/star-fmnist"):
+        if not os.access(os.path.join(args.build, binary), os.X_OK):
+            fail(f"{binary} is not built in {args.build}")
+    if args.cluster:
+        cluster = Cluster(args.cluster, args.build, own=False)
+    else:
+        cluster = Cluster(tempfile.mkdtemp(prefix="star-opdetect-cluster-"), args.build, own=True)
     results = []
-    for i in range(args.runs + args.clean_runs):
-        run = Run(args, i, clean=i >= args.runs)
-        try:
-            results.append(run.measure())
-        finally:
-            run.close()
-        r = results[-1]
-        print(f"run {i} ({'clean' if r['clean'] else 'neighbor on worker %d' % args.worker}): first iteration "
-              f"{r['first_iteration_s']} s after the workers started; flagged after the onset: "
-              f"Event {r['event_s']}, status {r['status_s']}", flush=True)
+    try:
+        for i in range(args.runs + args.clean_runs):
+            run = Run(args, cluster, i, clean=i >= args.runs)
+            try:
+                results.append(run.measure())
+            finally:
+                run.close()
+            r = results[-1]
+            print(f"run {i} ({'clean' if r['clean'] else 'neighbor on worker %d' % args.worker}): first iteration "
+                  f"{r['first_iteration_s']} s after the pods ran; flagged after the onset: "
+                  f"Event {r['event_s']}, status {r['status_s']}", flush=True)
+    finally:
+        cluster.close()
     hit = [r for r in results if not r["clean"]]
     ev = [r["event_s"][args.worker] for r in hit if args.worker in r["event_s"]]
     st = [r["status_s"][args.worker] for r in hit if args.worker in r["status_s"]]
