@@ -10,6 +10,7 @@ Environment: that of the k8s tests (tests/k8s/k8s.py) and STAR_FAULTPROXY, the b
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -99,12 +100,17 @@ current-context: proxy
         return next(r for r in body["rules"] if r["id"] == rule_id)
 
     def stop(self):
+        """Stops the proxy and removes its directory; returns its log."""
         self.proc.terminate()
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        log = self.log()
+        self.stderr.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return log
 
 
 class FaultProxyTest(unittest.TestCase):
