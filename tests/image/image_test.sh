@@ -184,7 +184,7 @@ delete_namespace() {
 }
 
 operator() {
-  local kc=${KUBECONFIG:?the cluster's kubeconfig (the k8s_cluster fixture)}
+  local kc=${KUBECONFIG:?the kubeconfig of the k8s_cluster fixture}
   KUBECTL=("${STAR_KUBECTL:?}" --kubeconfig "$kc" --cache-dir "$WORK/cache")
   "${KUBECTL[@]}" get --raw /readyz >/dev/null || { echo "FAIL: the API server of $kc is not ready"; exit 1; }
   # The kubeconfig and the certificate files it names, at the same absolute paths; each a
