@@ -257,6 +257,12 @@ class ReportLog:
                         code, answer = r.status, r.read()
                 except urllib.error.HTTPError as e:
                     code, answer = e.code, e.read()
+                except urllib.error.URLError:
+                    # The operator stopped (the run is ending); the worker retries.
+                    self.send_response(502)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 with lock:
                     out.write(json.dumps({"t": t, "report": json.loads(body),
                                           "answer": json.loads(answer or b"null")}) + "\n")
