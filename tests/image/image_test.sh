@@ -82,9 +82,11 @@ purge() {
   done
   for d in "$STATE" "$RUNDIR"; do
     rm -rf --one-file-system "$d" 2>/dev/null || rm -rf --one-file-system "$d" || true
-    [ ! -e "$d" ] || { echo "image_test: could not remove $d"; return 1; }
   done
   remove_cgroups
+  for d in "$STATE" "$RUNDIR"; do
+    [ ! -e "$d" ] || { echo "image_test: could not remove $d"; return 1; }
+  done
   local h
   for h in /sys/fs/cgroup/*/"$CGROUP"; do
     [ ! -d "$h" ] || { echo "image_test: could not remove the cgroup $h"; return 1; }
