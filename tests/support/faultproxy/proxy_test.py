@@ -44,6 +44,7 @@ class FaultProxy:
              "--ca-cert", f"{pki}/ca.crt", "--ca-key", f"{pki}/ca.key",
              "--client-cert", f"{pki}/admin.crt", "--client-key", f"{pki}/admin.key"],
             stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.buf = ""
         self.control = self._line("control on ")
         self.url = self._line("listening on ")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
@@ -63,15 +64,21 @@ current-context: proxy
 """)
 
     def _line(self, prefix, timeout=30):
+        """The rest of the first stdout line starting with prefix. Reads the pipe itself:
+        select() on a buffered reader misses lines already in its buffer."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if ready:
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
+        while True:
+            while "\n" in self.buf:
+                line, self.buf = self.buf.split("\n", 1)
                 if line.startswith(prefix):
                     return line[len(prefix):].strip()
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                break
+            chunk = os.read(self.proc.stdout.fileno(), 4096).decode()
+            if not chunk:
+                break
+            self.buf += chunk
         raise AssertionError(f"star-faultproxy printed no '{prefix}...': {self.log()}")
 
     def log(self):
