@@ -193,6 +193,7 @@ up() {
   fi
   mkdir -p "$DIR/logs" "$DIR/node"
   DIR=$(cd "$DIR" && pwd)
+  : >"$DIR/.star-cluster"  # down removes only a folder that up made
   PKI=$DIR/pki
   : >"$DIR/pids"
   bash "$ROOT/scripts/k8s-tools.sh" "$DIR" || die "building the Kubernetes tools failed"
@@ -268,6 +269,8 @@ remove_pods() {
 down() {
   [ -d "$DIR" ] || { log "$DIR: no cluster there"; return 0; }
   DIR=$(cd "$DIR" && pwd)
+  [ -f "$DIR/.star-cluster" ] ||
+    die "$DIR was not made by 'cluster.sh up' (no $DIR/.star-cluster): nothing stopped or removed"
   stop_daemons
   remove_pods
   rm -rf "$DIR"
