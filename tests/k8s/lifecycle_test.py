@@ -121,7 +121,8 @@ class Life(contextlib.ExitStack):
     def forbidden(self):
         """Raises Forbidden when a daemon's log shows a 403."""
         for name, d in self.daemons.items():
-            m = re.search(r".*(\b403\b|forbidden).*", d.logs(), re.I)
+            # The API server's message for a 403 always says "forbidden".
+            m = re.search(r".*\bforbidden\b.*", d.logs(), re.I)
             if m:
                 raise Forbidden(f"{name}: {m.group(0)}")
 
