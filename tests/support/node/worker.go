@@ -102,16 +102,17 @@ func (w *podWorker) resolve(ctx context.Context, spec corev1.Container) *contain
 		return c
 	}
 	c.env = env
-	argv := append(append([]string{}, spec.Command...), spec.Args...)
-	if len(spec.Command) == 0 {
-		argv = append(append([]string{}, w.r.cfg.images[spec.Image]...), spec.Args...)
+	command := spec.Command
+	if len(command) == 0 {
+		command = w.r.cfg.images[spec.Image]
 	}
-	if len(argv) == len(spec.Args) && len(w.r.cfg.images[spec.Image]) == 0 && len(spec.Command) == 0 {
+	if len(command) == 0 {
 		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
 			Message: fmt.Sprintf("star-node runs commands on the host: image %q has no command "+
 				"(give the container a command, or start star-node with --image %s=COMMAND)", spec.Image, spec.Image)}}
 		return c
 	}
+	argv := append(append([]string{}, command...), spec.Args...)
 	for i := range argv {
 		argv[i] = expand(argv[i], vars)
 	}
