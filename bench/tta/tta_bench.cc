@@ -159,7 +159,7 @@ std::string Cell(const json& v, int digits = 1) {
 
 int main(int argc, char** argv) {
   std::string job_path = "bench/tta/job.yaml";
-  std::string out_dir = "bench/tta/results";
+  std::string out_dir = "bench/tta/out";
   std::string scenarios_arg, policies_arg, timeout_arg = "4m";
   std::string selector_model = "models/selector.json";
   CLI::App app{"tta_bench: every policy on every straggler scenario, to the same target accuracy"};
