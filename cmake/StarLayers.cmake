@@ -1,4 +1,4 @@
-# The one-way dependency rule of ARCHITECTURE.md, checked at configure time:
+# The one-way dependency rule of docs/ARCHITECTURE.md, checked at configure time:
 #
 #   core <- kube, report <- shim, agent, operator <- cli
 #
@@ -86,7 +86,7 @@ function(star_layer_walk component root target path)
     if(_dep_layer AND NOT _dep_layer STREQUAL component AND
        NOT _dep_layer IN_LIST STAR_LAYER_ALLOWED_${component})
       message(FATAL_ERROR "Layering: ${path} -> ${_dep}: ${component} must not link "
-                          "${_dep_layer} (ARCHITECTURE.md: core <- kube, report <- shim, "
+                          "${_dep_layer} (docs/ARCHITECTURE.md: core <- kube, report <- shim, "
                           "agent, operator <- cli)")
     endif()
     star_layer_walk(${component} ${root} ${_dep} "${path} -> ${_dep}")

@@ -1,7 +1,7 @@
 // `star sim` speed: wall time of one simulated job run to its target, per job size. The
 // simulator must run 1024 workers to the target in seconds.
 //
-// Scenario: the ARCHITECTURE.md contract's (batch 32 per worker, phi 1000, 2000 updates
+// Scenario: the docs/ARCHITECTURE.md contract's (batch 32 per worker, phi 1000, 2000 updates
 // at infinite batch, 2 ms per sample, 50 ms communication, 5% jitter; worker 3 keeps 40%
 // of its CPU from 100 s to 400 s, worker 7 keeps 30% of its link throughout) at 64, 256
 // and 1024 workers, under policy auto (the whole control loop: detection, AMP, batches,

@@ -14,7 +14,7 @@ namespace star::local {
 // and solves for the target. Replayed on testbed runs against an exponential fit over
 // the newest 6 (which under-estimated most of the time, often down to its floor), its
 // median error fell from 61% to 39% of the time left on 58 held-out runs, though within
-// 10 s of the target it was 2.8 s against 2.2 s (bench/README.md, "ETA"). It is never
+// 10 s of the target it was 2.8 s against 2.2 s (bench/eta/results.md). It is never
 // below one evaluation interval
 // (the mean spacing of those points): a target not yet seen is at least one more
 // evaluation away. nullopt ("unknown") with fewer than 3 points at t > 0, a target

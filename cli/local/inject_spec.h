@@ -1,5 +1,5 @@
 // `--inject SPEC`: contention injected into one worker of a `star local` run
-// (ARCHITECTURE.md, "Contracts").
+// (docs/ARCHITECTURE.md, "Contracts").
 //
 //   worker=W,cpu=F[,start=S][,end=S]                keep fraction F of worker W's CPU
 //   worker=W,neighbor=N[,guarantee=C][,start..]     N busy co-located threads share its CPU;

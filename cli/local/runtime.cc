@@ -132,7 +132,7 @@ Status Runner::SetupJob() {
     Notice("spec.mitigation.amp.dtype float16 needs a GPU: this CPU runs bfloat16");
   }
   if (spec_.mitigation.amp.enabled && !shim::CpuHasNativeBf16()) {
-    // Emulated bf16 autocast made a worker 4-12x slower here (bench/README.md).
+    // Emulated bf16 autocast (no native bf16 in the CPU) made a worker 4-12x slower.
     spec_.mitigation.amp.enabled = false;
     Notice("spec.mitigation.amp: off for this run: this CPU has no native bf16 "
            "(avx512_bf16 or amx_bf16), where mixed precision is slower than fp32");

@@ -2,7 +2,7 @@
 // the contention episodes that slow them, and the convergence target (ALGORITHMS.md
 // section 2). Times are simulated seconds from the job's start.
 //
-// JSON form (the contract of ARCHITECTURE.md, "Simulator", plus optional fields):
+// JSON form (the contract of docs/ARCHITECTURE.md, "Simulator", plus optional fields):
 //   {"architecture": "AllReduce" | "ParameterServer",      optional, default AllReduce
 //    "workers": N,                                         required, >= 1
 //    "batch_per_worker": B,                                required, >= 1

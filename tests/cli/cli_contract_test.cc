@@ -1,5 +1,5 @@
 // Runs the real `star` binary against files and checks the command-line contracts of
-// ARCHITECTURE.md: JSON on stdout, errors on stderr with a non-zero exit.
+// docs/ARCHITECTURE.md: JSON on stdout, errors on stderr with a non-zero exit.
 #include <sys/wait.h>
 
 #include <cstdio>

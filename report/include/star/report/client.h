@@ -1,4 +1,4 @@
-// A worker's end of the report protocol: WorkerReports over HTTP or HTTPS (ARCHITECTURE.md
+// A worker's end of the report protocol: WorkerReports over HTTP or HTTPS (docs/ARCHITECTURE.md
 // steps 2 and 4).
 //
 // Wire contract: POST {base_url}/v1/jobs/{job}/reports, body = api::ToJson(WorkerReport),

@@ -1,5 +1,5 @@
 // IterationTimer: per-iteration compute, communication and wait times of one worker,
-// aggregated into the api::WorkerReport the controller reads (ARCHITECTURE.md step 1).
+// aggregated into the api::WorkerReport the controller reads (docs/ARCHITECTURE.md step 1).
 //
 // The caller marks phases; the timer reads a clock. Compute and communication are
 // measured between Begin*/End*; wait (time blocked on slower peers) is what the engine

@@ -1,5 +1,5 @@
 // WorkerMetrics: a worker's Prometheus endpoint (GET /metrics), the star_worker_*
-// metrics of ARCHITECTURE.md, every series labelled {job, worker}:
+// metrics of docs/ARCHITECTURE.md, every series labelled {job, worker}:
 //
 //   star_worker_iteration_seconds       histogram  compute + communication (t_i; wait
 //                                                  excluded, as api::WorkerReport)

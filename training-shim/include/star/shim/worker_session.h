@@ -1,4 +1,4 @@
-// WorkerSession: a worker's half of the report protocol (ARCHITECTURE.md steps 1-4) for
+// WorkerSession: a worker's half of the report protocol (docs/ARCHITECTURE.md steps 1-4) for
 // any trainer. It times iterations (IterationTimer), sends a WorkerReport every
 // report_every iterations to the controller, receives its Decisions, and tells the
 // trainer at the start of each iteration what is in force: the sync mode, k and groups,

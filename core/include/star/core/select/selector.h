@@ -5,7 +5,7 @@
 // with the fewest estimated seconds per unit of progress, preferring SSGD when it is
 // within a small margin of the best and no worse than the k* candidate.
 //
-// Contract of `star select` (ARCHITECTURE.md):
+// Contract of `star select` (docs/ARCHITECTURE.md):
 //   input  {"architecture":"AllReduce|ParameterServer","batch_per_worker":B,
 //           "noise_scale":PHI,"iteration_seconds":[t_0,...]}
 //   output {"mode":"ssgd|fixed_k|groups|asgd","k":K,"groups":[[...],...],
