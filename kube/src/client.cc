@@ -366,7 +366,9 @@ std::string NameOf(const json& object) {
 
 StatusOr<json> Client::List(const ResourceRef& r, const std::string& ns, const ListOptions& options) {
   std::string target = Impl::Path(r, ns, "");
-  const std::string q = Selectors(options.label_selector, options.field_selector);
+  std::string q = Selectors(options.label_selector, options.field_selector);
+  if (options.limit > 0) q += "&limit=" + std::to_string(options.limit);
+  if (!options.continue_token.empty()) q += "&continue=" + Encode(options.continue_token);
   if (!q.empty()) target += "?" + q.substr(1);
   STAR_ASSIGN_OR_RETURN(json list, impl_->Call(http::methods::GET, target));
   if (!list.is_object() || !list.contains("items")) {

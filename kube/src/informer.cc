@@ -94,7 +94,7 @@ int Informer::lists() const {
   return lists_;
 }
 
-json Informer::Typed(json object) const {
+json Informer::Prepared(json object) const {
   // List items come without apiVersion and kind from a real API server; watch events with.
   if (object.is_object()) {
     if (!object.contains("apiVersion")) {
@@ -102,6 +102,7 @@ json Informer::Typed(json object) const {
     }
     if (!object.contains("kind") && !resource_.kind.empty()) object["kind"] = resource_.kind;
   }
+  if (options_.transform) options_.transform(&object);
   return object;
 }
 
@@ -129,20 +130,36 @@ bool Informer::Sleep(milliseconds d) {
   return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
 }
 
+Status Informer::ListInto(std::map<std::string, json>* next, std::string* rv) {
+  ListOptions options{options_.label_selector, options_.field_selector, std::max<int64_t>(options_.page_size, 0), ""};
+  do {
+    StatusOr<json> page = client_->List(resource_, options_.ns, options);
+    if (stop_) return Status::Aborted("informer stopped");
+    if (!page.ok()) return page.status();
+    // Every page is of the first one's snapshot: its resourceVersion is the list's.
+    *rv = MetaString(*page, "resourceVersion");
+    options.continue_token = MetaString(*page, "continue");
+    for (json& item : (*page)["items"]) {
+      json object;
+      try {
+        object = Prepared(std::move(item));
+      } catch (const std::exception& e) {
+        return Status::Internal(std::string("informer transform: ") + e.what());
+      }
+      std::string key = KeyOf(object);
+      (*next)[std::move(key)] = std::move(object);
+    }
+  } while (options.limit > 0 && !options.continue_token.empty());
+  return Status::Ok();
+}
+
 Status Informer::Relist(std::string* rv) {
-  StatusOr<json> list =
-      client_->List(resource_, options_.ns, ListOptions{options_.label_selector, options_.field_selector});
-  if (stop_) return Status::Aborted("informer stopped");
-  if (!list.ok()) {
-    ReportList(list.status());
-    return list.status();
-  }
-  *rv = MetaString(*list, "resourceVersion");
   std::map<std::string, json> next;
-  for (const auto& item : (*list)["items"]) {
-    json object = Typed(item);
-    const std::string key = KeyOf(object);
-    next[key] = std::move(object);
+  const Status listed = ListInto(&next, rv);
+  if (stop_) return Status::Aborted("informer stopped");
+  if (!listed.ok()) {
+    ReportList(listed);
+    return listed;
   }
   Events events;  // the difference to the cache
   {
@@ -193,7 +210,12 @@ Status Informer::WatchFrom(const WatchOptions& options, std::string* rv, bool* c
           return !stop_;
         }
         if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return !stop_;
-        json object = Typed(e.object);
+        json object;
+        try {
+          object = Prepared(e.object);
+        } catch (const std::exception&) {
+          return false;  // the watch ends here: a re-list follows (Run)
+        }
         {
           std::lock_guard<std::mutex> lock(mu_);
           if (e.type == "DELETED") {

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -57,6 +58,12 @@ struct WatchEvent {
 struct ListOptions {
   std::string label_selector;  // "" = all
   std::string field_selector;  // "" = all
+  // At most this many items (the server may send fewer); 0 = all. With a limit, the
+  // List object's metadata.continue, when not empty, asks for the next page.
+  int64_t limit = 0;
+  // metadata.continue of the previous page; "" = the first page. A token the server no
+  // longer has answers 410 Gone (OutOfRange): list again from the first page.
+  std::string continue_token = "";
 };
 
 struct WatchOptions {
@@ -78,8 +85,9 @@ class Client {
 
   // ns is ignored for cluster-scoped resources; "" = options().default_namespace.
   StatusOr<nlohmann::json> Get(const ResourceRef& r, const std::string& ns, const std::string& name);
-  // The List object: {"items": [...], "metadata": {"resourceVersion": ...}}. ns "" with a
-  // namespaced resource = all namespaces.
+  // The List object: {"items": [...], "metadata": {"resourceVersion": ..., "continue":
+  // ... (more pages, with options.limit)}}. ns "" with a namespaced resource = all
+  // namespaces.
   StatusOr<nlohmann::json> List(const ResourceRef& r, const std::string& ns,
                                 const ListOptions& options = {});
   StatusOr<nlohmann::json> Create(const ResourceRef& r, const std::string& ns,

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,6 +36,18 @@ struct InformerOptions {
   // Wait after an error, doubling up to max_relist_backoff. Defaults 200 ms and 10 s.
   std::chrono::milliseconds relist_backoff{200};
   std::chrono::milliseconds max_relist_backoff{10000};
+  // Applied on the informer's thread to every object a list or a watch event brings,
+  // before it goes into the cache and to the handler (client-go's SetTransform): e.g.
+  // to keep only the fields the caller reads, so that the cache holds no more. It must
+  // keep metadata.name, metadata.namespace and metadata.resourceVersion (the cache's key
+  // and what a re-list compares). An exception it throws fails that list, or ends that
+  // watch before the event is applied; either way a re-list follows after the backoff.
+  // Default: none (objects are cached whole).
+  std::function<void(nlohmann::json* object)> transform;
+  // Items per list request: a list is read in pages of this many (limit and continue),
+  // so that no more than a page of whole objects is held at once; 0 = one request for
+  // everything. Default 500 (client-go's reflector page size).
+  int64_t page_size = 500;
   // Called on the informer's thread with the outcome of every list: OK once the list is
   // in the cache and its events have been handed to the handler; the client's error
   // (before the backoff) otherwise. Not called for a list that Stop cut short. An
@@ -42,7 +55,7 @@ struct InformerOptions {
   std::function<void(const Status& outcome)> on_list;
 };
 
-// Runs list, then watch from the list's resourceVersion; on 410 Gone (or any watch
+// Runs list (in pages of options.page_size), then watch from the list's resourceVersion; on 410 Gone (or any watch
 // error, or a stream the server ends before its timeout) re-lists after a backoff
 // (relist_backoff, doubling up to max_relist_backoff; reset by a watch that delivers
 // events) and reports
@@ -82,13 +95,16 @@ class Informer {
   void Run();
   // Lists into the cache (its resourceVersion in *rv) and reports the outcome (on_list).
   Status Relist(std::string* rv);
+  // Reads every page of the list into *next (prepared, by key); its resourceVersion in *rv.
+  Status ListInto(std::map<std::string, nlohmann::json>* next, std::string* rv);
   // Watches from *rv, applying each event to the cache (*rv follows them); *changed when
   // an event was applied. The client's Watch result.
   Status WatchFrom(const WatchOptions& options, std::string* rv, bool* changed);
   // The next watch's options; nullopt when a resync is due (`last_list`: when it was).
   std::optional<WatchOptions> NextWatch(const std::string& rv,
                                         std::chrono::steady_clock::time_point last_list) const;
-  nlohmann::json Typed(nlohmann::json object) const;  // apiVersion and kind filled in
+  // apiVersion and kind filled in, then options_.transform applied.
+  nlohmann::json Prepared(nlohmann::json object) const;
   void Notify(const Events& events);
   void ReportList(const Status& outcome);
   bool Sleep(std::chrono::milliseconds d);  // false when stopping
