@@ -1,5 +1,7 @@
 #include "star/operator/reconciler/cache.h"
 
+#include <initializer_list>
+
 #include "star/operator/reconciler/job_objects.h"
 
 namespace star::op {
@@ -16,7 +18,74 @@ kube::ResourceRef ResourceOf(Kind kind) {
   return kube::TrainingJobs();
 }
 
+using nlohmann::json;
+
+// `from`'s members named in `keys` (those it has), moved into a new object.
+json Pick(json& from, std::initializer_list<const char*> keys) {
+  json out = json::object();
+  if (!from.is_object()) return out;
+  for (const char* k : keys) {
+    auto it = from.find(k);
+    if (it != from.end()) out[k] = std::move(*it);
+  }
+  return out;
+}
+
+json* Member(json* object, const char* key) {
+  auto it = object->find(key);
+  return it != object->end() && it->is_object() ? &*it : nullptr;
+}
+
+void TrimPod(json* pod) {
+  json out = Pick(*pod, {"apiVersion", "kind"});
+  if (json* meta = Member(pod, "metadata")) {
+    json m = Pick(*meta, {"name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"});
+    if (json* annotations = Member(meta, "annotations")) {
+      json a = Pick(*annotations, {kPodTemplateHashAnnotation});
+      if (!a.empty()) m["annotations"] = std::move(a);
+    }
+    out["metadata"] = std::move(m);
+  }
+  if (json* spec = Member(pod, "spec")) {
+    json s = Pick(*spec, {"nodeName"});
+    auto containers = spec->find("containers");
+    if (containers != spec->end() && containers->is_array()) {
+      json cs = json::array();
+      for (json& c : *containers) cs.push_back(c.is_object() ? Pick(c, {"name", "resources"}) : json::object());
+      s["containers"] = std::move(cs);
+    }
+    out["spec"] = std::move(s);
+  }
+  if (json* status = Member(pod, "status")) out["status"] = Pick(*status, {"phase", "message"});
+  *pod = std::move(out);
+}
+
+void TrimService(json* service) {
+  json out = Pick(*service, {"apiVersion", "kind"});
+  if (json* meta = Member(service, "metadata")) {
+    out["metadata"] = Pick(*meta, {"name", "namespace", "uid", "resourceVersion", "labels"});
+  }
+  *service = std::move(out);
+}
+
 }  // namespace
+
+void TrimForCache(Kind kind, json* object) {
+  if (!object->is_object()) return;
+  if (json* meta = Member(object, "metadata")) meta->erase("managedFields");
+  switch (kind) {
+    case Kind::kPod: return TrimPod(object);
+    case Kind::kService: return TrimService(object);
+    case Kind::kTrainingJob:
+      if (json* meta = Member(object, "metadata")) {
+        if (json* annotations = Member(meta, "annotations")) {
+          annotations->erase("kubectl.kubernetes.io/last-applied-configuration");
+        }
+      }
+      return;
+    case Kind::kNodeAllocation: return;
+  }
+}
 
 Cache::Cache(kube::Client* client, std::string ns) : client_(client), ns_(std::move(ns)) {
   for (Kind kind : {Kind::kTrainingJob, Kind::kPod, Kind::kNodeAllocation, Kind::kService}) {
@@ -38,6 +107,7 @@ std::unique_ptr<kube::Informer> Cache::MakeInformer(Kind kind) {
   kube::InformerOptions options;
   if (kind != Kind::kNodeAllocation) options.ns = ns_;
   if (kind == Kind::kPod || kind == Kind::kService) options.label_selector = kJobLabel;
+  options.transform = [kind](nlohmann::json* object) { TrimForCache(kind, object); };
   return std::make_unique<kube::Informer>(
       client_, ResourceOf(kind), options,
       [this, kind](const std::string& type, const nlohmann::json& obj) { Dispatch(kind, type, obj); });

@@ -1,7 +1,8 @@
 // Cache: the operator's informers (controller-runtime's cache), one per kind it watches:
 // TrainingJobs (in the watched namespace), the jobs' Pods and Services (labelled
 // star.dev/job, same namespace) and NodeAllocations (cluster-scoped). Controllers add
-// handlers before Start and read objects from it afterwards.
+// handlers before Start and read objects from it afterwards. Objects are cached (and
+// handed to handlers) as TrimForCache leaves them.
 #pragma once
 
 #include <chrono>
@@ -21,6 +22,18 @@
 namespace star::op {
 
 enum class Kind { kTrainingJob, kPod, kService, kNodeAllocation };
+
+// What the cache keeps of an object of `kind` (its informer's transform), so that it holds
+// no more than the operator reads. Every kind loses metadata.managedFields. Pods keep
+// apiVersion, kind; metadata name, namespace, uid, resourceVersion, labels,
+// deletionTimestamp and the kPodTemplateHashAnnotation annotation; spec.nodeName and each
+// container's name and resources; status phase and message. Services keep apiVersion,
+// kind and metadata name, namespace, uid, resourceVersion, labels. TrainingJobs also
+// lose the kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the
+// spec); NodeAllocations keep the rest (the operator writes them back whole: an update
+// without managedFields leaves the server's as they are). A value that is not an object
+// is left as it is.
+void TrimForCache(Kind kind, nlohmann::json* object);
 
 class Cache {
  public:
