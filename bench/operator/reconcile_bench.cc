@@ -5,7 +5,7 @@
 //   operator_reconcile_bench [--kubeconfig FILE] [--namespace star-bench] [--jobs 500]
 //                            [--workers 16] [--timeout 600] [--nodes 50]
 //                            [--bind-threads 4] [--report-rounds 30] [--report-threads 8]
-//                            [--operator PATH] [--operator-log FILE] [--keep]
+//                            [--operator PATH] [--operator-log FILE] [--no-restart] [--keep]
 //
 // The cluster: --kubeconfig (default $KUBECONFIG), a cluster admin, with the CRDs applied.
 // bench/operator/run.sh starts a throwaway one (scripts/cluster.sh) and runs this.
@@ -32,6 +32,10 @@
 //    --report-threads threads, each owning whole jobs; in every tenth job worker 1
 //    computes 4x slower, so those jobs' loops decide (and record the decisions in status).
 //    Prints reports/s, the latency of one report (p50, p99, max), the decisions seen.
+//
+// 4. Restart, unless --no-restart: stops star-operator and starts a new one, which lists
+//    every object of the phases above into its caches (in pages) and reconciles every job
+//    once more; prints when it was ready, its reconciles until quiet and its memory.
 //
 // Then (unless --keep) deletes the jobs while the operator still runs (it releases their
 // finalizers), the Nodes and their Leases, the namespace (the pod garbage collector removes
@@ -184,17 +188,20 @@ class OperatorProcess {
   ~OperatorProcess() { Stop(); }
 
   // Starts `argv` and waits (at most `timeout`) for its "ready" line; report_url() is then
-  // the endpoint it printed. `log` "" = the operator's stderr is the bench's.
+  // the endpoint it printed. `log` "" = the operator's stderr is the bench's (truncated by
+  // the first Start, appended to by later ones).
   bool Start(const std::vector<std::string>& argv, const std::string& log, std::chrono::seconds timeout) {
     int out[2];
     if (pipe(out) != 0) return false;
+    const bool restarted = started_;  // a restart's log follows the first one's
+    started_ = true;
     pid_ = fork();
     if (pid_ < 0) return false;
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       dup2(out[1], STDOUT_FILENO);
       if (!log.empty()) {
-        const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int fd = open(log.c_str(), O_WRONLY | O_CREAT | (restarted ? O_APPEND : O_TRUNC), 0644);
         if (fd >= 0) dup2(fd, STDERR_FILENO);
       }
       close(out[0]);
@@ -266,6 +273,7 @@ class OperatorProcess {
  private:
   pid_t pid_ = -1;
   int out_ = -1;
+  bool started_ = false;
   std::string report_url_;
   std::thread drain_;
 };
@@ -672,6 +680,31 @@ bool ReportPhase(kube::Client& kc, const std::string& ns, const std::string& rep
   return failures == 0;
 }
 
+// The restart phase (see the file comment): stops `oper`, starts it again with `argv` and
+// waits until its reconciles are quiet; *peak becomes the larger VmHWM. False when the new
+// one is not ready within 120 s or exits.
+bool RestartPhase(OperatorProcess* oper, const std::vector<std::string>& argv, const std::string& log,
+                  int metrics_port, int jobs, int timeout_s, double* peak) {
+  oper->Stop();
+  const auto t0 = Clock::now();
+  if (!oper->Start(argv, log, std::chrono::seconds(120))) {
+    std::printf("restart: star-operator did not print \"ready\" within 120 s\n");
+    return false;
+  }
+  const double ready = Seconds(t0, Clock::now());
+  const double rss_ready = oper->MemoryMiB("VmRSS"), hwm_ready = oper->MemoryMiB("VmHWM");
+  const Scrape after = WaitForQuiet(metrics_port, Clock::now() + std::chrono::seconds(timeout_s));
+  const double hwm = oper->MemoryMiB("VmHWM");
+  std::printf("restart: a new star-operator ready (caches listed) after %.2f s, VmRSS %.1f MiB, VmHWM %.1f MiB; "
+              "reconciles until quiet %.2f s after the start: %s; reconcile p99 %s; memory MiB then VmRSS %.1f, "
+              "VmHWM %.1f\n",
+              ready, rss_ready, hwm_ready, Seconds(t0, Clock::now()), ReconcileCounts(Scrape{}, after, jobs).c_str(),
+              Quantile({}, after.reconcile_buckets, 0.99).c_str(), oper->MemoryMiB("VmRSS"), hwm);
+  std::fflush(stdout);
+  *peak = std::max(*peak, hwm);
+  return oper->alive();
+}
+
 // Deletes the jobs (the operator, still running, takes their pods out of the
 // NodeAllocations and releases their finalizers), the fake nodes, the namespace, and the
 // nodes' NodeAllocations; waits at most `timeout` for the jobs and the namespace to go.
@@ -716,7 +749,7 @@ int main(int argc, char** argv) {
   CLI::App app{"operator_reconcile_bench: star-operator's reconcile throughput and memory on a real API server"};
   std::string kubeconfig, ns = "star-bench", operator_bin = STAR_OPERATOR_BIN, operator_log;
   int jobs = 500, workers = 16, timeout_s = 600, report_rounds = 30, report_threads = 8, nodes = 50, bind_threads = 4;
-  bool keep = false;
+  bool keep = false, restart = true;
   app.add_option("--kubeconfig", kubeconfig, "A cluster admin's kubeconfig (default $KUBECONFIG)");
   app.add_option("--namespace", ns, "Namespace to create and run the jobs in (must not exist)")->capture_default_str();
   app.add_option("--jobs", jobs, "TrainingJobs to create")->capture_default_str()->check(CLI::Range(1, 100000));
@@ -731,6 +764,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 256));
   app.add_option("--operator", operator_bin, "The star-operator binary")->capture_default_str();
   app.add_option("--operator-log", operator_log, "File for the operator's stderr (default: this one's stderr)");
+  app.add_flag("--restart,!--no-restart", restart,
+               "After the reports, restart star-operator and measure the new one (default on)");
   app.add_flag("--keep", keep, "Leave the namespace, the jobs and the fake nodes (for a throwaway cluster)");
   CLI11_PARSE(app, argc, argv);
 
@@ -766,9 +801,10 @@ int main(int argc, char** argv) {
   const int metrics_port = FreeLoopbackPort();
   OperatorProcess oper;
   const auto t_start = Clock::now();
-  if (!oper.Start({operator_bin, "--kubeconfig", kubeconfig_path, "--namespace", ns, "--report-listen", "127.0.0.1:0",
-                   "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)},
-                  operator_log, std::chrono::seconds(60))) {
+  const std::vector<std::string> operator_argv = {operator_bin, "--kubeconfig", kubeconfig_path, "--namespace", ns,
+                                                  "--report-listen", "127.0.0.1:0", "--metrics-listen",
+                                                  "127.0.0.1:" + std::to_string(metrics_port)};
+  if (!oper.Start(operator_argv, operator_log, std::chrono::seconds(60))) {
     std::cerr << "star-operator (" << operator_bin << ") did not print \"ready\" within 60 s\n";
     if (!keep) CleanUp(kc, ns, 0, nullptr, std::chrono::seconds(timeout_s));
     return 1;
@@ -862,13 +898,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   const Scrape last = ScrapeMetrics(metrics_port).value_or(Scrape{});
-  const double peak = oper.MemoryMiB("VmHWM");
-  std::printf("operator peak RSS (VmHWM) %.1f MiB (target <= 200 MB = 190.7 MiB: %s); all reconciles: %s, "
+  double peak = oper.MemoryMiB("VmHWM");
+  if (!oper.alive()) std::printf("star-operator exited during the run\n"), ok = false;
+  if (ok && restart) ok = RestartPhase(&oper, operator_argv, operator_log, metrics_port, jobs, timeout_s, &peak);
+  std::printf("operator peak RSS (VmHWM, the larger of the two processes with --restart) %.1f MiB (target <= 200 MB "
+              "= 190.7 MiB: %s); all reconciles of the first: %s, "
               "p99 %s\n",
               peak, peak <= 200e6 / (1024.0 * 1024.0) ? "met" : "NOT met", ReconcileCounts(scrape0, last, jobs).c_str(),
               Quantile(scrape0.reconcile_buckets, last.reconcile_buckets, 0.99).c_str());
   std::fflush(stdout);
-  if (!oper.alive()) std::printf("star-operator exited during the run\n"), ok = false;
 
   if (!keep) CleanUp(kc, ns, jobs, fake.get(), std::chrono::seconds(timeout_s));
   if (fake) fake->Stop();
