@@ -166,7 +166,7 @@ func newTestProxy(t *testing.T) *testProxy {
 	server.EnableHTTP2 = true
 	server.StartTLS()
 	t.Cleanup(server.Close)
-	control := httptest.NewServer(controlHandler(rules, log.New(io.Discard, "", 0)))
+	control := httptest.NewServer(controlHandler(rules, p.traffic, log.New(io.Discard, "", 0)))
 	t.Cleanup(control.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
@@ -409,4 +409,44 @@ func writeFile(t *testing.T, text string) string {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(path, []byte(text), 0o600)
 	return path
+}
+
+func TestTrafficCountsRequestsAndTheWatchesOpenNow(t *testing.T) {
+	p := newTestProxy(t)
+	c := p.client()
+	traffic := func() (result struct {
+		Requests      map[string]map[string]int
+		ActiveWatches int
+	}) {
+		_, body := get(t, http.DefaultClient, p.control+"/traffic")
+		if err := json.Unmarshal([]byte(body), &result); err != nil {
+			t.Fatalf("GET /traffic: %s", body)
+		}
+		return result
+	}
+	waitForWatches := func(n int) {
+		for i := 0; traffic().ActiveWatches != n; i++ {
+			if i == 500 {
+				t.Fatalf("active watches: %d, want %d", traffic().ActiveWatches, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		get(t, c, p.url+"/api/v1/namespaces/ns/pods")
+	}
+	if n := traffic().Requests["pods"]["list"]; n != 2 {
+		t.Fatalf("pods list: %d, want 2", n)
+	}
+	p.addRule(t, `{"verb":"watch","resource":"pods","dropWatchAfterEvents":1}`)
+	lines, end := watch(t, c, p.url+"/api/v1/namespaces/ns/pods?watch=true")
+	waitForWatches(1)
+	p.upstream.events <- `{"type":"ADDED","object":{"n":0}}`
+	for range lines {
+	}
+	<-end
+	waitForWatches(0)
+	if n := traffic().Requests["pods"]["watch"]; n != 1 {
+		t.Fatalf("pods watch: %d, want 1", n)
+	}
 }

@@ -135,7 +135,7 @@ func setup(f flags, logger *log.Logger) (*proxy, *ruleSet, *tls.Config, error) {
 		t.MaxIdleConnsPerHost = 100
 		return t
 	}
-	p := newProxy(upstream, transport(clientCerts), transport(nil), rules, logger)
+	p := newProxy(upstream, transport(clientCerts), transport(nil), rules, newTraffic(), logger)
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(ca)
 	serverTLS := &tls.Config{
@@ -172,7 +172,7 @@ func run(f flags, logger *log.Logger) error {
 	if err != nil {
 		return usagef("--listen: %w", err)
 	}
-	control := &http.Server{Handler: controlHandler(rules, logger), ErrorLog: logger, ReadHeaderTimeout: 10 * time.Second}
+	control := &http.Server{Handler: controlHandler(rules, p.traffic, logger), ErrorLog: logger, ReadHeaderTimeout: 10 * time.Second}
 	server := &http.Server{Handler: p, TLSConfig: serverTLS, ErrorLog: logger, ReadHeaderTimeout: 30 * time.Second}
 	errs := make(chan error, 2)
 	go func() { errs <- control.Serve(controlLn) }()

@@ -17,6 +17,7 @@ import (
 // proxy forwards requests to the API server, applying the first matching rule's fault.
 type proxy struct {
 	rules    *ruleSet
+	traffic  *traffic
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
 	log      *log.Logger
@@ -27,8 +28,9 @@ type faultKey struct{}
 // newProxy forwards to upstream: with withCert (the proxy's own client certificate) unless
 // the request carries an Authorization header, which goes on unchanged through
 // withoutCert (the API server would otherwise authenticate the certificate, not the token).
-func newProxy(upstream *url.URL, withCert, withoutCert http.RoundTripper, rules *ruleSet, logger *log.Logger) *proxy {
-	p := &proxy{rules: rules, upstream: upstream, log: logger}
+func newProxy(upstream *url.URL, withCert, withoutCert http.RoundTripper, rules *ruleSet, seen *traffic,
+	logger *log.Logger) *proxy {
+	p := &proxy{rules: rules, traffic: seen, upstream: upstream, log: logger}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      authRouting{withCert: withCert, withoutCert: withoutCert},
@@ -72,6 +74,10 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := parseRequest(r.Method, r.URL)
+	p.traffic.seen(info)
+	if info.Verb == "watch" {
+		defer p.traffic.watchOpened()()
+	}
 	rule, ok := p.rules.take(info)
 	if !ok {
 		p.rp.ServeHTTP(w, r)
@@ -170,8 +176,12 @@ func writeStatus(w http.ResponseWriter, rule ruleState) {
 //	POST   /faults       a rule or an array of rules; 201 {"rules": [the rules with their ids]}
 //	DELETE /faults       removes every rule: {"removed": N}
 //	DELETE /faults/{id}  removes one: {"removed": 1}, 404 if there is none
-func controlHandler(rules *ruleSet, logger *log.Logger) http.Handler {
+//	GET    /traffic      {"requests": {resource: {verb: N}}, "activeWatches": N}
+func controlHandler(rules *ruleSet, seen *traffic, logger *log.Logger) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /traffic", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, seen.snapshot())
+	})
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"rules": rules.list()})
 	})
