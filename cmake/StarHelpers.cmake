@@ -39,15 +39,21 @@ endfunction()
 
 # star_module(TARGET name DIR src-dir INCLUDE include-dir LABEL label
 #             [DEPS targets...] [PRIVATE_DEPS targets...] [TEST_LIBS targets...])
-# A static library of every DIR/*.cc that is not a test, and one test executable of
-# every DIR/*_test.cc (labelled LABEL). Sources are globbed, so a new file needs no edit.
+# A static library of every DIR/*.cc that is not a test, one test executable of every
+# DIR/*_test.cc (labelled LABEL), and one of every DIR/*_k8s_test.cc, run on the real
+# cluster (TARGET_k8s_test, star_k8s_gtest). Sources are globbed, so a new file needs no
+# edit.
 function(star_module)
   cmake_parse_arguments(ARG "" "TARGET;DIR;INCLUDE;LABEL" "DEPS;PRIVATE_DEPS;TEST_LIBS" ${ARGN})
   file(GLOB _all CONFIGURE_DEPENDS ${ARG_DIR}/*.cc)
   file(GLOB _tests CONFIGURE_DEPENDS ${ARG_DIR}/*_test.cc)
+  file(GLOB _k8s_tests CONFIGURE_DEPENDS ${ARG_DIR}/*_k8s_test.cc)
   set(_srcs ${_all})
   if(_tests)
     list(REMOVE_ITEM _srcs ${_tests})
+  endif()
+  if(_k8s_tests)
+    list(REMOVE_ITEM _tests ${_k8s_tests})
   endif()
   if(_srcs)
     add_library(${ARG_TARGET} STATIC ${_srcs})
@@ -64,4 +70,59 @@ function(star_module)
                   LIBS ${ARG_TARGET} ${ARG_PRIVATE_DEPS} ${ARG_TEST_LIBS})
     target_include_directories(${ARG_TARGET}_test PRIVATE ${ARG_DIR}/..)
   endif()
+  if(_k8s_tests AND STAR_BUILD_TESTS)
+    star_k8s_gtest(${ARG_TARGET}_k8s_test SOURCES ${_k8s_tests} LABELS ${ARG_LABEL}
+                   LIBS ${ARG_TARGET} ${ARG_PRIVATE_DEPS} ${ARG_TEST_LIBS})
+    target_include_directories(${ARG_TARGET}_k8s_test PRIVATE ${ARG_DIR}/..)
+  endif()
+endfunction()
+
+# The environment every test on the real cluster gets (tests/k8s starts the cluster).
+set(STAR_K8S_TEST_ENV
+    KUBECONFIG=${STAR_K8S_CLUSTER_DIR}/kubeconfig
+    STAR_KUBECTL=${STAR_K8S_BIN}/kubectl
+    STAR_HELM=${STAR_K8S_BIN}/helm
+    STAR_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+    STAR_CLUSTER_DIR=${STAR_K8S_CLUSTER_DIR}
+    CACHE INTERNAL "environment of the k8s tests")
+
+# star_k8s_test(NAME COMMAND... [LABELS l...] [ENV k=v...] [LOCK] [TIMEOUT s]): a test on
+# the k8s_cluster fixture's real cluster (tests/k8s), labelled k8s; registered only where
+# that cluster can run (STAR_K8S_TESTS). LOCK serializes the tests that run an operator
+# (they share the test node's NodeAllocation).
+function(star_k8s_test name)
+  cmake_parse_arguments(ARG "LOCK" "TIMEOUT" "COMMAND;LABELS;ENV" ${ARGN})
+  if(NOT STAR_K8S_TESTS)
+    return()
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  add_test(NAME ${name} COMMAND ${ARG_COMMAND})
+  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED k8s_cluster LABELS "k8s;${ARG_LABELS}"
+                       TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${STAR_K8S_TEST_ENV};${ARG_ENV}")
+  if(ARG_LOCK)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK star_k8s_node_allocation)
+  endif()
+endfunction()
+
+# star_k8s_gtest(NAME SOURCES... LABELS l... LIBS lib... [LOCK] [TIMEOUT s]): a GoogleTest
+# executable of tests on the real cluster, run whole as one star_k8s_test (so that the
+# fixture applies to every case; gtest_discover_tests would register each case alone).
+function(star_k8s_gtest name)
+  cmake_parse_arguments(ARG "LOCK" "TIMEOUT" "SOURCES;LABELS;LIBS" ${ARGN})
+  if(NOT STAR_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  set(_lock "")
+  if(ARG_LOCK)
+    set(_lock LOCK)
+  endif()
+  star_k8s_test(${name} ${_lock} LABELS ${ARG_LABELS} TIMEOUT ${ARG_TIMEOUT} COMMAND $<TARGET_FILE:${name}>)
 endfunction()

@@ -1,54 +1,104 @@
-// The client over real TLS: the emulator serves HTTPS with certificates a throwaway CA
-// signed; the client verifies it, refuses a wrong CA or host name, and authenticates with
-// client certificates, rotating token files and exec plugins.
+// The client over real TLS to the real API server (test_env.h): it verifies the server
+// against the cluster's CA and refuses a wrong CA or host name; it authenticates with client
+// certificates, and with ServiceAccount tokens from the TokenRequest API that it reads again
+// when they rotate (a token file, a pod's service-account files, an exec plugin). A token is
+// revoked by deleting the Secret it is bound to.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "star/kube/client.h"
+#include "star/test_support/process.h"
 #include "star/test_support/tls.h"
 #include "test_env.h"
 
 namespace star::kube {
 namespace {
 
+using nlohmann::json;
 using star::test_support::CertifiedKey;
 using star::test_support::TestCa;
 using star::test_support::WriteTextFile;
-using testing::TempDir;
+using testing::ClusterTest;
+using testing::WaitFor;
+using namespace std::chrono_literals;
 
-class ClientTlsTest : public ::testing::Test {
+ResourceRef Secrets() { return {"", "v1", "secrets", true, "Secret"}; }
+ResourceRef Roles() { return {"rbac.authorization.k8s.io", "v1", "roles", true, "Role"}; }
+ResourceRef RoleBindings() { return {"rbac.authorization.k8s.io", "v1", "rolebindings", true, "RoleBinding"}; }
+
+class ClientTlsTest : public ClusterTest {
  protected:
-  // Serves HTTPS with a certificate for `dns` and `ips`, signed by ca_.
-  void Serve(const std::vector<std::string>& dns = {"localhost"}, const std::vector<std::string>& ips = {"127.0.0.1"},
-             apiserver::ApiServerOptions options = {}) {
-    const CertifiedKey serving = ca_.IssueServer(dns, ips);
-    options.crds_dir = STAR_CRDS_DIR;
-    options.tls.cert_file = WriteTextFile(dir_.path() + "/server.crt", serving.cert);
-    options.tls.key_file = WriteTextFile(dir_.path() + "/server.key", serving.key);
-    options.tls.ca_file = WriteTextFile(dir_.path() + "/ca.crt", ca_.cert_pem());
-    server_ = std::make_unique<apiserver::ApiServer>(std::move(options));
-    const Status started = server_->Start();
-    ASSERT_TRUE(started.ok()) << started;
+  // The cluster's CA, as a file.
+  std::string ClusterCa() {
+    if (!admin_.ca_file.empty()) return admin_.ca_file;
+    return WriteTextFile(dir_.path() + "/cluster-ca.crt", admin_.ca_data);
   }
 
-  ClientOptions Options() const {
+  // To the API server (or `server`), verified against the cluster's CA, with no credentials.
+  ClientOptions Anonymous(const std::string& server = "") {
     ClientOptions o;
-    o.server = server_->url();
-    o.ca_file = dir_.path() + "/ca.crt";
+    o.server = server.empty() ? admin_.server : server;
+    o.ca_file = ClusterCa();
+    o.default_namespace = ns_;
     o.max_retries = 2;
-    o.initial_backoff = std::chrono::milliseconds(10);
+    o.initial_backoff = 10ms;
     return o;
   }
 
-  // A Get of a namespace that does not exist: NotFound proves the request was served.
+  // A Get of a pod that does not exist: NotFound proves the request was served and allowed.
   Status Probe(ClientOptions options) {
     auto client = Client::Create(std::move(options));
     if (!client.ok()) return client.status();
-    return (*client)->Get(Pods(), "default", "absent").status();
+    return (*client)->Get(Pods(), ns_, "absent").status();
+  }
+  Status ProbeWithToken(const std::string& token) {
+    ClientOptions o = Anonymous();
+    o.token = token;
+    return Probe(o);
+  }
+
+  // ServiceAccount `reader` in ns_, allowed to get pods there.
+  void MakeReader() {
+    const json sa = {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "reader"}}}};
+    ASSERT_TRUE(client_->Create(testing::ServiceAccounts(), ns_, sa).ok());
+    const json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "Role"},
+                       {"metadata", {{"name", "reader"}}},
+                       {"rules", {{{"apiGroups", {""}}, {"resources", {"pods"}}, {"verbs", {"get"}}}}}};
+    ASSERT_TRUE(client_->Create(Roles(), ns_, role).ok());
+    const json binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"},
+                          {"metadata", {{"name", "reader"}}},
+                          {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "reader"}}},
+                          {"subjects", {{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns_}}}}};
+    ASSERT_TRUE(client_->Create(RoleBindings(), ns_, binding).ok());
+  }
+
+  // A token of `reader` from the TokenRequest API (kubectl create token), bound to a new
+  // Secret `secret`: it is valid until Revoke(secret).
+  std::string Token(const std::string& secret) {
+    const json s = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", {{"name", secret}}}};
+    EXPECT_TRUE(client_->Create(Secrets(), ns_, s).ok());
+    const char* kubectl = std::getenv("STAR_KUBECTL");
+    const test_support::ProcessResult r = test_support::RunProcess(
+        {kubectl != nullptr && *kubectl != '\0' ? kubectl : "kubectl", "--kubeconfig", kubeconfig_, "-n", ns_,
+         "create", "token", "reader", "--bound-object-kind", "Secret", "--bound-object-name", secret},
+        "", 60s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string token = r.out;
+    token.erase(token.find_last_not_of(" \n") + 1);
+    EXPECT_TRUE(WaitFor([&] { return ProbeWithToken(token).code() == StatusCode::kNotFound; }))
+        << "the token of " << secret << " works";
+    return token;
+  }
+  // Deletes `secret`; returns once `token`, bound to it, is refused.
+  void Revoke(const std::string& secret, const std::string& token) {
+    ASSERT_TRUE(client_->Delete(Secrets(), ns_, secret).ok());
+    ASSERT_TRUE(WaitFor([&] { return ProbeWithToken(token).code() == StatusCode::kFailedPrecondition; }))
+        << "the token of " << secret << " is still accepted";
   }
 
   // Replaces `path` atomically, as the kubelet rotates a projected token.
@@ -57,31 +107,39 @@ class ClientTlsTest : public ::testing::Test {
     ASSERT_EQ(std::rename((path + ".new").c_str(), path.c_str()), 0);
   }
 
-  TempDir dir_;
-  TestCa ca_;
-  std::unique_ptr<apiserver::ApiServer> server_;
+  // star-faultproxy listening on 127.0.0.2, whose certificate names 127.0.0.1 and
+  // localhost only: a server with a certificate for another host.
+  std::string OtherHost() {
+    std::filesystem::create_directories(dir_.path() + "/other");
+    other_.emplace();
+    other_->Start(kubeconfig_, dir_.path() + "/other", {"--listen", "127.0.0.2:0"});
+    return other_->url();
+  }
+
+  std::optional<star::test_support::FaultProxy> other_;
 };
 
 TEST_F(ClientTlsTest, VerifiesTheServerAgainstTheKubeconfigsCa) {
-  Serve();
-  EXPECT_EQ(server_->url().rfind("https://", 0), 0u) << server_->url();
-  ASSERT_TRUE(server_->WriteKubeconfig(dir_.path() + "/kubeconfig").ok());
-  auto options = OptionsFromKubeconfig(dir_.path() + "/kubeconfig");
+  EXPECT_EQ(admin_.server.rfind("https://", 0), 0u) << admin_.server;
+  auto options = OptionsFromKubeconfig(kubeconfig_);
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->ca_data, ca_.cert_pem()) << "certificate-authority-data";
+  EXPECT_EQ(options->ca_file, ClusterCa()) << "certificate-authority";
+  options->default_namespace = ns_;
   auto client = Client::Create(*options);
   ASSERT_TRUE(client.ok()) << client.status();
-  nlohmann::json pod = {{"metadata", {{"name", "p"}}}, {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
-  ASSERT_TRUE((*client)->Create(Pods(), "default", pod).ok());
-  auto got = (*client)->Get(Pods(), "default", "p");
+  ASSERT_TRUE((*client)->Create(Pods(), ns_, Pod("p")).ok());
+  auto got = (*client)->Get(Pods(), ns_, "p");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ((*got)["metadata"]["name"], "p");
-  EXPECT_EQ(Probe(Options()).code(), StatusCode::kNotFound) << "ca_file works as well";
+  ClientOptions data = Anonymous();
+  data.ca_file.clear();
+  std::ifstream ca(ClusterCa());
+  data.ca_data.assign(std::istreambuf_iterator<char>(ca), std::istreambuf_iterator<char>());
+  EXPECT_EQ(Probe(data).code(), StatusCode::kFailedPrecondition) << "ca_data verifies it as well (anonymous: refused)";
 }
 
 TEST_F(ClientTlsTest, AWrongCaIsRefusedAtOnceWithAClearError) {
-  Serve();
-  ClientOptions o = Options();
+  ClientOptions o = Anonymous();
   o.ca_file = "";
   o.ca_data = TestCa("another-ca").cert_pem();
   const Status s = Probe(o);
@@ -94,123 +152,89 @@ TEST_F(ClientTlsTest, AWrongCaIsRefusedAtOnceWithAClearError) {
 }
 
 TEST_F(ClientTlsTest, ACertificateForAnotherHostIsRefused) {
-  Serve({"api.other.example"}, {});
-  const Status s = Probe(Options());
+  const std::string other = OtherHost();
+  ASSERT_EQ(other.rfind("https://127.0.0.2:", 0), 0u) << other;
+  const Status s = Probe(Anonymous(other));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("IP address mismatch"), std::string::npos) << s;
-  EXPECT_NE(s.message().find("CA " + dir_.path() + "/ca.crt"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("CA " + ClusterCa()), std::string::npos) << s;
 }
 
 TEST_F(ClientTlsTest, InsecureSkipTlsVerifyAcceptsAnyCertificate) {
-  Serve({"api.other.example"}, {});
-  ClientOptions o = Options();
+  ClientOptions o = Anonymous(OtherHost());
   o.ca_file = "";
   o.insecure_skip_tls_verify = true;
+  o.client_cert_file = admin_.client_cert_file;
+  o.client_key_file = admin_.client_key_file;
+  o.client_cert_data = admin_.client_cert_data;
+  o.client_key_data = admin_.client_key_data;
   EXPECT_EQ(Probe(o).code(), StatusCode::kNotFound);
 }
 
-TEST_F(ClientTlsTest, BadCaOrCertificateFilesAreErrorsOfCreate) {
-  Serve();
-  ClientOptions o = Options();
-  o.ca_file = WriteTextFile(dir_.path() + "/garbage.crt", "not a certificate\n");
-  Status s = Client::Create(o).status();
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("ca_file " + dir_.path() + "/garbage.crt: not a PEM CA bundle"), std::string::npos) << s;
-
-  const CertifiedKey a = ca_.IssueClient("a"), b = ca_.IssueClient("b");
-  o = Options();
-  o.client_cert_data = a.cert;
-  o.client_key_data = b.key;
-  s = Client::Create(o).status();
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("the key does not match it"), std::string::npos) << s;
-
-  o = Options();
-  o.client_cert_file = dir_.path() + "/absent.crt";
-  o.client_key_file = dir_.path() + "/absent.key";
-  s = Client::Create(o).status();
-  EXPECT_NE(s.message().find("client_cert_file " + dir_.path() + "/absent.crt: cannot be read"), std::string::npos)
-      << s;
-}
-
-TEST_F(ClientTlsTest, TheEmulatorRefusesTlsFilesItCannotReadAtStart) {
-  const CertifiedKey serving = ca_.IssueServer({"localhost"});
-  apiserver::ApiServerOptions o;
-  o.tls.cert_file = WriteTextFile(dir_.path() + "/server.crt", serving.cert);
-  o.tls.key_file = WriteTextFile(dir_.path() + "/server.key", serving.key);
-  o.tls.ca_file = dir_.path() + "/absent-ca.crt";
-  apiserver::ApiServer server(o);
-  const Status s = server.Start();
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("tls.ca_file " + o.tls.ca_file + ": cannot be read"), std::string::npos) << s;
-}
-
-TEST_F(ClientTlsTest, ClientCertificatesAuthenticateWhenTheServerRequiresThem) {
-  apiserver::ApiServerOptions required;
-  required.tls.client_ca_file = WriteTextFile(dir_.path() + "/client-ca.crt", ca_.cert_pem());
-  const CertifiedKey admin = ca_.IssueClient("admin", {"system:masters"});
-  required.kubeconfig_user.client_cert_file = WriteTextFile(dir_.path() + "/admin.crt", admin.cert);
-  required.kubeconfig_user.client_key_file = WriteTextFile(dir_.path() + "/admin.key", admin.key);
-  Serve({"localhost"}, {"127.0.0.1"}, required);
-
-  EXPECT_EQ(Probe(Options()).code(), StatusCode::kUnavailable) << "no certificate: the handshake fails";
-  const CertifiedKey stranger = TestCa("stranger-ca").IssueClient("eve");
-  ClientOptions o = Options();
+TEST_F(ClientTlsTest, ClientCertificatesAuthenticate) {
+  EXPECT_EQ(Probe(Anonymous()).code(), StatusCode::kFailedPrecondition) << "no certificate: anonymous, refused";
+  const CertifiedKey stranger = TestCa("stranger-ca").IssueClient("eve", {"system:masters"});
+  ClientOptions o = Anonymous();
   o.client_cert_data = stranger.cert;
   o.client_key_data = stranger.key;
-  EXPECT_EQ(Probe(o).code(), StatusCode::kUnavailable) << "a certificate the server's CA did not sign";
+  EXPECT_EQ(Probe(o).code(), StatusCode::kFailedPrecondition) << "a certificate the cluster's CA did not sign";
 
-  o = Options();
-  o.client_cert_data = admin.cert;
-  o.client_key_data = admin.key;
+  o = Anonymous();
+  o.client_cert_file = admin_.client_cert_file;
+  o.client_key_file = admin_.client_key_file;
+  ASSERT_FALSE(o.client_cert_file.empty()) << "the cluster's kubeconfig names the admin's certificate file";
+  EXPECT_EQ(Probe(o).code(), StatusCode::kNotFound) << "client-certificate and client-key files";
+  std::ifstream cert(o.client_cert_file), key(o.client_key_file);
+  o.client_cert_data.assign(std::istreambuf_iterator<char>(cert), std::istreambuf_iterator<char>());
+  o.client_key_data.assign(std::istreambuf_iterator<char>(key), std::istreambuf_iterator<char>());
+  o.client_cert_file.clear();
+  o.client_key_file.clear();
   EXPECT_EQ(Probe(o).code(), StatusCode::kNotFound) << "-data";
-  ASSERT_TRUE(server_->WriteKubeconfig(dir_.path() + "/kubeconfig").ok());
-  auto from_file = OptionsFromKubeconfig(dir_.path() + "/kubeconfig");
-  ASSERT_TRUE(from_file.ok()) << from_file.status();
-  EXPECT_EQ(from_file->client_cert_file, dir_.path() + "/admin.crt");
-  EXPECT_EQ(Probe(*from_file).code(), StatusCode::kNotFound) << "client-certificate and client-key files";
 }
 
 TEST_F(ClientTlsTest, ARotatedTokenFileIsReadAgain) {
-  apiserver::ApiServerOptions tokens;
-  tokens.tokens = {"first"};
-  Serve({"localhost"}, {"127.0.0.1"}, tokens);
-  ClientOptions o = Options();
-  o.token_file = WriteTextFile(dir_.path() + "/token", "first\n");
+  ASSERT_NO_FATAL_FAILURE(MakeReader());
+  UseFaultProxy();  // it counts the requests
+  const std::string first = Token("first");
+  ClientOptions o = Anonymous(proxy_->url());
+  o.token_file = WriteTextFile(dir_.path() + "/token", first + "\n");
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
-  EXPECT_EQ((*client)->Get(Pods(), "default", "absent").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*client)->Get(Pods(), ns_, "absent").status().code(), StatusCode::kNotFound);
 
-  server_->SetTokens({"second"});
-  Rotate(o.token_file, "second\n");
-  EXPECT_EQ((*client)->Get(Pods(), "default", "absent").status().code(), StatusCode::kNotFound)
+  const std::string second = Token("second");
+  Rotate(o.token_file, second + "\n");
+  ASSERT_NO_FATAL_FAILURE(Revoke("first", first));
+  EXPECT_EQ((*client)->Get(Pods(), ns_, "absent").status().code(), StatusCode::kNotFound)
       << "the rotated token is sent";
 
-  server_->SetTokens({"third"});
-  const int refused = server_->unauthorized();
-  const Status stale = (*client)->Get(Pods(), "default", "absent").status();
+  ASSERT_NO_FATAL_FAILURE(Revoke("second", second));
+  const int before = Requests("pods", "get");
+  const Status stale = (*client)->Get(Pods(), ns_, "absent").status();
   EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition) << stale;
-  EXPECT_EQ(server_->unauthorized() - refused, 2) << "one 401, the file read again, one more try";
+  EXPECT_EQ(Requests("pods", "get") - before, 2) << "one 401, the file read again, one more try";
 }
 
 TEST_F(ClientTlsTest, AnInClusterTokenIsFollowedThroughItsRotations) {
-  apiserver::ApiServerOptions tokens;
-  tokens.tokens = {"sa-1"};
-  Serve({"localhost"}, {"127.0.0.1"}, tokens);
+  ASSERT_NO_FATAL_FAILURE(MakeReader());
+  const std::string first = Token("first");
   const std::string root = dir_.path() + "/serviceaccount";
   std::filesystem::create_directories(root);
-  WriteTextFile(root + "/token", "sa-1");
-  WriteTextFile(root + "/ca.crt", ca_.cert_pem());
-  WriteTextFile(root + "/namespace", "default");
+  WriteTextFile(root + "/token", first);
+  std::ifstream ca(ClusterCa());
+  WriteTextFile(root + "/ca.crt", std::string(std::istreambuf_iterator<char>(ca), std::istreambuf_iterator<char>()));
+  WriteTextFile(root + "/namespace", ns_);
+  const std::string port = admin_.server.substr(admin_.server.rfind(':') + 1);
   testing::ScopedEnv host("KUBERNETES_SERVICE_HOST", "127.0.0.1");
-  testing::ScopedEnv port("KUBERNETES_SERVICE_PORT", std::to_string(server_->port()).c_str());
+  testing::ScopedEnv port_env("KUBERNETES_SERVICE_PORT", port.c_str());
   auto options = InClusterOptions(root);
   ASSERT_TRUE(options.ok()) << options.status();
   auto client = Client::Create(*options);
   ASSERT_TRUE(client.ok()) << client.status();
-  EXPECT_EQ((*client)->Get(Pods(), "", "absent").status().code(), StatusCode::kNotFound);
-  server_->SetTokens({"sa-2"});
-  Rotate(root + "/token", "sa-2");
+  EXPECT_EQ((*client)->Get(Pods(), "", "absent").status().code(), StatusCode::kNotFound) << "in the pod's namespace";
+  const std::string second = Token("second");
+  Rotate(root + "/token", second);
+  ASSERT_NO_FATAL_FAILURE(Revoke("first", first));
   EXPECT_EQ((*client)->Get(Pods(), "", "absent").status().code(), StatusCode::kNotFound);
 }
 
@@ -241,39 +265,38 @@ int Lines(const std::string& path) {
 }
 
 TEST_F(ClientTlsTest, AnExecPluginsTokenIsCachedAndRenewedAfterA401) {
-  apiserver::ApiServerOptions tokens;
-  tokens.tokens = {"exec-1"};
-  Serve({"localhost"}, {"127.0.0.1"}, tokens);
-  ClientOptions o = Options();
+  ASSERT_NO_FATAL_FAILURE(MakeReader());
+  const std::string first = Token("first");
+  ClientOptions o = Anonymous();
   o.exec = ExecConfig{};
   o.exec->command = WritePlugin(dir_.path());
   o.exec->provide_cluster_info = true;
-  WriteTextFile(dir_.path() + "/credential.json", Credential("exec-1"));
+  WriteTextFile(dir_.path() + "/credential.json", Credential(first));
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ((*client)->Get(Pods(), "default", "absent").status().code(), StatusCode::kNotFound);
+    EXPECT_EQ((*client)->Get(Pods(), ns_, "absent").status().code(), StatusCode::kNotFound);
   }
   EXPECT_EQ(Lines(dir_.path() + "/runs"), 1) << "no expiry: cached until a 401";
   const nlohmann::json info = nlohmann::json::parse(std::ifstream(dir_.path() + "/exec-info"), nullptr, false);
   EXPECT_EQ(info.value("kind", ""), "ExecCredential") << info;
-  EXPECT_EQ(info["spec"]["cluster"].value("server", ""), server_->url()) << info;
+  EXPECT_EQ(info["spec"]["cluster"].value("server", ""), admin_.server) << info;
 
-  server_->SetTokens({"exec-2"});
-  WriteTextFile(dir_.path() + "/credential.json", Credential("exec-2"));
-  EXPECT_EQ((*client)->Get(Pods(), "default", "absent").status().code(), StatusCode::kNotFound);
+  const std::string second = Token("second");
+  WriteTextFile(dir_.path() + "/credential.json", Credential(second));
+  ASSERT_NO_FATAL_FAILURE(Revoke("first", first));
+  EXPECT_EQ((*client)->Get(Pods(), ns_, "absent").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(Lines(dir_.path() + "/runs"), 2) << "the 401 ran the plugin again";
 }
 
 TEST_F(ClientTlsTest, AnExecPluginThatFailsIsAnErrorNamingIt) {
-  Serve();
-  ClientOptions o = Options();
+  ClientOptions o = Anonymous();
   o.exec = ExecConfig{};
   o.exec->command = WritePlugin(dir_.path());
   o.exec->env = {{"PLUGIN_FAIL", "no cloud session"}};
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
-  Status s = (*client)->Get(Pods(), "default", "absent").status();
+  Status s = (*client)->Get(Pods(), ns_, "absent").status();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("exec plugin " + o.exec->command + ": exited with 3: no cloud session"),
             std::string::npos)
@@ -283,7 +306,7 @@ TEST_F(ClientTlsTest, AnExecPluginThatFailsIsAnErrorNamingIt) {
   o.exec->install_hint = "install star-no-such-plugin first";
   client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
-  s = (*client)->Get(Pods(), "default", "absent").status();
+  s = (*client)->Get(Pods(), ns_, "absent").status();
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s;
   EXPECT_NE(s.message().find("install star-no-such-plugin first"), std::string::npos) << s;
 }

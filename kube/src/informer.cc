@@ -106,14 +106,12 @@ json Informer::Prepared(json object) const {
   return object;
 }
 
-void Informer::Notify(const Events& events) {
+void Informer::Notify(const std::string& type, const json& object) {
   if (!handler_) return;
-  for (const auto& [type, object] : events) {
-    // A handler that throws must neither end this thread nor replay the watch.
-    try {
-      handler_(type, object);
-    } catch (const std::exception&) {
-    }
+  // A handler that throws must neither end this thread nor replay the watch.
+  try {
+    handler_(type, object);
+  } catch (const std::exception&) {
   }
 }
 
@@ -161,26 +159,31 @@ Status Informer::Relist(std::string* rv) {
     ReportList(listed);
     return listed;
   }
-  Events events;  // the difference to the cache
+  // The difference to the cache. Added and modified objects are named by key and handed
+  // to the handler from the cache (only this thread writes it), deleted ones moved out of
+  // the old cache: no list-sized copy.
+  std::vector<std::pair<const char*, std::string>> changed;
+  Events deleted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, object] : next) {
       auto old = cache_.find(key);
       if (old == cache_.end()) {
-        events.emplace_back("ADDED", object);
+        changed.emplace_back("ADDED", key);
       } else if (MetaString(old->second, "resourceVersion") != MetaString(object, "resourceVersion")) {
-        events.emplace_back("MODIFIED", object);
+        changed.emplace_back("MODIFIED", key);
       }
     }
-    for (const auto& [key, object] : cache_) {
-      if (next.count(key) == 0) events.emplace_back("DELETED", object);
+    for (auto& [key, object] : cache_) {
+      if (next.count(key) == 0) deleted.emplace_back("DELETED", std::move(object));
     }
     cache_ = std::move(next);
     ++lists_;
     synced_ = true;
   }
   cv_.notify_all();
-  Notify(events);
+  for (const auto& [type, key] : changed) Notify(type, cache_.at(key));
+  for (const auto& [type, object] : deleted) Notify(type, object);
   ReportList(Status());
   return Status();
 }
@@ -226,7 +229,7 @@ Status Informer::WatchFrom(const WatchOptions& options, std::string* rv, bool* c
         }
         if (!event_rv.empty()) *rv = event_rv;
         *changed = true;
-        Notify({{e.type, object}});
+        Notify(e.type, object);
         return !stop_;
       },
       &stop_);

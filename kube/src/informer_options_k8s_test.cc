@@ -13,7 +13,7 @@ namespace star::kube {
 namespace {
 
 using nlohmann::json;
-using testing::EmulatorTest;
+using testing::ClusterTest;
 using testing::WaitFor;
 using namespace std::chrono_literals;
 
@@ -23,17 +23,22 @@ struct Outcome {
   bool synced = false;
 };
 
-class InformerOptionsTest : public EmulatorTest {
+class InformerOptionsTest : public ClusterTest {
  protected:
+  // Through the proxy from the start: the informer keeps the client it was given.
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(ClusterTest::SetUp());
+    if (!IsSkipped()) UseFaultProxy();
+  }
   void TearDown() override {
     if (informer_) informer_->Stop();
     informer_.reset();
-    EmulatorTest::TearDown();
+    ClusterTest::TearDown();
   }
 
-  // Starts an informer on the default namespace's pods, recording events and outcomes.
+  // Starts an informer on ns_'s pods, recording events and outcomes.
   void Start(InformerOptions options) {
-    options.ns = "default";
+    options.ns = ns_;
     options.relist_backoff = 10ms;
     options.on_list = [this](const Status& s) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -75,28 +80,28 @@ class InformerOptionsTest : public EmulatorTest {
 };
 
 TEST_F(InformerOptionsTest, AFieldSelectorKeepsOnlyTheMatchingObjectOnListAndWatch) {
-  ASSERT_TRUE(client_->Create(Pods(), "default", Pod("a")).ok());
-  ASSERT_TRUE(client_->Create(Pods(), "default", Pod("b")).ok());
+  ASSERT_TRUE(client_->Create(Pods(), ns_, Pod("a")).ok());
+  ASSERT_TRUE(client_->Create(Pods(), ns_, Pod("b")).ok());
   InformerOptions options;
   options.field_selector = "metadata.name=a";
   Start(options);
   ASSERT_TRUE(informer_->WaitForSync(20s));
   ASSERT_EQ(informer_->List().size(), 1u);
-  EXPECT_TRUE(informer_->Get("default/a").has_value());
+  EXPECT_TRUE(informer_->Get(Key("a")).has_value());
 
   // b changes first, then a: the watch delivers in order, so once a's change is seen any
   // change of b it were sent would have been seen too.
   const json label = {{"metadata", {{"labels", {{"v", "2"}}}}}};
-  ASSERT_TRUE(client_->MergePatch(Pods(), "default", "b", label).ok());
-  ASSERT_TRUE(client_->MergePatch(Pods(), "default", "a", label).ok());
-  ASSERT_TRUE(WaitFor([&] { return Saw("MODIFIED default/a"); }));
-  EXPECT_EQ(events(), (std::vector<std::string>{"ADDED default/a", "MODIFIED default/a"}));
-  EXPECT_FALSE(informer_->Get("default/b").has_value());
+  ASSERT_TRUE(client_->MergePatch(Pods(), ns_, "b", label).ok());
+  ASSERT_TRUE(client_->MergePatch(Pods(), ns_, "a", label).ok());
+  ASSERT_TRUE(WaitFor([&] { return Saw("MODIFIED " + Key("a")); }));
+  EXPECT_EQ(events(), (std::vector<std::string>{"ADDED " + Key("a"), "MODIFIED " + Key("a")}));
+  EXPECT_FALSE(informer_->Get(Key("b")).has_value());
 }
 
 TEST_F(InformerOptionsTest, OnListReportsAFailedListAndThenTheSyncingOne) {
-  AddFault("verb=list,resource=pods,status=403,count=1");
-  ASSERT_TRUE(client_->Create(Pods(), "default", Pod("a")).ok());
+  AddFault({{"verb", "list"}, {"resource", "pods"}, {"status", 403}, {"count", 1}});
+  ASSERT_TRUE(client_->Create(Pods(), ns_, Pod("a")).ok());
   Start({});
   ASSERT_TRUE(informer_->WaitForSync(20s));
   ASSERT_TRUE(WaitFor([&] { return outcomes().size() >= 2; }));
@@ -105,35 +110,35 @@ TEST_F(InformerOptionsTest, OnListReportsAFailedListAndThenTheSyncingOne) {
   EXPECT_FALSE(all[0].synced);
   EXPECT_TRUE(all[1].status.ok()) << all[1].status;
   EXPECT_TRUE(all[1].synced) << "OK is reported once the list is in the cache";
-  EXPECT_TRUE(Saw("ADDED default/a")) << "and after its events were handed out";
+  EXPECT_TRUE(Saw("ADDED " + Key("a"))) << "and after its events were handed out";
 }
 
 TEST_F(InformerOptionsTest, SyncedTellsAnAbsentObjectFromNothingKnown) {
-  AddFault("verb=list,resource=pods,status=403");
+  AddFault({{"verb", "list"}, {"resource", "pods"}, {"status", 403}});
   Start({});
   ASSERT_TRUE(WaitFor([&] { return ErrorAfter(0); }));
   EXPECT_FALSE(informer_->synced()) << "nothing known yet";
-  EXPECT_FALSE(informer_->Get("default/a").has_value());
+  EXPECT_FALSE(informer_->Get(Key("a")).has_value());
 
-  server_->api().faults().Clear();
+  proxy_->Clear();
   ASSERT_TRUE(informer_->WaitForSync(20s));
-  EXPECT_FALSE(informer_->Get("default/a").has_value()) << "now known not to exist";
+  EXPECT_FALSE(informer_->Get(Key("a")).has_value()) << "now known not to exist";
   EXPECT_TRUE(informer_->List().empty());
 }
 
 TEST_F(InformerOptionsTest, ListErrorsAfterTheSyncKeepTheCacheAndSynced) {
-  ASSERT_TRUE(client_->Create(Pods(), "default", Pod("a")).ok());
+  ASSERT_TRUE(client_->Create(Pods(), ns_, Pod("a")).ok());
   InformerOptions options;
   options.watch_timeout = 1s;  // the open watch ends soon after the outage begins
   Start(options);
   ASSERT_TRUE(informer_->WaitForSync(20s));
   const size_t synced_at = outcomes().size();
 
-  AddFault("verb=watch,resource=pods,status=500");
-  AddFault("verb=list,resource=pods,status=403");
+  AddFault({{"verb", "watch"}, {"resource", "pods"}, {"status", 500}});
+  AddFault({{"verb", "list"}, {"resource", "pods"}, {"status", 403}});
   ASSERT_TRUE(WaitFor([&] { return ErrorAfter(synced_at); }));
   EXPECT_TRUE(informer_->synced());
-  EXPECT_TRUE(informer_->Get("default/a").has_value()) << "the last list stays in the cache";
+  EXPECT_TRUE(informer_->Get(Key("a")).has_value()) << "the last list stays in the cache";
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Client options from kubeconfig files (the emulator's and hand-written ones) and from a
-// pod's service account.
+// Client options from kubeconfig files and from a pod's service account (the cluster's own
+// kubeconfig is read in kubeconfig_k8s_test.cc).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,7 +10,6 @@
 namespace star::kube {
 namespace {
 
-using testing::EmulatorTest;
 using testing::ScopedEnv;
 using testing::TempDir;
 
@@ -58,7 +57,14 @@ contexts:
     namespace: team-a
 )";
 
-class KubeconfigTest : public EmulatorTest {
+// One context: server `server`, a token.
+std::string OneContext(const std::string& server) {
+  return "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+         "clusters:\n- name: k\n  cluster: {server: '" + server + "'}\n"
+         "users:\n- name: u\n  user: {token: t}\n";
+}
+
+class KubeconfigTest : public ::testing::Test {
  protected:
   std::string WriteConfig(const std::string& text, const std::string& name = "config") {
     const std::string path = dir_.path() + "/" + name;
@@ -67,22 +73,6 @@ class KubeconfigTest : public EmulatorTest {
   }
   TempDir dir_;
 };
-
-TEST_F(KubeconfigTest, TheEmulatorsKubeconfigGivesAWorkingClient) {
-  const std::string path = dir_.path() + "/emulator.yaml";
-  ASSERT_TRUE(server_->WriteKubeconfig(path).ok());
-  auto options = OptionsFromKubeconfig(path);
-  ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->server, server_->url());
-  EXPECT_EQ(options->token, "star-emulator-token");
-  EXPECT_EQ(options->default_namespace, "default");
-  auto client = Client::Create(*options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_TRUE((*client)->Create(Pods(), "", Pod("p")).ok());
-  auto list = (*client)->List(Pods(), "default");
-  ASSERT_TRUE(list.ok()) << list.status();
-  EXPECT_EQ((*list)["items"].size(), 1u);
-}
 
 TEST_F(KubeconfigTest, AHandWrittenKubeconfigWithCaDataAndATokenFile) {
   const std::string path = WriteConfig(std::string(kTwoContexts) + kCaBase64 + kTwoContextsRest);
@@ -106,18 +96,17 @@ TEST_F(KubeconfigTest, AHandWrittenKubeconfigWithCaDataAndATokenFile) {
 }
 
 TEST_F(KubeconfigTest, KubeconfigEnvironmentVariableIsUsedWhenNoPathIsGiven) {
-  const std::string path = dir_.path() + "/emulator.yaml";
-  ASSERT_TRUE(server_->WriteKubeconfig(path).ok());
+  const std::string path = WriteConfig(OneContext("https://127.0.0.1:6443"), "present.yaml");
   ScopedEnv env("KUBECONFIG", (dir_.path() + "/absent.yaml:" + path).c_str());
   auto options = OptionsFromKubeconfig("");
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->server, server_->url());
+  EXPECT_EQ(options->server, "https://127.0.0.1:6443");
 }
 
 TEST_F(KubeconfigTest, AKubeconfigVariableNamingNoFileIsAnErrorNotHomesConfig) {
   // $HOME has a valid config; $KUBECONFIG names only missing files: as kubectl, an error.
   ASSERT_TRUE(std::filesystem::create_directories(dir_.path() + "/home/.kube"));
-  ASSERT_TRUE(server_->WriteKubeconfig(dir_.path() + "/home/.kube/config").ok());
+  Write(dir_.path() + "/home/.kube/config", OneContext("https://127.0.0.1:6443"));
   ScopedEnv home("HOME", (dir_.path() + "/home").c_str());
   ScopedEnv env("KUBECONFIG", (dir_.path() + "/absent.yaml").c_str());
   auto options = OptionsFromKubeconfig("");

@@ -1,5 +1,6 @@
-// Leader election on a Lease in the emulator: one leader of two, hand-over on Stop,
-// takeover of an expired lease, stepping down when the lease is taken.
+// Leader election on a Lease of the real API server (test_env.h): one leader of two,
+// hand-over on Stop, takeover of an expired lease, stepping down when the lease is taken or
+// the server cannot be reached (through star-faultproxy).
 #include <gtest/gtest.h>
 
 #include "test_env.h"
@@ -9,13 +10,14 @@ namespace star::kube {
 namespace {
 
 using nlohmann::json;
-using testing::EmulatorTest;
+using testing::ClusterTest;
 using testing::WaitFor;
 using namespace std::chrono_literals;
 
 struct Candidate {
-  Candidate(Client* client, const std::string& identity) {
+  Candidate(Client* client, const std::string& identity, const std::string& ns) {
     LeaderElectionOptions o;
+    o.ns = ns;
     o.identity = identity;
     o.name = "star-operator-test";
     o.lease_duration = 4s;
@@ -27,10 +29,10 @@ struct Candidate {
   std::unique_ptr<LeaderElector> elector;
 };
 
-class LeaderElectionTest : public EmulatorTest {
+class LeaderElectionTest : public ClusterTest {
  protected:
   json Lease() {
-    auto lease = client_->Get(Leases(), "default", "star-operator-test");
+    auto lease = client_->Get(Leases(), ns_, "star-operator-test");
     return lease.ok() ? *lease : json();
   }
   std::string Holder() {
@@ -44,7 +46,7 @@ class LeaderElectionTest : public EmulatorTest {
 };
 
 TEST_F(LeaderElectionTest, OfTwoElectorsOnOneLeaseExactlyOneLeads) {
-  Candidate a(client_.get(), "a"), b(client_.get(), "b");
+  Candidate a(client_.get(), "a", ns_), b(client_.get(), "b", ns_);
   a.elector->Start();
   b.elector->Start();
   ASSERT_TRUE(WaitFor([&] { return a.elector->leading() || b.elector->leading(); }));
@@ -64,10 +66,10 @@ TEST_F(LeaderElectionTest, OfTwoElectorsOnOneLeaseExactlyOneLeads) {
 }
 
 TEST_F(LeaderElectionTest, StoppingTheLeaderReleasesTheLeaseAndTheOtherTakesOver) {
-  Candidate a(client_.get(), "a");
+  Candidate a(client_.get(), "a", ns_);
   a.elector->Start();
   ASSERT_TRUE(WaitFor([&] { return a.elector->leading(); }));
-  Candidate b(client_.get(), "b");
+  Candidate b(client_.get(), "b", ns_);
   b.elector->Start();
   ASSERT_TRUE(WaitFor([&] { return Lease().is_object(); }));
 
@@ -83,14 +85,14 @@ TEST_F(LeaderElectionTest, StoppingTheLeaderReleasesTheLeaseAndTheOtherTakesOver
 
 TEST_F(LeaderElectionTest, AnExpiredLeaseIsTakenOver) {
   // Held by a process that died: it will never renew.
-  const json ghost = {{"metadata", {{"name", "star-operator-test"}, {"namespace", "default"}}},
+  const json ghost = {{"metadata", {{"name", "star-operator-test"}, {"namespace", ns_}}},
                       {"spec",
                        {{"holderIdentity", "ghost"},
                         {"leaseDurationSeconds", 1},
                         {"renewTime", "2025-01-01T00:00:00.000000Z"},
                         {"leaseTransitions", 3}}}};
-  ASSERT_TRUE(client_->Create(Leases(), "default", ghost).ok());
-  Candidate b(client_.get(), "b");
+  ASSERT_TRUE(client_->Create(Leases(), ns_, ghost).ok());
+  Candidate b(client_.get(), "b", ns_);
   b.elector->Start();
   ASSERT_TRUE(WaitFor([&] { return b.elector->leading(); }));
   EXPECT_EQ(Holder(), "b");
@@ -100,14 +102,14 @@ TEST_F(LeaderElectionTest, AnExpiredLeaseIsTakenOver) {
 }
 
 TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsTakenStopsLeading) {
-  Candidate a(client_.get(), "a");
+  Candidate a(client_.get(), "a", ns_);
   a.elector->Start();
   ASSERT_TRUE(WaitFor([&] { return a.elector->leading(); }));
   const Status taken = RetryOnConflict([&]() -> Status {
-    STAR_ASSIGN_OR_RETURN(json lease, client_->Get(Leases(), "default", "star-operator-test"));
+    STAR_ASSIGN_OR_RETURN(json lease, client_->Get(Leases(), ns_, "star-operator-test"));
     lease["spec"]["holderIdentity"] = "intruder";
     lease["spec"]["leaseDurationSeconds"] = 3600;
-    return client_->Update(Leases(), "default", lease).status();
+    return client_->Update(Leases(), ns_, lease).status();
   });
   ASSERT_TRUE(taken.ok()) << taken;
   ASSERT_TRUE(WaitFor([&] { return !a.elector->leading(); }));
@@ -119,16 +121,14 @@ TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsTakenStopsLeading) {
 }
 
 TEST_F(LeaderElectionTest, ALeaderCutOffFromTheApiServerStopsLeadingOnce) {
-  Candidate a(client_.get(), "a");
+  UseFaultProxy();  // before the elector copies the client's options
+  Candidate a(client_.get(), "a", ns_);
   a.elector->Start();
   ASSERT_TRUE(WaitFor([&] { return a.elector->leading(); }));
-  apiserver::FaultRule down;
-  down.resource = "leases";
-  down.status = 503;
-  server_->api().faults().Add(down);
+  AddFault({{"verb", "*"}, {"resource", "leases"}, {"status", 503}});
   ASSERT_TRUE(WaitFor([&] { return !a.elector->leading(); })) << "renewals fail until the renew deadline";
   EXPECT_EQ(a.stopped, 1);
-  server_->api().faults().Clear();
+  proxy_->Clear();
   ASSERT_TRUE(WaitFor([&] { return a.elector->leading(); })) << "leads again once its lease is reachable";
   EXPECT_EQ(a.started, 2);
 }

@@ -36,8 +36,8 @@ namespace star::op::e2e {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using apiserver::testing::BackgroundProcess;
-using apiserver::testing::ProcessResult;
+using test_support::BackgroundProcess;
+using test_support::ProcessResult;
 using namespace std::chrono_literals;
 
 constexpr char kCpuHierarchy[] = "/sys/fs/cgroup/cpu";

@@ -22,7 +22,8 @@
 
 #include "e2e_util.h"
 #include "star/operator/reconciler/job_objects.h"
-#include "test_process.h"
+#include "star/test_support/process.h"
+#include "star/test_support/temp_dir.h"
 
 namespace star::op::e2e {
 
@@ -57,7 +58,7 @@ class ClusterTest : public ::testing::Test {
     std::string suffix;
     for (int i = 0; i < 6; ++i) suffix += "abcdefghijklmnopqrstuvwxyz0123456789"[rd() % 36];
     const std::string ns = "test-op-" + suffix;
-    apiserver::testing::ProcessResult r = Kubectl({"create", "namespace", ns});
+    test_support::ProcessResult r = Kubectl({"create", "namespace", ns});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ns_ = ns;
     ASSERT_TRUE(Eventually([&] { return Kubectl({"get", "serviceaccount", "default"}).exit_code == 0; }, std::chrono::seconds(60)))
@@ -90,21 +91,21 @@ class ClusterTest : public ::testing::Test {
   }
 
   // kubectl with the cluster's kubeconfig, in the test's namespace.
-  apiserver::testing::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
+  test_support::ProcessResult Kubectl(std::vector<std::string> args, const std::string& stdin_text = "") {
     std::vector<std::string> argv = {kubectl_, "--kubeconfig", kubeconfig_, "--cache-dir", dir_.path() + "/cache"};
     if (!ns_.empty()) {
       argv.push_back("--namespace");
       argv.push_back(ns_);
     }
     argv.insert(argv.end(), args.begin(), args.end());
-    return apiserver::testing::RunProcess(argv, stdin_text, std::chrono::seconds(60));
+    return test_support::RunProcess(argv, stdin_text, std::chrono::seconds(60));
   }
 
   // `kubectl ... -o json`, parsed; null when kubectl fails (e.g. not found).
   nlohmann::json GetJson(std::vector<std::string> args) {
     args.push_back("-o");
     args.push_back("json");
-    apiserver::testing::ProcessResult r = Kubectl(args);
+    test_support::ProcessResult r = Kubectl(args);
     if (r.exit_code != 0) return nlohmann::json();
     nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
     return j.is_discarded() ? nlohmann::json() : j;
@@ -141,7 +142,7 @@ class ClusterTest : public ::testing::Test {
                                      {"kind", "Node"},
                                      {"metadata", {{"name", name}, {"labels", {{"star.dev/test-group", ns_}}}}},
                                      {"spec", {{"unschedulable", true}}}};
-    apiserver::testing::ProcessResult r = Kubectl({"apply", "-f", "-"}, manifest.dump());
+    test_support::ProcessResult r = Kubectl({"apply", "-f", "-"}, manifest.dump());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -164,7 +165,7 @@ class ClusterTest : public ::testing::Test {
   // (made with 32 CPUs if the test has not made it) unless it is bound there already, then
   // writes phase `phase` and an IP into its status.
   void SetPodPhase(const std::string& pod, const std::string& phase, const std::string& node = "") {
-    apiserver::testing::ProcessResult r;
+    test_support::ProcessResult r;
     if (!node.empty()) {
       const std::string name = NodeName(node);
       if (!MadeNodes().count(name)) {
@@ -203,7 +204,7 @@ class ClusterTest : public ::testing::Test {
   // "<namespace>/<name>": the job as its workers name it in reports.
   std::string JobKey(const std::string& name) const { return ns_ + "/" + name; }
 
-  apiserver::testing::TempDir dir_;
+  test_support::TempDir dir_;
   std::string kubectl_;     // $STAR_KUBECTL, else kubectl on PATH
   std::string kubeconfig_;  // $KUBECONFIG
   std::string ns_;          // the test's namespace

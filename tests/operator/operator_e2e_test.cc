@@ -24,7 +24,7 @@ namespace star::op {
 namespace {
 
 using nlohmann::json;
-using apiserver::testing::ProcessResult;
+using test_support::ProcessResult;
 using e2e::Eventually;
 using e2e::ReadFile;
 using namespace std::chrono_literals;

@@ -13,7 +13,7 @@
 
 #include "cluster_util.h"
 #include "e2e_util.h"
-#include "fault_proxy.h"
+#include "star/test_support/fault_proxy.h"
 #include "star/operator/reconciler/job_objects.h"
 
 namespace star::op {
@@ -36,7 +36,7 @@ class OperatorFaultsE2eTest : public e2e::OperatorTest {
 
   std::string Logs() { return ReadFile(dir_.path() + "/operator.log") + "\n--- proxy\n" + proxy_.Log(); }
 
-  e2e::FaultProxy proxy_;
+  test_support::FaultProxy proxy_;
 };
 
 TEST_F(OperatorFaultsE2eTest, AKilledOperatorRestartsWithNoDuplicateOrOrphanedPods) {

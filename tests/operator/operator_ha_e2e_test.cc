@@ -19,7 +19,7 @@
 
 #include "cluster_util.h"
 #include "e2e_util.h"
-#include "http_get.h"
+#include "star/test_support/http.h"
 // After gtest: cpprest defines a macro U that breaks gtest's templates.
 #include <cpprest/http_client.h>
 
@@ -27,11 +27,11 @@ namespace star::op {
 namespace {
 
 using nlohmann::json;
-using apiserver::testing::ProcessResult;
+using test_support::ProcessResult;
 using e2e::Eventually;
 using e2e::FreePort;
-using e2e::Get;
-using e2e::HttpReply;
+using test_support::Get;
+using test_support::HttpReply;
 using e2e::ReadFile;
 using namespace std::chrono_literals;
 
@@ -226,7 +226,7 @@ TEST_F(OperatorHaTest, MetricsCountReconcilesAndTheProbesAnswer) {
 
   const std::string promtool = STAR_PROMTOOL;
   if (!promtool.empty()) {
-    ProcessResult check = apiserver::testing::RunProcess({promtool, "check", "metrics"}, m.body, 60s);
+    ProcessResult check = test_support::RunProcess({promtool, "check", "metrics"}, m.body, 60s);
     EXPECT_EQ(check.exit_code, 0) << check.out << check.err << m.body;
   }
 }

@@ -18,7 +18,7 @@ namespace star::op {
 namespace {
 
 using nlohmann::json;
-using apiserver::testing::ProcessResult;
+using test_support::ProcessResult;
 using e2e::Eventually;
 using e2e::ReadFile;
 using star::test_support::CertifiedKey;

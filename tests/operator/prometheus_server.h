@@ -15,10 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
-#include "http_get.h"
-#include "test_process.h"
+#include "star/test_support/http.h"
+#include "star/test_support/process.h"
 
 namespace star::op::e2e {
+
+using test_support::Get;
+using test_support::HttpReply;
 
 class PrometheusServer {
  public:
@@ -87,7 +90,7 @@ class PrometheusServer {
   }
 
   std::string base_;
-  apiserver::testing::BackgroundProcess process_;
+  test_support::BackgroundProcess process_;
 };
 
 }  // namespace star::op::e2e

@@ -1,4 +1,4 @@
-#include "test_process.h"
+#include "star/test_support/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace star::apiserver::testing {
+namespace star::test_support {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -200,4 +200,4 @@ int BackgroundProcess::Stop(std::chrono::milliseconds grace) {
   return status;
 }
 
-}  // namespace star::apiserver::testing
+}  // namespace star::test_support

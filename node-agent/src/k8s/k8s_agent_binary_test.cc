@@ -28,7 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s_test_util.h"
-#include "apiserver/test_process.h"
+#include "star/test_support/process.h"
+#include "star/test_support/temp_dir.h"
 #include "star/kube/client.h"
 #include "star/test_support/tls.h"
 
@@ -36,10 +37,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using star::apiserver::testing::BackgroundProcess;
-using star::apiserver::testing::ProcessResult;
-using star::apiserver::testing::RunProcess;
-using star::apiserver::testing::TempDir;
+using star::test_support::BackgroundProcess;
+using star::test_support::ProcessResult;
+using star::test_support::RunProcess;
+using star::test_support::TempDir;
 using star::test_support::WriteTextFile;
 using namespace std::chrono_literals;
 

@@ -1,6 +1,6 @@
-// K8sSource against the in-process API emulator (tests/apiserver) with the agent's real
-// Reconciler on a MemoryNodeOs: creating, updating, breaking and deleting this node's
-// NodeAllocation, and watches that drop or expire. Each test drives the agent's loop
+// K8sSource against the real API server (star/test_support/kube_cluster.h), through
+// star-faultproxy, with the agent's real Reconciler on a MemoryNodeOs: creating, updating,
+// breaking and deleting this node's NodeAllocation, and watches that drop or expire. Each test drives the agent's loop
 // (poll, reconcile or release, report status) by hand until the state it expects shows,
 // within a bounded deadline; the source wakes the loop when the watch delivers.
 #include "star/agent/k8s_source.h"
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s_test_util.h"
-#include "apiserver/server.h"
+#include "star/test_support/kube_cluster.h"
 #include "star/agent/journal.h"
 #include "star/agent/memory_node_os.h"
 #include "star/agent/reconciler.h"
@@ -25,32 +25,35 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr char kNode[] = "node-1";
 constexpr char kUid[] = "7a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d";
 const std::string kCgroup = std::string("kubepods/burstable/pod") + kUid;
 const CpuLimits kOriginal{200000, 100000, 100};
 
-json Allocation(int64_t quota_millicores) {
-  return star::agent::testing::OneWorkerAllocation(kNode, kUid, quota_millicores);
-}
-
-class K8sSourceTest : public ::testing::Test {
+// The test's node is named after its namespace: a name no other test uses for the
+// cluster-scoped NodeAllocation.
+class K8sSourceTest : public test_support::KubeClusterTest {
  protected:
-  // Faults, when given, are active before the source's first request.
-  // `max_retries`: the client's own retries (0: every failed request reaches the source).
-  void Start(std::vector<apiserver::FaultRule> faults = {}, int max_retries = 5) {
-    apiserver::ApiServerOptions options;
-    options.crds_dir = STAR_CRDS_DIR;
-    options.faults = std::move(faults);
-    server_ = std::make_unique<apiserver::ApiServer>(options);
-    ASSERT_TRUE(server_->Start().ok());
-    kube::ClientOptions client_options;
-    client_options.server = server_->url();
-    client_options.initial_backoff = 10ms;
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(KubeClusterTest::SetUp());
+    if (IsSkipped()) return;
+    node_ = ns_;
+    UseFaultProxy();
+  }
+
+  json Allocation(int64_t quota_millicores) const {
+    return star::agent::testing::OneWorkerAllocation(node_, kUid, quota_millicores);
+  }
+
+  // Faults (star-faultproxy rules), when given, are active before the source's first
+  // request. `max_retries`: the client's own retries (0: every failed request reaches the
+  // source).
+  void Start(const std::vector<json>& faults = {}, int max_retries = 5) {
+    for (const json& rule : faults) ASSERT_NO_FATAL_FAILURE(AddFault(rule));
+    kube::ClientOptions client_options = Options();
     client_options.max_retries = max_retries;
     auto client = kube::Client::Create(client_options);
     ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(client).value();
+    source_client_ = std::move(client).value();
     os_.AddCgroup(kCgroup, kOriginal);
     ReconcilerOptions r;
     r.sleep = [](std::chrono::milliseconds) {};
@@ -58,14 +61,20 @@ class K8sSourceTest : public ::testing::Test {
     K8sSourceOptions s;
     s.initial_backoff = 10ms;
     s.max_backoff = 200ms;
-    source_ = std::make_unique<K8sSource>(*client_, kNode, s);
+    source_ = std::make_unique<K8sSource>(*source_client_, node_, s);
     source_->Start();
   }
   void TearDown() override {
     if (source_) source_->Stop();
     source_.reset();
-    client_.reset();
-    if (server_) server_->Stop();
+    source_client_.reset();
+    if (!node_.empty()) {
+      auto admin = kube::Client::Create(admin_);
+      ASSERT_TRUE(admin.ok()) << admin.status();
+      const Status deleted = (*admin)->Delete(kube::NodeAllocations(), "", node_);
+      EXPECT_TRUE(deleted.ok() || deleted.code() == StatusCode::kNotFound) << deleted;
+    }
+    KubeClusterTest::TearDown();
   }
 
   // One pass of star-agent's loop; returns what Poll said.
@@ -90,7 +99,7 @@ class K8sSourceTest : public ::testing::Test {
       if (now >= deadline) {
         ADD_FAILURE() << "last poll: " << polled << "; desired " << source_->desired().has_value()
                       << ", released " << source_->released() << "; object " << Get().dump()
-                      << "; emulator " << server_->api().Stats().dump();
+                      << "; proxy " << proxy_->Traffic().dump();
         return false;
       }
       // Woken by the watch; the bound only makes room for a status read-back to change.
@@ -104,7 +113,7 @@ class K8sSourceTest : public ::testing::Test {
   }
 
   json Get() {
-    auto o = client_->Get(kube::NodeAllocations(), "", kNode);
+    auto o = client_->Get(kube::NodeAllocations(), "", node_);
     return o.ok() ? *o : json();
   }
   int64_t ObservedGeneration() {
@@ -122,8 +131,8 @@ class K8sSourceTest : public ::testing::Test {
     return c.ok() ? c->quota_us : -2;
   }
 
-  std::unique_ptr<apiserver::ApiServer> server_;
-  std::unique_ptr<kube::Client> client_;
+  std::string node_;
+  std::unique_ptr<kube::Client> source_client_;
   MemoryNodeOs os_;
   Journal journal_ = Journal::InMemory();
   std::unique_ptr<Reconciler> reconciler_;
@@ -149,7 +158,7 @@ TEST_F(K8sSourceTest, CreateAppliesLimitsAndUpdateMovesObservedGeneration) {
   EXPECT_EQ(applied[0]["cpu"]["quotaMillicores"], 500);
 
   ASSERT_TRUE(client_
-                  ->MergePatch(kube::NodeAllocations(), "", kNode,
+                  ->MergePatch(kube::NodeAllocations(), "", node_,
                                {{"spec", Allocation(250)["spec"]}})
                   .ok());
   ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 25000 && ObservedGeneration() == 2; }))
@@ -171,7 +180,7 @@ TEST_F(K8sSourceTest, InvalidObjectSetsValidFalseAndChangesNothing) {
   const std::string key = std::string("ifname.star.dev/") + kUid;
   json bad = Allocation(100);
   bad["metadata"]["annotations"] = {{key, "veth/evil"}};
-  ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", kNode, bad).ok());
+  ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", node_, bad).ok());
   ASSERT_TRUE(RunUntil([&] { return Condition("Valid") == "False"; }));
   const std::string message = Condition("Valid", "message");
   EXPECT_NE(message.find("metadata.annotations[\"" + key + "\"]"), std::string::npos) << message;
@@ -186,7 +195,7 @@ TEST_F(K8sSourceTest, InvalidObjectSetsValidFalseAndChangesNothing) {
   // Fixed: the new spec applies.
   json fixed = Allocation(100);
   fixed["metadata"]["annotations"] = {{key, nullptr}};
-  ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", kNode, fixed).ok());
+  ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", node_, fixed).ok());
   ASSERT_TRUE(RunUntil([&] { return Condition("Valid") == "True" && QuotaUs() == 10000; }));
   EXPECT_EQ(Condition("Ready"), "True");
 }
@@ -197,7 +206,7 @@ TEST_F(K8sSourceTest, DeletionRestoresOriginals) {
   ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000; }));
   ASSERT_NE(journal_.Find(kUid), nullptr);
 
-  ASSERT_TRUE(client_->Delete(kube::NodeAllocations(), "", kNode).ok());
+  ASSERT_TRUE(client_->Delete(kube::NodeAllocations(), "", node_).ok());
   ASSERT_TRUE(RunUntil([&] { return QuotaUs() == kOriginal.quota_us; }));
   EXPECT_TRUE(source_->released());
   EXPECT_FALSE(source_->desired().has_value());
@@ -210,126 +219,43 @@ TEST_F(K8sSourceTest, DeletionRestoresOriginals) {
 TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {
   // The first watch is told its resourceVersion expired (410), the re-list that follows
   // fails once, and every later watch stream is cut after one event.
-  apiserver::FaultRule gone;
-  gone.verb = "watch";
-  gone.resource = "nodeallocations";
-  gone.status = 410;
-  gone.count = 1;
-  apiserver::FaultRule list_fails;
-  list_fails.verb = "list";
-  list_fails.resource = "nodeallocations";
-  list_fails.status = 500;
-  list_fails.count = 1;
-  apiserver::FaultRule drop;
-  drop.verb = "watch";
-  drop.resource = "nodeallocations";
-  drop.drop_watch_after = 1;
+  const json gone = {{"verb", "watch"}, {"resource", "nodeallocations"}, {"status", 410}, {"count", 1}};
+  const json drop = {{"verb", "watch"}, {"resource", "nodeallocations"}, {"dropWatchAfterEvents", 1}};
+  const json list_fails = {{"verb", "list"}, {"resource", "nodeallocations"}, {"status", 500}, {"count", 1}};
   ASSERT_NO_FATAL_FAILURE(Start({gone, drop, list_fails}, /*max_retries=*/0));
 
   ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
   ASSERT_TRUE(RunUntil([&] { return QuotaUs() == 50000 && ObservedGeneration() == 1; }));
   for (int64_t q : {300, 700, 200}) {
     json patch = {{"spec", Allocation(q)["spec"]}};
-    ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", kNode, patch).ok());
+    ASSERT_TRUE(client_->MergePatch(kube::NodeAllocations(), "", node_, patch).ok());
     ASSERT_TRUE(RunUntil([&] { return QuotaUs() == q * 100; })) << q << ": " << QuotaUs();
   }
   ASSERT_TRUE(RunUntil([&] { return ObservedGeneration() == 4; }));
-  const auto counters = server_->api().faults().counters();
-  EXPECT_GE(counters.errors, 2u) << "the 410 and the failed list fired";
-  EXPECT_GE(counters.dropped_watches, 1u);
+  const json rules = proxy_->Rules();
+  ASSERT_EQ(rules.size(), 3u) << rules;
+  EXPECT_EQ(rules[0].value("applied", 0), 1) << "the 410 fired: " << rules;
+  EXPECT_GE(rules[1].value("applied", 0), 1) << "a watch was dropped: " << rules;
+  EXPECT_EQ(rules[2].value("applied", 0), 1) << "the failed list fired: " << rules;
 }
 
 TEST_F(K8sSourceTest, PollReportsTheListErrorUntilAListSaysTheObjectIsAbsent) {
-  apiserver::FaultRule forbidden;
-  forbidden.verb = "list";
-  forbidden.resource = "nodeallocations";
-  forbidden.status = 403;
+  const json forbidden = {{"verb", "list"}, {"resource", "nodeallocations"}, {"status", 403}};
   ASSERT_NO_FATAL_FAILURE(Start({forbidden}, /*max_retries=*/0));
   ASSERT_TRUE(source_->WaitForUpdate(20s));
   const auto polled = source_->Poll();
   ASSERT_FALSE(polled.ok());
   EXPECT_EQ(polled.status().code(), StatusCode::kFailedPrecondition) << polled.status();
-  EXPECT_NE(polled.status().message().find("listing nodeallocation node-1"), std::string::npos)
+  EXPECT_NE(polled.status().message().find("listing nodeallocation " + node_), std::string::npos)
       << polled.status();
   EXPECT_FALSE(source_->desired().has_value()) << "nothing known yet";
   EXPECT_FALSE(source_->released()) << "nothing known yet";
 
   // Lists work again; the one that succeeds says there is no object.
-  server_->api().faults().Clear();
+  proxy_->Clear();
   ASSERT_TRUE(RunUntil([&] { return source_->released(); }));
   EXPECT_TRUE(source_->Poll().ok()) << "a successful list clears the error";
   EXPECT_EQ(QuotaUs(), kOriginal.quota_us);
-}
-
-TEST(BuildStatusTest, DecodeErrorKeepsTheAppliedGenerationAndNamesTheField) {
-  api::NodeAllocationStatus previous;
-  previous.observed_generation = 3;
-  previous.applied.push_back({"ns", "worker-0", kUid, {500, 100}, {}});
-  StatusInputs in;
-  in.generation = 4;
-  in.decode_error = Status::InvalidArgument("spec.pods[0].cpu.weight: must be <= 10000");
-  in.have_desired = true;
-  in.desired_generation = 3;
-  ReconcileResult ok;
-  PodResult pod;
-  pod.uid = kUid;
-  pod.namespace_ = "ns";
-  pod.name = "worker-0";
-  pod.cpu = {500, 100};
-  ok.pods.push_back(pod);
-  const StatusOr<ReconcileResult> result = ok;
-  in.result = &result;
-  in.now = "2025-01-01T00:00:00Z";
-
-  const api::NodeAllocationStatus s = BuildStatus(in, previous);
-  EXPECT_EQ(s.observed_generation, 3);
-  EXPECT_EQ(s.applied, previous.applied);
-  ASSERT_EQ(s.conditions.size(), 3u);
-  const api::Condition& ready = s.conditions[0];
-  const api::Condition& valid = s.conditions[1];
-  EXPECT_EQ(ready.type, "Ready");
-  EXPECT_EQ(ready.status, "False");
-  EXPECT_EQ(valid.type, "Valid");
-  EXPECT_EQ(valid.status, "False");
-  EXPECT_EQ(valid.reason, "InvalidSpec");
-  EXPECT_NE(valid.message.find("spec.pods[0].cpu.weight"), std::string::npos);
-  EXPECT_EQ(valid.observed_generation, 4);
-  EXPECT_EQ(s.conditions[2].status, "True") << "generation 3 is still applied";
-
-  // The same inputs later: nothing changes, transition times included.
-  in.now = "2025-01-01T00:05:00Z";
-  EXPECT_EQ(BuildStatus(in, s), s);
-}
-
-TEST(BuildStatusTest, FailedPodsAndRefusalsAreNotApplied) {
-  StatusInputs in;
-  in.generation = 2;
-  in.have_desired = true;
-  in.desired_generation = 2;
-  in.now = "2025-01-01T00:00:00Z";
-  ReconcileResult partly;
-  PodResult failed;
-  failed.uid = kUid;
-  failed.namespace_ = "ns";
-  failed.name = "worker-0";
-  failed.action = PodAction::kFailed;
-  failed.status = Status::NotFound("no cgroup for pod " + std::string(kUid));
-  partly.pods.push_back(failed);
-  const StatusOr<ReconcileResult> r1 = partly;
-  in.result = &r1;
-  api::NodeAllocationStatus s = BuildStatus(in, {});
-  EXPECT_EQ(s.observed_generation, 2);
-  EXPECT_TRUE(s.applied.empty());
-  EXPECT_EQ(s.conditions[2].reason, "PodsFailed");
-  EXPECT_NE(s.conditions[2].message.find("ns/worker-0"), std::string::npos);
-  EXPECT_EQ(s.conditions[0].status, "False");
-
-  const StatusOr<ReconcileResult> refused = Status::InvalidArgument("guarantee violated");
-  in.result = &refused;
-  in.generation = in.desired_generation = 3;
-  s = BuildStatus(in, s);
-  EXPECT_EQ(s.observed_generation, 2) << "a refused spec is not observed as applied";
-  EXPECT_EQ(s.conditions[2].reason, "Refused");
 }
 
 }  // namespace

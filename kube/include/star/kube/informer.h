@@ -105,7 +105,7 @@ class Informer {
                                         std::chrono::steady_clock::time_point last_list) const;
   // apiVersion and kind filled in, then options_.transform applied.
   nlohmann::json Prepared(nlohmann::json object) const;
-  void Notify(const Events& events);
+  void Notify(const std::string& type, const nlohmann::json& object);
   void ReportList(const Status& outcome);
   bool Sleep(std::chrono::milliseconds d);  // false when stopping
   Client* client_;

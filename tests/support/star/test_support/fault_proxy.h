@@ -12,16 +12,16 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "e2e_util.h"
-#include "http_get.h"
-#include "test_process.h"
+#include "star/test_support/http.h"
+#include "star/test_support/process.h"
 // After gtest: cpprest defines a macro U that breaks gtest's templates.
 #include <cpprest/http_client.h>
 
-namespace star::op::e2e {
+namespace star::test_support {
 
 // The proxy in front of the API server of `kubeconfig` (the cluster's admin kubeconfig),
 // and a kubeconfig through it. The binary is $STAR_FAULTPROXY, else the cluster's
@@ -29,9 +29,10 @@ namespace star::op::e2e {
 // kubeconfig's directory (scripts/cluster.sh writes DIR/kubeconfig).
 class FaultProxy {
  public:
-  // Starts it; writes `dir`/proxy.kubeconfig (the admin's client certificate, which the
-  // proxy impersonates upstream) and its log to `dir`/proxy.log.
-  void Start(const std::string& kubeconfig, const std::string& dir) {
+  // Starts it, with `flags` besides those naming the cluster (e.g. --listen ADDR); writes
+  // `dir`/proxy.kubeconfig (the admin's client certificate, which the proxy impersonates
+  // upstream) and its log to `dir`/proxy.log.
+  void Start(const std::string& kubeconfig, const std::string& dir, const std::vector<std::string>& flags = {}) {
     namespace fs = std::filesystem;
     const char* cluster_env = std::getenv("STAR_CLUSTER_DIR");
     const std::string cluster = cluster_env != nullptr && *cluster_env != '\0'
@@ -45,14 +46,17 @@ class FaultProxy {
     const std::string upstream = Server(kubeconfig);
     ASSERT_FALSE(upstream.empty()) << "no server in " << kubeconfig;
     log_ = dir + "/proxy.log";
-    ASSERT_TRUE(process_.Start({binary, "--upstream", upstream, "--ca-cert", pki + "/ca.crt", "--ca-key", pki + "/ca.key",
-                                "--client-cert", pki + "/admin.crt", "--client-key", pki + "/admin.key"},
-                               log_));
+    std::vector<std::string> argv = {binary,          "--upstream",    upstream,           "--ca-cert",
+                                     pki + "/ca.crt", "--ca-key",      pki + "/ca.key",    "--client-cert",
+                                     pki + "/admin.crt", "--client-key", pki + "/admin.key"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    ASSERT_TRUE(process_.Start(argv, log_));
     std::optional<std::string> control = Line("control on ");
     ASSERT_TRUE(control.has_value()) << ReadFile(log_);
     control_ = *control;
     std::optional<std::string> url = Line("listening on ");
     ASSERT_TRUE(url.has_value()) << ReadFile(log_);
+    url_ = *url;
     kubeconfig_ = dir + "/proxy.kubeconfig";
     std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster: {server: \"" << *url
                                << "\", certificate-authority: \"" << pki << "/ca.crt\"}\nusers:\n- name: admin\n"
@@ -61,7 +65,7 @@ class FaultProxy {
                                << "current-context: proxy\n";
   }
 
-  // Adds a rule (README.md: verb, resource, namespace, count, status, latencyMs,
+  // Adds a rule (tests/support/faultproxy/README.md: verb, resource, namespace, count, status, latencyMs,
   // dropWatchAfterEvents ...).
   void Add(const nlohmann::json& rule) {
     const HttpReply r = Request(web::http::methods::POST, control_, "/faults", rule.dump());
@@ -80,7 +84,29 @@ class FaultProxy {
     return r.status == 200 && !j.is_discarded() ? j.value("rules", nlohmann::json()) : nlohmann::json();
   }
 
+  // What the proxy has seen (GET /traffic): {"requests": {resource: {verb: N}},
+  // "activeWatches": N}; null when unanswered.
+  nlohmann::json Traffic() {
+    const HttpReply r = Get(control_, "/traffic");
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    return r.status == 200 && !j.is_discarded() ? j : nlohmann::json();
+  }
+  // The requests of `verb` on `resource` seen so far.
+  int Requests(const std::string& resource, const std::string& verb) {
+    const nlohmann::json t = Traffic();
+    return t.is_object() ? t["requests"].value(resource, nlohmann::json::object()).value(verb, 0) : -1;
+  }
+  int ActiveWatches() {
+    const nlohmann::json t = Traffic();
+    return t.is_object() ? t.value("activeWatches", -1) : -1;
+  }
+
+  // Stops the proxy: clients of its kubeconfig then find nothing listening.
+  void Stop() { process_.Stop(); }
+
   const std::string& kubeconfig() const { return kubeconfig_; }
+  // The proxy's address, https://127.0.0.1:PORT.
+  const std::string& url() const { return url_; }
   std::string Log() const { return ReadFile(log_); }
 
  private:
@@ -108,8 +134,13 @@ class FaultProxy {
     return "";
   }
 
-  apiserver::testing::BackgroundProcess process_;
-  std::string log_, control_, kubeconfig_;
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  BackgroundProcess process_;
+  std::string log_, control_, kubeconfig_, url_;
 };
 
-}  // namespace star::op::e2e
+}  // namespace star::test_support

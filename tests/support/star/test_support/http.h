@@ -1,5 +1,5 @@
 // Requests over plain HTTP for the end-to-end tests (probe, metrics and Prometheus
-// endpoints, the fault proxy's control API).
+// endpoints, star-faultproxy's control API), through cpprestsdk.
 #pragma once
 
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include <cpprest/http_client.h>
 
-namespace star::op::e2e {
+namespace star::test_support {
 
 struct HttpReply {
   int status = -1;  // -1: no answer
@@ -41,4 +41,4 @@ inline HttpReply Get(const std::string& base, const std::string& path_and_query)
   return Request(web::http::methods::GET, base, path_and_query);
 }
 
-}  // namespace star::op::e2e
+}  // namespace star::test_support

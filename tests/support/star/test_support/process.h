@@ -1,7 +1,7 @@
-// Child processes for the emulator's end-to-end tests: run a command to completion with a
-// bounded wait, or keep one running in the background. Every process started here is
-// reaped: on completion, on timeout (SIGKILL), or by the destructor; and it dies with the
-// test through PR_SET_PDEATHSIG.
+// Child processes for end-to-end tests: run a command to completion with a bounded wait,
+// or keep one running in the background. Every process started here is reaped: on
+// completion, on timeout (SIGKILL), or by the destructor; and it dies with the test
+// through PR_SET_PDEATHSIG.
 #pragma once
 
 #include <sys/types.h>
@@ -11,11 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "star/test_support/temp_dir.h"
-
-namespace star::apiserver::testing {
-
-using TempDir = star::test_support::TempDir;
+namespace star::test_support {
 
 struct ProcessResult {
   int exit_code = -1;  // -1: killed (timeout) or did not start
@@ -51,4 +47,4 @@ class BackgroundProcess {
   std::string pending_;
 };
 
-}  // namespace star::apiserver::testing
+}  // namespace star::test_support
