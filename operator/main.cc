@@ -33,6 +33,7 @@
 //   ready                     reconciling
 // SIGTERM/SIGINT stop it cleanly (exit 0); losing the leader lease exits 1; bad flags or
 // an unreachable API at start exit 2.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -170,6 +171,12 @@ StatusOr<std::unique_ptr<kube::Client>> Connect(const Flags& f, kube::ClientOpti
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glibc gives threads that allocate at once arenas of their own, up to 8 per core, and
+  // each keeps what was freed in it. The API answers are read on cpprestsdk's pool
+  // threads and parsed on the informers' ones, so that list pages and watch events left
+  // freed memory in about 15 arenas: an operator starting on 500 jobs x 16 pods held
+  // 185 MiB after its first lists with the default, 111 MiB with 2 arenas.
+  mallopt(M_ARENA_MAX, 2);
   CLI::App app{"star-operator: the TrainingJob controller"};
   Flags flags;
   AddFlags(app, flags);
