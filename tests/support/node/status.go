@@ -5,15 +5,29 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
-// writeStatus stores status as the pod's status (read fresh, so that a conflict is retried).
+// statusRetry bounds the retries of a status write: about 40 s in all.
+var statusRetry = wait.Backoff{Steps: 12, Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second}
+
+// retriable: a conflict (read again), a server that is busy or failing, or a refusal by the
+// Node authorizer, whose graph learns of a pod's binding from its own watch and may lag
+// the binding that brought the pod here (a kubelet's status manager retries the same way).
+func retriable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsForbidden(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsServiceUnavailable(err)
+}
+
+// writeStatus stores status as the pod's status, read fresh each try.
 func writeStatus(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, status corev1.PodStatus) error {
 	pods := client.CoreV1().Pods(pod.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.OnError(statusRetry, func(err error) bool { return retriable(err) && ctx.Err() == nil }, func() error {
 		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
