@@ -2,11 +2,7 @@
 # star.torch: the DDP comm hook's overhead against PyTorch's own DDP, AMP's speed per
 # batch size, and the heap's page faults at changing batch sizes (/usr/bin/python3 with torch).
 #   bash bench/python/run.sh [--device cuda]     (the flag goes to amp_speed.py)
-set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${STAR_BUILD_DIR:-build}
-build() { cmake --build "$BUILD" --target "$@" --parallel "${STAR_JOBS:-2}" >&2; }
+. "$(dirname "$0")/../lib.sh"
 build star_shim_python star_shim_python_files
 /usr/bin/python3 bench/python/hook_overhead.py --build "$BUILD"
 /usr/bin/python3 bench/python/amp_speed.py "$@"

@@ -2,11 +2,7 @@
 # The committed learned selector (models/selector.json) against the heuristic in the
 # closed loop, on the two held-out sets of 500 scenarios.
 #   bash bench/selector/run.sh          (writes bench/selector/out/)
-set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${STAR_BUILD_DIR:-build}
-build() { cmake --build "$BUILD" --target "$@" --parallel "${STAR_JOBS:-2}" >&2; }
+. "$(dirname "$0")/../lib.sh"
 build star
 mkdir -p bench/selector/out
 for seed in 1001 3001; do

@@ -2,11 +2,7 @@
 # The training shim: all-reduce bus bandwidth against raw Gloo, the per-step overhead of
 # the shim against LibTorch's own SGD step (built with LibTorch), the iteration timer.
 #   bash bench/shim/run.sh
-set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-BUILD=${STAR_BUILD_DIR:-build}
-build() { cmake --build "$BUILD" --target "$@" --parallel "${STAR_JOBS:-2}" >&2; }
+. "$(dirname "$0")/../lib.sh"
 build shim_allreduce_bench shim_report_bench
 "$BUILD/bench/shim_allreduce_bench" "$@"
 "$BUILD/bench/shim_report_bench" "$@"
