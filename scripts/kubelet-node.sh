@@ -236,6 +236,8 @@ cgroupDriver: cgroupfs
 cgroupRoot: /star-kubelet-$SUBNET
 failSwapOn: false
 failCgroupV1: false
+# no KUBE-FIREWALL and canary chains in the host's iptables
+makeIPTablesUtilChains: false
 containerRuntimeEndpoint: unix://$SOCK
 resolvConf: /etc/resolv.conf
 evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"}
