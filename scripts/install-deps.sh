@@ -19,6 +19,7 @@ PACKAGES=(
   python3-dev python3-torch python3-numpy pybind11-dev python3-pytest  # star.torch and its tests
   python3-venv python3-pip python3-setuptools  # `pip install` of star.torch into a venv (README)
   podman runc mmdebstrap  # the image tests (tests/image); runc: their runtime (podman alone brings crun)
+  containerd containernetworking-plugins busybox-static  # the real kubelet's node (scripts/kubelet-node.sh)
 )
 
 missing=()

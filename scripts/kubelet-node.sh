@@ -3,7 +3,8 @@
 # built as scripts/k8s-tools.sh builds the other Kubernetes tools) with Debian's containerd,
 # runc and CNI plugins. Its images are made locally with podman (busybox from Debian's
 # busybox-static) and imported into containerd; nothing is pulled. Needs root, cgroups
-# and overlayfs; not part of the tests (star-node is the tests' node).
+# and overlayfs. The tests' pods run on star-node; this node is tainted
+# star.dev/kubelet-node:NoSchedule, and tests/k8s/kubelet_test.sh runs up, check and down.
 #
 #   bash scripts/kubelet-node.sh up CLUSTER DIR   start the node in DIR for the cluster in
 #                                                 CLUSTER; waits until the Node is Ready
@@ -243,6 +244,8 @@ resolvConf: /etc/resolv.conf
 evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# Only pods that tolerate it are scheduled here: the cluster's other pods stay on star-node.
+registerWithTaints: [{key: star.dev/kubelet-node, effect: NoSchedule}]
 EOF
 }
 
@@ -306,6 +309,7 @@ kind: Pod
 metadata: {name: $pod, namespace: default}
 spec:
   nodeName: $node
+  tolerations: [{key: star.dev/kubelet-node, operator: Exists}]
   terminationGracePeriodSeconds: 5
   containers:
   - name: main
