@@ -1,3 +1,12 @@
+# star_gtest_executable(NAME SOURCES... LIBS lib...): a GoogleTest executable, with the
+# test helpers every test may use (tests/support: star/test_support/*.h).
+function(star_gtest_executable name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+endfunction()
+
 # star_add_test(NAME SOURCES... LABELS l1 [l2] LIBS lib... [SERIAL])
 # SERIAL: its tests run alone (they load every core or measure contention).
 # One GoogleTest executable per test file; its cases are registered with ctest and
@@ -7,10 +16,7 @@ function(star_add_test name)
   if(NOT STAR_BUILD_TESTS)
     return()
   endif()
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
-  # Test helpers every test may use (star/test_support/*.h).
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+  star_gtest_executable(${name} SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   # Labels are set after discovery: gtest_discover_tests's PROPERTIES flattens a list
   # ("LABELS shim e2e" would set only "shim"). CTest includes this file after the
@@ -114,9 +120,7 @@ function(star_k8s_gtest name)
   if(NOT STAR_BUILD_TESTS)
     return()
   endif()
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+  star_gtest_executable(${name} SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()

@@ -14,7 +14,7 @@ namespace star::kube {
 namespace {
 
 using nlohmann::json;
-using testing::ClusterTest;
+using testing::InformerClusterTest;
 using testing::WaitFor;
 using namespace std::chrono_literals;
 
@@ -23,18 +23,8 @@ struct Seen {
   json object;
 };
 
-class InformerTest : public ClusterTest {
+class InformerTest : public InformerClusterTest {
  protected:
-  // Through the proxy from the start: the informer keeps the client it was given.
-  void SetUp() override {
-    ASSERT_NO_FATAL_FAILURE(ClusterTest::SetUp());
-    if (!IsSkipped()) UseFaultProxy();
-  }
-  void TearDown() override {
-    if (informer_) informer_->Stop();
-    informer_.reset();
-    ClusterTest::TearDown();
-  }
 
   void StartInformer(InformerOptions options = {}) {
     options.ns = ns_;
@@ -69,7 +59,6 @@ class InformerTest : public ClusterTest {
     return server == cache;
   }
 
-  std::unique_ptr<Informer> informer_;
   std::mutex mu_;
   std::vector<Seen> seen_;
 };

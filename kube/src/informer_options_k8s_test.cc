@@ -13,7 +13,7 @@ namespace star::kube {
 namespace {
 
 using nlohmann::json;
-using testing::ClusterTest;
+using testing::InformerClusterTest;
 using testing::WaitFor;
 using namespace std::chrono_literals;
 
@@ -23,18 +23,8 @@ struct Outcome {
   bool synced = false;
 };
 
-class InformerOptionsTest : public ClusterTest {
+class InformerOptionsTest : public InformerClusterTest {
  protected:
-  // Through the proxy from the start: the informer keeps the client it was given.
-  void SetUp() override {
-    ASSERT_NO_FATAL_FAILURE(ClusterTest::SetUp());
-    if (!IsSkipped()) UseFaultProxy();
-  }
-  void TearDown() override {
-    if (informer_) informer_->Stop();
-    informer_.reset();
-    ClusterTest::TearDown();
-  }
 
   // Starts an informer on ns_'s pods, recording events and outcomes.
   void Start(InformerOptions options) {
@@ -73,7 +63,6 @@ class InformerOptionsTest : public ClusterTest {
     return false;
   }
 
-  std::unique_ptr<Informer> informer_;
   std::mutex mu_;
   std::vector<Outcome> outcomes_;
   std::vector<std::string> events_;

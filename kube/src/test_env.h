@@ -4,9 +4,11 @@
 
 #include <stdlib.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "star/kube/informer.h"
 #include "star/test_support/kube_cluster.h"
 #include "star/test_support/temp_dir.h"
 
@@ -42,6 +44,23 @@ class ScopedEnv {
  private:
   std::string name_;
   std::optional<std::string> old_;
+};
+
+// A test of an Informer (informer_, stopped after the test) through star-faultproxy, from
+// the start: the informer keeps the client it was given.
+class InformerClusterTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(ClusterTest::SetUp());
+    if (!IsSkipped()) UseFaultProxy();
+  }
+  void TearDown() override {
+    if (informer_) informer_->Stop();
+    informer_.reset();
+    ClusterTest::TearDown();
+  }
+
+  std::unique_ptr<Informer> informer_;
 };
 
 }  // namespace star::kube::testing
