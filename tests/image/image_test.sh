@@ -49,8 +49,11 @@ CGROUP=star-image-test-$ID
 RUNDIR=/tmp/star-img-$ID
 PODMAN=(podman --root "$STATE/storage" --runroot "$RUNDIR/run" --tmpdir "$RUNDIR/tmp"
   --runtime runc --cgroup-manager cgroupfs)
-RUN=("${PODMAN[@]}" run --rm --cgroup-parent "/$CGROUP/containers" --ulimit nofile=1024:1024
-  --ulimit nproc=1024:1024 --network host)
+RUN_OPTS=(--cgroup-parent "/$CGROUP/containers" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024
+  --network host)
+RUN=("${PODMAN[@]}" run --rm "${RUN_OPTS[@]}")
+# For a container whose log a failure shows: kept after it exits (remove_container removes it).
+RUN_KEPT=("${PODMAN[@]}" run "${RUN_OPTS[@]}")
 
 # Removes the cgroups below CGROUP that no process is in: the containers' (podman's cgroupfs
 # manager leaves conmon's behind) and the agent's test cgroup.
@@ -185,20 +188,32 @@ delete_namespace() {
     echo "image_test: the namespace $1 was not deleted within 120 s"
 }
 
+# The last lines of container $1's log, and its state.
+operator_log() {
+  { "${PODMAN[@]}" logs "$1" 2>&1 | tail -30; } || true
+  "${PODMAN[@]}" inspect --format 'container {{.Name}}: {{.State.Status}}, exit code {{.State.ExitCode}}' "$1" 2>&1 || true
+}
+
 operator() {
   local kc=${KUBECONFIG:?the kubeconfig of the k8s_cluster fixture}
   KUBECTL=("${STAR_KUBECTL:?}" --kubeconfig "$kc" --cache-dir "$WORK/cache")
   "${KUBECTL[@]}" get --raw /readyz >/dev/null || { echo "FAIL: the API server of $kc is not ready"; exit 1; }
-  # The kubeconfig and the certificate files it names, at the same absolute paths; each a
-  # copy the image's user (65532) may read (the client key is root's alone).
-  local mounts=() f copy i=0
+  # The kubeconfig and the certificate files it names, copied into one folder mounted at
+  # /etc/star/kube (the host's paths may be unreachable to the image's user, e.g. under
+  # /root), the kubeconfig rewritten to name the copies; each readable by the image's user
+  # (65532) alone, as the client key is root's alone.
+  local f i=0 conf=$WORK/files/kubeconfig
   mkdir "$WORK/files"
-  for f in "$kc" $(sed -n -E 's/^ *(certificate-authority|client-certificate|client-key): *//p' "$kc"); do
+  cp "$kc" "$conf"
+  for f in $(sed -n -E 's/^ *(certificate-authority|client-certificate|client-key): *//p' "$kc"); do
     case "$f" in /*) ;; *) echo "FAIL: $kc names $f by a relative path"; exit 1 ;; esac
-    copy=$WORK/files/$((i++))
-    install -o 65532 -g 65532 -m 0400 "$f" "$copy"
-    mounts+=(-v "$copy:$f:ro")
+    install -o 65532 -g 65532 -m 0400 "$f" "$WORK/files/$i"
+    sed -i "s|: *$f\$|: /etc/star/kube/$i|" "$conf"
+    i=$((i + 1))
   done
+  chown 65532:65532 "$conf"
+  chmod 0400 "$conf"
+  local mounts=(-v "$WORK/files:/etc/star/kube:ro")
   # A namespace of this test's own, which the operator watches.
   local ns
   ns=star-image-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
@@ -209,7 +224,7 @@ operator() {
     { echo "FAIL: no default ServiceAccount in $ns"; exit 1; }
   local name=star-operator-$ID
   CLEANUP+=("remove_container $name")
-  "${RUN[@]}" -d --name "$name" "${mounts[@]}" "localhost/star-operator:$TAG" --kubeconfig "$kc" \
+  "${RUN_KEPT[@]}" -d --name "$name" "${mounts[@]}" "localhost/star-operator:$TAG" --kubeconfig /etc/star/kube/kubeconfig \
     --namespace "$ns" --report-listen 127.0.0.1:0 --metrics-listen "" >/dev/null
   # Deletes the job while the operator runs (the cleanup's first step when the test fails).
   CLEANUP+=("delete_jobs $ns")
@@ -218,10 +233,10 @@ operator() {
   local job
   job=$("${KUBECTL[@]}" get tj -n "$ns" -o jsonpath='{.items[0].metadata.name}')
   pods() { [ "$("${KUBECTL[@]}" get pods -n "$ns" -l "star.dev/job=$job" -o name | wc -l)" -ge 2 ]; }
-  eventually 60 pods || { "${PODMAN[@]}" logs "$name" | tail -30; echo "FAIL: no pods"; exit 1; }
+  eventually 60 pods || { operator_log "$name"; echo "FAIL: no pods"; exit 1; }
   echo "image_test: the operator image made the pods of $job in $ns:" \
     $("${KUBECTL[@]}" get pods -n "$ns" -o name)
-  delete_jobs "$ns" || { "${PODMAN[@]}" logs "$name" | tail -30; echo "FAIL: $job was not deleted (its finalizer)"; exit 1; }
+  delete_jobs "$ns" || { operator_log "$name"; echo "FAIL: $job was not deleted (its finalizer)"; exit 1; }
   echo "image_test: deleting $job, the operator released it"
 }
 
