@@ -22,6 +22,8 @@ NODE_NAME=star-node-0
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 log() { echo "cluster.sh: $*" >&2; }
+# shellcheck source=lib/daemons.sh
+. "$ROOT/scripts/lib/daemons.sh"
 
 usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -32,9 +34,6 @@ usage() {
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # ---- certificates ------------------------------------------------------------------------
 
@@ -97,38 +96,6 @@ EOF
 }
 
 # ---- processes ---------------------------------------------------------------------------
-
-# start NAME ARGS...: a daemon in its own session, its output in DIR/logs/NAME.log, its
-# pid in DIR/pids.
-start() {
-  local name=$1
-  shift
-  setsid "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
-  echo "$name $!" >>"$DIR/pids"
-}
-
-# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
-wait_for() {
-  local what=$1 limit=$2 i
-  shift 2
-  for ((i = 0; i < limit * 5; i++)); do
-    "$@" >/dev/null 2>&1 && return 0
-    check_alive
-    sleep 0.2
-  done
-  die "$what did not come up within ${limit}s (logs in $DIR/logs)"
-}
-
-# check_alive fails naming the first daemon that exited, with its log's tail.
-check_alive() {
-  local name pid
-  while read -r name pid; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 15 "$DIR/logs/$name.log" >&2 || true
-      die "$name exited (log: $DIR/logs/$name.log)"
-    fi
-  done <"$DIR/pids"
-}
 
 pick_subnet() {
   local s

@@ -7,6 +7,7 @@
 # Nothing is rebuilt when the binaries of these versions are present.
 #
 #   bash scripts/k8s-tools.sh [DIR]   build (or reuse), then link the binaries into DIR/bin
+#   bash scripts/k8s-tools.sh --kubelet   build (or reuse) the kubelet; print its path
 #   STAR_TOOLS_CACHE                  where the binaries are kept
 #                                     (default ${XDG_CACHE_HOME:-$HOME/.cache}/star/tools)
 set -euo pipefail
@@ -20,6 +21,7 @@ HELM_K8S_MINOR=37        # the k8s.io modules helm $HELM_VERSION is built with (
 CACHE=${STAR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/star/tools}
 K8S_BIN=$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin
 HELM_BIN=$CACHE/helm-$HELM_VERSION-k1.$HELM_K8S_MINOR/bin
+KUBELET_BIN=$CACHE/kubelet-$K8S_VERSION/bin
 NODE_SRC=$ROOT/tests/support/node
 NODE_BIN=""  # set by build_node: keyed by a hash of star-node's sources
 
@@ -65,8 +67,10 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
-)
 GO
+  local extra
+  for extra in "${@:2}"; do echo "	_ \"k8s.io/kubernetes/cmd/$extra\"" >>"$dir/tools.go"; done
+  echo ")" >>"$dir/tools.go"
 }
 
 # The k8s.io modules that k8s.io/kubernetes requires at v0.0.0 (its staging modules).
@@ -107,6 +111,22 @@ build_k8s() {
   mkdir -p "$(dirname "$K8S_BIN")" && rm -rf "$K8S_BIN" && mv "$work/out" "$K8S_BIN"
   rm -rf "$work"
   log "built Kubernetes tools in $((SECONDS - start)) s"
+}
+
+# The kubelet (scripts/kubelet-node.sh's node), from the same wrapper module.
+build_kubelet() {
+  [ -x "$KUBELET_BIN/kubelet" ] && return
+  log "building kubelet $K8S_VERSION into $KUBELET_BIN"
+  local work start=$SECONDS
+  work=$(mktemp -d)
+  write_k8s_module "$work" kubelet
+  (cd "$work" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true)
+  mkdir -p "$work/out"
+  (cd "$work" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    -ldflags "$(version_ldflags)" -o out/kubelet k8s.io/kubernetes/cmd/kubelet)
+  mkdir -p "$(dirname "$KUBELET_BIN")" && rm -rf "$KUBELET_BIN" && mv "$work/out" "$KUBELET_BIN"
+  rm -rf "$work"
+  log "built kubelet in $((SECONDS - start)) s"
 }
 
 build_helm() {
@@ -165,6 +185,11 @@ link_into() {
 
 main() {
   require_go
+  if [ "${1:-}" = --kubelet ]; then
+    build_kubelet
+    echo "$KUBELET_BIN/kubelet"
+    return 0
+  fi
   build_k8s
   build_helm
   if [ -f "$NODE_SRC/go.mod" ]; then build_node; fi

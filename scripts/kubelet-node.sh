@@ -30,54 +30,18 @@ SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops 
 
 die() { echo "kubelet-node.sh: $*" >&2; exit 1; }
 log() { echo "kubelet-node.sh: $*" >&2; }
+# shellcheck source=lib/daemons.sh
+. "$ROOT/scripts/lib/daemons.sh"
 
 usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # ---- the kubelet binary ------------------------------------------------------------------
 
-# The versions scripts/k8s-tools.sh pins.
-pinned() { sed -n "s/^$1=\([^ ]*\).*/\1/p" "$ROOT/scripts/k8s-tools.sh"; }
-
-build_kubelet() {
-  local k8s staging etcd cache bin work mod gomod flags pkg start=$SECONDS
-  k8s=$(pinned K8S_VERSION) staging=$(pinned STAGING_VERSION) etcd=$(pinned ETCD_VERSION)
-  cache=${STAR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/star/tools}
-  bin=$cache/kubelet-$k8s/bin
-  KUBELET=$bin/kubelet
-  [ -x "$KUBELET" ] && return
-  command -v go >/dev/null 2>&1 || export PATH=/usr/local/go/bin:$PATH
-  log "building kubelet $k8s into $bin"
-  work=$(mktemp -d)
-  gomod=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$k8s" |
-    sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-  {
-    printf 'module star.dev/k8s-tools\n\ngo 1.26.0\n\nrequire (\n'
-    printf '\tk8s.io/kubernetes %s\n\tgo.etcd.io/etcd/server/v3 %s\n)\n\nreplace (\n' "$k8s" "$etcd"
-    for mod in $(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" { print $1 }' "$gomod" | sort -u); do
-      printf '\t%s => %s %s\n' "$mod" "$mod" "$staging"
-    done
-    printf ')\n'
-  } >"$work/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kubelet"\n' >"$work/tools.go"
-  (cd "$work" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true)
-  flags="-s -w"
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    flags+=" -X $pkg.gitVersion=$k8s -X $pkg.gitTreeState=clean"
-    flags+=" -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$k8s" | cut -d. -f2)"
-  done
-  mkdir -p "$bin.partial"
-  (cd "$work" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$flags" \
-    -o "$bin.partial/kubelet" k8s.io/kubernetes/cmd/kubelet)
-  rm -rf "$bin" "$work" && mv "$bin.partial" "$bin"
-  log "built kubelet in $((SECONDS - start)) s"
-}
+build_kubelet() { KUBELET=$(bash "$ROOT/scripts/k8s-tools.sh" --kubelet); }
 
 # ---- images ------------------------------------------------------------------------------
 
@@ -119,24 +83,6 @@ cgroup_dirs() {
   for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
     [ -f "$h/cgroup.procs" ] && echo "${h%/}/star-kubelet-$1"
   done
-}
-
-# start NAME ARGS...: a daemon in its own session, its output in DIR/logs/NAME.log.
-start() {
-  local name=$1
-  shift
-  setsid "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
-  echo "$name $!" >>"$DIR/pids"
-}
-
-wait_for() {
-  local what=$1 limit=$2 i
-  shift 2
-  for ((i = 0; i < limit * 5; i++)); do
-    "$@" >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  die "$what did not come up within ${limit}s (logs in $DIR/logs)"
 }
 
 write_containerd_config() {
