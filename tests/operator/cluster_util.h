@@ -29,9 +29,8 @@ namespace star::op::e2e {
 
 // A test on the real cluster, in namespace ns_ ("test-op-" and a random suffix, with its
 // default ServiceAccount), removed at the end with the test's Nodes and the NodeAllocations
-// named after them. The test's Nodes are named after the namespace, so that they list after
-// the cluster's test node star-node-0: tests that run beside these take the first Node
-// listed as the node that runs pods (tests/k8s/k8s.py).
+// named after them. The test's Nodes are named after the namespace; tests that run beside
+// these find the node that runs pods by its label star.dev/test-node=true (tests/k8s/k8s.py).
 //
 // The pods of the test's jobs (JobYaml, ReallocJob) get an image the test node does not run
 // and the scheduler name kScheduler, which no scheduler serves: the test is their scheduler
