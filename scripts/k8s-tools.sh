@@ -157,22 +157,23 @@ build_node() {
   rm -rf "$NODE_BIN" && mv "$NODE_BIN.partial" "$NODE_BIN"
 }
 
-# star-faultproxy (tests/support/faultproxy): the fault-injecting proxy that tests put in
-# front of the API server. Built as star-node is, keyed by a hash of its sources; linked
-# into DIR/bin when DIR is given.
-build_faultproxy() {
-  local src=$ROOT/tests/support/faultproxy key bin
+# The Go test tools under tests/support: star-faultproxy (faultproxy/, the fault-injecting
+# proxy that tests put in front of the API server) and star-flood (flood/, the request
+# flood of the abuse tests). Built as star-node is, keyed by a hash of their sources;
+# linked into DIR/bin when DIR is given.
+build_support_tool() {
+  local name=$1 src=$ROOT/tests/support/$2 dir=${3:-} key bin
   [ -f "$src/go.mod" ] || return 0
   key=$(cat "$src"/*.go "$src"/go.mod | sha256sum | cut -c1-16)
-  bin=$CACHE/star-faultproxy-$key/bin
-  if [ ! -x "$bin/star-faultproxy" ]; then
-    log "building star-faultproxy into $bin"
+  bin=$CACHE/$name-$key/bin
+  if [ ! -x "$bin/$name" ]; then
+    log "building $name into $bin"
     mkdir -p "$bin.partial"
     (cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" \
-      -o "$bin.partial/star-faultproxy" .)
+      -o "$bin.partial/$name" .)
     rm -rf "$bin" && mv "$bin.partial" "$bin"
   fi
-  if [ -n "${1:-}" ]; then mkdir -p "$1/bin" && ln -sf "$bin/star-faultproxy" "$1/bin/star-faultproxy"; fi
+  if [ -n "$dir" ]; then mkdir -p "$dir/bin" && ln -sf "$bin/$name" "$dir/bin/$name"; fi
 }
 
 link_into() {
@@ -193,7 +194,8 @@ main() {
   build_k8s
   build_helm
   if [ -f "$NODE_SRC/go.mod" ]; then build_node; fi
-  build_faultproxy "${1:-}"
+  build_support_tool star-faultproxy faultproxy "${1:-}"
+  build_support_tool star-flood flood "${1:-}"
   [ $# -ge 1 ] && link_into "$1"
   return 0
 }

@@ -1,0 +1,3 @@
+module star.dev/star-flood
+
+go 1.26.0
