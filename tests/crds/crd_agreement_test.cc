@@ -339,6 +339,21 @@ TEST_P(CrdAgreementTest, EveryCountAndQuantityHasAnUpperBound) {
   }
 }
 
+// A list without maxItems lets one object hold as many entries as etcd takes, each of
+// which the operator or the agent decodes and keeps.
+TEST_P(CrdAgreementTest, EveryListHasAMaximumLength) {
+  for (const SchemaNode& node : Walk(schema_)) {
+    if (node.schema->value("type", "") != "array") continue;
+    EXPECT_TRUE(node.schema->contains("maxItems")) << ToString(node.path);
+  }
+}
+
+TEST_P(CrdAgreementTest, ListLengthsAcceptTheBoundAndRejectOneMore) {
+  const int lists = CountNodes([](const json& s) { return s.contains("maxItems"); });
+  EXPECT_GT(lists, 0);
+  EXPECT_EQ(CheckAll("maxItems "), lists * 2);
+}
+
 TEST_P(CrdAgreementTest, PrinterColumnsPointAtSchemaFields) {
   const json& columns = CrdVersion(crd_)["additionalPrinterColumns"];
   ASSERT_TRUE(columns.is_array());

@@ -317,6 +317,7 @@ class Generator {
       if (!node.server_owned && !node.path.back().is_index) Removal(node);
       if (type == "object" && !node.server_owned && !PreservesUnknown(s)) Unknown(node.path);
       if (type == "array") Duplicates(node);
+      if (type == "array" && s.contains("maxItems")) MaxItems(node);
     }
     Unknown({});
     for (const auto& [path, doc] : model_.cross_field_violations) {
@@ -432,6 +433,38 @@ class Generator {
             node.path);
       }
     }
+  }
+
+  // maxItems: a list of exactly that many items is accepted, one more is rejected. The
+  // items are copies of the example's first item (or of a minimal one) with their
+  // list-map keys made unique.
+  void MaxItems(const SchemaNode& node) {
+    const json& s = *node.schema;
+    const std::string at = ToString(node.path);
+    const size_t bound = s["maxItems"].get<size_t>();
+    const json* current = Find(model_.example, node.path);
+    if (current == nullptr || !current->is_array() || current->empty()) {
+      errors_->push_back(at + ": the example needs an item to probe maxItems");
+      return;
+    }
+    std::vector<std::string> keys;
+    if (s.contains("x-kubernetes-list-map-keys")) {
+      for (const json& k : s["x-kubernetes-list-map-keys"]) keys.push_back(k.get<std::string>());
+    }
+    const auto list_of = [&](size_t n) {
+      json list = json::array();
+      for (size_t i = 0; i < n; ++i) {
+        json item = current->front();
+        for (const std::string& k : keys) item[k] = item[k].get<std::string>() + std::to_string(i);
+        list.push_back(std::move(item));
+      }
+      return list;
+    };
+    Add("maxItems " + at + " = " + std::to_string(bound) + " items",
+        With(node.path, list_of(bound)), Expect::kValid, node.path);
+    Add("maxItems " + at + " = " + std::to_string(bound + 1) + " items",
+        With(node.path, list_of(bound + 1)), Expect::kInvalid, node.path,
+        "must have at most " + std::to_string(bound) + " items, got " + std::to_string(bound + 1));
   }
 
   // A string of exactly `length` characters that matches `pattern` (when set): all 'a',

@@ -221,6 +221,13 @@ ObjectReader& ObjectReader::AtLeast(std::string_view key, double value, double m
   return Fail(key, "must be >= " + FormatNumber(min) + ", got " + FormatNumber(value));
 }
 
+ObjectReader& ObjectReader::MaxItems(std::string_view key, size_t max) {
+  const json* f = Active() ? Get(key) : nullptr;
+  if (f == nullptr || !f->is_array() || f->size() <= max) return *this;
+  return Fail(key, "must have at most " + std::to_string(max) + " items, got " +
+                       std::to_string(f->size()));
+}
+
 ObjectReader& ObjectReader::AtMost(std::string_view key, double value, double max) {
   if (!ok() || !(value > max)) return *this;
   return Fail(key, "must be <= " + FormatNumber(max) + ", got " + FormatNumber(value));

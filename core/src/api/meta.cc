@@ -1,6 +1,7 @@
 #include "star/core/api/meta.h"
 
 #include <cstddef>
+#include <tuple>
 
 namespace star::api {
 
@@ -191,6 +192,14 @@ StatusOr<Condition> ConditionFromJson(const json& j, const std::string& path) {
       .RejectUnknown(
           {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"});
   if (rd.ok() && c.type.empty()) rd.Fail("type", "must not be empty");
+  for (auto [key, value, max] : {std::tuple{"type", &c.type, kMaxConditionTypeLength},
+                                 std::tuple{"reason", &c.reason, kMaxConditionReasonLength},
+                                 std::tuple{"message", &c.message, kMaxConditionMessageLength}}) {
+    if (rd.ok() && value->size() > max) {
+      rd.Fail(key, "must be at most " + std::to_string(max) + " characters, got " +
+                       std::to_string(value->size()));
+    }
+  }
   if (rd.ok() && rd.Has("lastTransitionTime") && !IsRfc3339(c.last_transition_time)) {
     rd.Fail("lastTransitionTime",
             "must be an RFC 3339 date-time, got \"" + c.last_transition_time + "\"");
@@ -207,6 +216,7 @@ void ReadConditions(ObjectReader& rd, std::string_view key, std::vector<Conditio
     rd.Fail(key, "must be an array, got " + JsonTypeName(*f));
     return;
   }
+  if (!rd.MaxItems(key, kMaxConditions).ok()) return;
   const std::string base = rd.FieldPath(key);
   std::vector<Condition> conds;
   for (size_t i = 0; i < f->size(); ++i) {

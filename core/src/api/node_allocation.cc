@@ -57,11 +57,17 @@ Status Range(const std::string& path, int64_t v, int64_t lo, int64_t hi) {
 // Field rules shared by spec.pods[] and status.applied[].
 Status CheckPod(const std::string& path, const std::string& ns, const std::string& name,
                 const std::string& uid, const CpuAllocation& cpu, const NetworkAllocation& net) {
-  constexpr int64_t kMax = kMaxJsonInteger;
+  constexpr int64_t kMax = kMaxBitsPerSecond;
   STAR_RETURN_IF_ERROR(CheckDns1123Label(ns, JoinPath(path, "namespace")));
   STAR_RETURN_IF_ERROR(CheckDns1123Subdomain(name, JoinPath(path, "name")));
   if (uid.empty()) return Status::InvalidArgument(JoinPath(path, "uid") + ": must not be empty");
-  STAR_RETURN_IF_ERROR(Range(JoinPath(path, "cpu.quotaMillicores"), cpu.quota_millicores, 0, kMax));
+  if (uid.size() > kMaxUidLength) {
+    return Status::InvalidArgument(JoinPath(path, "uid") + ": must be at most " +
+                                   std::to_string(kMaxUidLength) + " characters, got " +
+                                   std::to_string(uid.size()));
+  }
+  STAR_RETURN_IF_ERROR(Range(JoinPath(path, "cpu.quotaMillicores"), cpu.quota_millicores, 0,
+                             kMaxQuotaMillicores));
   STAR_RETURN_IF_ERROR(Range(JoinPath(path, "cpu.weight"), cpu.weight, 1, 10000));
   STAR_RETURN_IF_ERROR(
       Range(JoinPath(path, "network.egressBitsPerSecond"), net.egress_bits_per_second, 0, kMax));
@@ -116,6 +122,10 @@ json ToJson(const NodeAllocationSpec& s) {
 
 Status Validate(const NodeAllocationSpec& s, const std::string& path) {
   const std::string pods = JoinPath(path, "pods");
+  if (s.pods.size() > kMaxNodePods) {
+    return Status::InvalidArgument(pods + ": must have at most " + std::to_string(kMaxNodePods) +
+                                   " items, got " + std::to_string(s.pods.size()));
+  }
   for (size_t i = 0; i < s.pods.size(); ++i) {
     const PodAllocation& p = s.pods[i];
     const std::string at = IndexPath(pods, i);
@@ -132,6 +142,7 @@ Status Validate(const NodeAllocationSpec& s, const std::string& path) {
 StatusOr<NodeAllocationSpec> NodeAllocationSpecFromJson(const json& j, const std::string& path) {
   NodeAllocationSpec s;
   ObjectReader rd(j, path);
+  rd.MaxItems("pods", kMaxNodePods);
   ReadArray(rd, "pods", &s.pods, PodFromJson);
   rd.RejectUnknown({"pods"});
   if (rd.ok()) rd.Merge(Validate(s, path));
@@ -168,6 +179,7 @@ StatusOr<NodeAllocationStatus> NodeAllocationStatusFromJson(const json& j,
   rd.Int("observedGeneration", &s.observed_generation, Need::kOptional)
       .AtLeast("observedGeneration", static_cast<double>(s.observed_generation), 0)
       .AtMost("observedGeneration", static_cast<double>(s.observed_generation), kMaxJsonInteger);
+  rd.MaxItems("applied", kMaxNodePods);
   ReadArray(rd, "applied", &s.applied, AppliedFromJson);
   ReadConditions(rd, "conditions", &s.conditions);
   if (const json* u = rd.Get("usage"); rd.ok() && u != nullptr) {

@@ -1,6 +1,7 @@
 #include "star/core/api/node_allocation.h"
 
 #include <functional>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -210,6 +211,40 @@ INSTANTIATE_TEST_SUITE_P(
                 "status.usage.memoryBytes: unknown field"},
         BadCase{"UnknownStatusField", [](json& d) { d["status"]["phase"] = "Ready"; },
                 "status.phase: unknown field"},
+        // bounds: quota * CFS period must fit int64 in the agent
+        BadCase{"QuotaAboveMaximum",
+                [](json& d) { Pod(d, 0)["cpu"]["quotaMillicores"] = 10000001; },
+                "spec.pods[0].cpu.quotaMillicores: must be <= 10000000, got 10000001"},
+        BadCase{"QuotaNearInt64Maximum",
+                [](json& d) { Pod(d, 0)["cpu"]["quotaMillicores"] = int64_t{1} << 53; },
+                "spec.pods[0].cpu.quotaMillicores: must be <= 10000000, got 9007199254740992"},
+        BadCase{"EgressAboveMaximum",
+                [](json& d) { Pod(d, 0)["network"]["egressBitsPerSecond"] = 10000000000001; },
+                "spec.pods[0].network.egressBitsPerSecond: must be <= 10000000000000, got "
+                "10000000000001"},
+        BadCase{"IngressAboveMaximum",
+                [](json& d) { Pod(d, 0)["network"]["ingressBitsPerSecond"] = 10000000000001; },
+                "spec.pods[0].network.ingressBitsPerSecond: must be <= 10000000000000, got "
+                "10000000000001"},
+        BadCase{"AppliedQuotaAboveMaximum",
+                [](json& d) { d["status"]["applied"][0]["cpu"]["quotaMillicores"] = 10000001; },
+                "status.applied[0].cpu.quotaMillicores: must be <= 10000000, got 10000001"},
+        BadCase{"UidTooLong", [](json& d) { Pod(d, 0)["uid"] = std::string(129, 'u'); },
+                "spec.pods[0].uid: must be at most 128 characters, got 129"},
+        BadCase{"TooManyPods",
+                [](json& d) {
+                  json pods = json::array();
+                  for (int i = 0; i < 1025; ++i) {
+                    pods.push_back({{"namespace", "ns"}, {"name", "p"}, {"uid", std::to_string(i)}});
+                  }
+                  d["spec"]["pods"] = pods;
+                },
+                "spec.pods: must have at most 1024 items, got 1025"},
+        BadCase{"TooManyApplied",
+                [](json& d) {
+                  d["status"]["applied"] = std::vector<json>(1025, d["status"]["applied"][0]);
+                },
+                "status.applied: must have at most 1024 items, got 1025"},
         BadCase{"UnknownTopLevel", [](json& d) { d["data"] = 1; }, "data: unknown field"}),
     [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });
 
@@ -222,6 +257,20 @@ TEST(NodeAllocation, ValidateChecksStructsBuiltInCode) {
   s.pods[1].uid = "b";
   s.pods[0].cpu.weight = 0;
   EXPECT_EQ(Validate(s).message(), "spec.pods[0].cpu.weight: must be >= 1, got 0");
+  s.pods[0].cpu.weight = 1;
+  s.pods[0].cpu.quota_millicores = kMaxQuotaMillicores + 1;
+  EXPECT_EQ(Validate(s).message(),
+            "spec.pods[0].cpu.quotaMillicores: must be <= 10000000, got 10000001");
+  s.pods[0].cpu.quota_millicores = kMaxQuotaMillicores;
+  EXPECT_TRUE(Validate(s).ok());
+  s.pods.resize(kMaxNodePods + 1, s.pods[1]);
+  EXPECT_EQ(Validate(s).message(), "spec.pods: must have at most 1024 items, got 1025");
+}
+
+// The agent turns a quota into cgroup time: quota * period (at most 1 s, in ns) / 1000.
+TEST(NodeAllocation, LargestQuotaTimesLargestPeriodFitsInt64) {
+  constexpr int64_t kMaxPeriodNanos = 1'000'000'000;
+  EXPECT_LE(kMaxQuotaMillicores, std::numeric_limits<int64_t>::max() / kMaxPeriodNanos);
 }
 
 }  // namespace

@@ -170,11 +170,15 @@ json ReplicasToJson(const ReplicaSpec& r) {
 
 // ---- status decoding ----
 
+// A Kubernetes node name: a DNS-1123 subdomain.
+constexpr size_t kMaxNodeNameLength = 253;
+
 StatusOr<StragglerStatus> StragglerFromJson(const json& j, const std::string& path) {
   StragglerStatus s;
   ObjectReader rd(j, path);
   rd.Int("worker", &s.worker)
       .AtLeast("worker", s.worker, 0)
+      .AtMost("worker", s.worker, kMaxReplicas - 1)
       .String("node", &s.node, Need::kOptional);
   std::string cause, kind;
   rd.Enum("cause", &cause, {"compute", "communication"})
@@ -184,6 +188,10 @@ StatusOr<StragglerStatus> StragglerFromJson(const json& j, const std::string& pa
       .AtMost("slowdown", s.slowdown, kMaxJsonInteger)
       .String("since", &s.since, Need::kOptional)
       .RejectUnknown({"worker", "node", "cause", "kind", "slowdown", "since"});
+  if (rd.ok() && s.node.size() > kMaxNodeNameLength) {
+    rd.Fail("node", "must be at most " + std::to_string(kMaxNodeNameLength) + " characters, got " +
+                        std::to_string(s.node.size()));
+  }
   if (rd.ok() && rd.Has("since") && !IsRfc3339(s.since)) {
     rd.Fail("since", "must be an RFC 3339 date-time, got \"" + s.since + "\"");
   }
@@ -191,6 +199,19 @@ StatusOr<StragglerStatus> StragglerFromJson(const json& j, const std::string& pa
   s.cause = *ParseStragglerCause(cause);
   s.kind = *ParseStragglerKind(kind);
   return s;
+}
+
+// One group of status.groups: at most kMaxReplicas ranks, each in [0, kMaxReplicas).
+StatusOr<std::vector<int>> GroupFromJson(const json& j, const std::string& path) {
+  if (j.is_array() && j.size() > static_cast<size_t>(kMaxReplicas)) {
+    return Invalid(path, "must have at most " + std::to_string(kMaxReplicas) + " items, got " +
+                             std::to_string(j.size()));
+  }
+  STAR_ASSIGN_OR_RETURN(std::vector<int> ranks, IntListFromJson(j, path));
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    STAR_RETURN_IF_ERROR(InRange(IndexPath(path, i), ranks[i], 0, kMaxReplicas - 1));
+  }
+  return ranks;
 }
 
 StatusOr<WorkerStatus> WorkerStatusFromJson(const json& j, const std::string& path) {
@@ -293,14 +314,14 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
   const auto at = [&path](std::string_view field) { return JoinPath(path, field); };
   const int64_t n = s.workers.replicas;
 
-  STAR_RETURN_IF_ERROR(AtLeast(at("workers.replicas"), n, 1));
+  STAR_RETURN_IF_ERROR(InRange(at("workers.replicas"), n, 1, kMaxReplicas));
   if (s.workers.pod_template) {
     STAR_RETURN_IF_ERROR(FirstContainer(*s.workers.pod_template, at("workers.template")).status());
   }
 
   if (s.parameter_servers) {
     const int64_t ps = s.parameter_servers->replicas;
-    STAR_RETURN_IF_ERROR(AtLeast(at("parameterServers.replicas"), ps, 0));
+    STAR_RETURN_IF_ERROR(InRange(at("parameterServers.replicas"), ps, 0, kMaxReplicas));
     if (s.parameter_servers->pod_template) {
       STAR_RETURN_IF_ERROR(
           FirstContainer(*s.parameter_servers->pod_template, at("parameterServers.template"))
@@ -353,7 +374,8 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
   }
 
   const MitigationSpec& m = s.mitigation;
-  STAR_RETURN_IF_ERROR(AtLeast(at("mitigation.detection.window"), m.detection.window, 3));
+  STAR_RETURN_IF_ERROR(
+      InRange(at("mitigation.detection.window"), m.detection.window, 3, kMaxDetectionWindow));
   if (m.detection.threshold && !(*m.detection.threshold > 0)) {
     return Invalid(at("mitigation.detection.threshold"),
                    "must be > 0, got " + FormatNumber(*m.detection.threshold));
@@ -523,10 +545,11 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
   }
   if (rd.ok() && rd.Has("k")) {
     int k = 0;
-    rd.Int("k", &k).AtLeast("k", k, 1);
+    rd.Int("k", &k).AtLeast("k", k, 1).AtMost("k", k, kMaxReplicas);
     s.k = k;
   }
-  ReadArray(rd, "groups", &s.groups, IntListFromJson);
+  for (std::string_view list : {"groups", "stragglers", "workers"}) rd.MaxItems(list, kMaxReplicas);
+  ReadArray(rd, "groups", &s.groups, GroupFromJson);
   ReadArray(rd, "stragglers", &s.stragglers, StragglerFromJson);
   ReadArray(rd, "workers", &s.workers, WorkerStatusFromJson);
   rd.Int("iteration", &s.iteration, Need::kOptional)

@@ -494,6 +494,55 @@ INSTANTIATE_TEST_SUITE_P(
                   d["status"]["conditions"].push_back({{"type", "Ready"}, {"status", "False"}});
                 },
                 "status.conditions[1].type: duplicate of status.conditions[0]"},
+        // bounds: a count the operator turns into objects or per-worker state
+        BadCase{"ReplicasAboveMaximum",
+                [](json& d) { d["spec"]["workers"]["replicas"] = 50000000; },
+                "spec.workers.replicas: must be <= 1024, got 50000000"},
+        BadCase{"ParameterServersAboveMaximum",
+                [](json& d) {
+                  d["spec"]["architecture"] = "ParameterServer";
+                  d["spec"]["parameterServers"] = {{"replicas", 1025}};
+                },
+                "spec.parameterServers.replicas: must be <= 1024, got 1025"},
+        BadCase{"WindowAboveMaximum",
+                [](json& d) { d["spec"]["mitigation"]["detection"]["window"] = 1001; },
+                "spec.mitigation.detection.window: must be <= 1000, got 1001"},
+        BadCase{"StatusKAboveMaximum", [](json& d) { d["status"]["k"] = 1025; },
+                "status.k: must be <= 1024, got 1025"},
+        BadCase{"TooManyGroups",
+                [](json& d) {
+                  d["status"]["groups"] = std::vector<std::vector<int>>(1025, {0});
+                },
+                "status.groups: must have at most 1024 items, got 1025"},
+        BadCase{"GroupTooLong",
+                [](json& d) { d["status"]["groups"][0] = std::vector<int>(1025, 0); },
+                "status.groups[0]: must have at most 1024 items, got 1025"},
+        BadCase{"GroupRankAboveMaximum", [](json& d) { d["status"]["groups"][0][0] = 1024; },
+                "status.groups[0][0]: must be <= 1023, got 1024"},
+        BadCase{"GroupRankNegative", [](json& d) { d["status"]["groups"][0][0] = -1; },
+                "status.groups[0][0]: must be >= 0, got -1"},
+        BadCase{"TooManyWorkerStatuses",
+                [](json& d) {
+                  d["status"]["workers"] = std::vector<json>(1025, {{"batch", 1}});
+                },
+                "status.workers: must have at most 1024 items, got 1025"},
+        BadCase{"StragglerRankAboveMaximum",
+                [](json& d) { d["status"]["stragglers"][0]["worker"] = 1024; },
+                "status.stragglers[0].worker: must be <= 1023, got 1024"},
+        BadCase{"StragglerNodeTooLong",
+                [](json& d) { d["status"]["stragglers"][0]["node"] = std::string(254, 'n'); },
+                "status.stragglers[0].node: must be at most 253 characters, got 254"},
+        BadCase{"TooManyConditions",
+                [](json& d) {
+                  json& c = d["status"]["conditions"];
+                  for (int i = 0; c.size() < 33; ++i) {
+                    c.push_back({{"type", "T" + std::to_string(i)}, {"status", "True"}});
+                  }
+                },
+                "status.conditions: must have at most 32 items, got 33"},
+        BadCase{"ConditionMessageTooLong",
+                [](json& d) { d["status"]["conditions"][0]["message"] = std::string(32769, 'm'); },
+                "status.conditions[0].message: must be at most 32768 characters, got 32769"},
         BadCase{"UnknownStatusField", [](json& d) { d["status"]["mode"] = "ssgd"; },
                 "status.mode: unknown field"}),
     [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });

@@ -68,6 +68,10 @@ class ObjectReader {
   ObjectReader& AtLeast(std::string_view key, double value, double min);
   ObjectReader& AtMost(std::string_view key, double value, double max);
   ObjectReader& Greater(std::string_view key, double value, double bound);
+  // Fails when the field `key` is an array of more than `max` items ("<path>.<key>: must
+  // have at most <max> items, got <n>"); absent or not an array: no-op (the typed read
+  // reports the type). Call before decoding the items, so a huge list costs nothing.
+  ObjectReader& MaxItems(std::string_view key, size_t max);
 
   // Records "<path>.<key>: <reason>" unless an error is already recorded.
   ObjectReader& Fail(std::string_view key, std::string reason);

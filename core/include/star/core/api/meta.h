@@ -68,6 +68,14 @@ StatusOr<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& j, bool namespaced
 // "apiVersion: must be \"star.dev/v1alpha1\", got \"v1\"".
 [[nodiscard]] Status CheckTypeMeta(const nlohmann::json& j, std::string_view kind);
 
+// Bounds of a condition list (status.conditions of both kinds) and of its strings, as
+// metav1.Condition states them: at most kMaxConditions conditions, type at most 316
+// characters, reason 1024, message 32768.
+inline constexpr size_t kMaxConditions = 32;
+inline constexpr size_t kMaxConditionTypeLength = 316;
+inline constexpr size_t kMaxConditionReasonLength = 1024;
+inline constexpr size_t kMaxConditionMessageLength = 32768;
+
 // metav1.Condition.
 struct Condition {
   std::string type;                  // required, non-empty ("Ready", "Applied", ...)
@@ -85,8 +93,8 @@ struct Condition {
 nlohmann::json ToJson(const Condition& c);
 // Validates every field; rejects unknown fields. Errors name the field path.
 StatusOr<Condition> ConditionFromJson(const nlohmann::json& j, const std::string& path);
-// Decodes an optional array of conditions at `key` of `reader`'s object into `out`;
-// condition types must be unique ("<path>[2].type: duplicate of <path>[0]").
+// Decodes an optional array of at most kMaxConditions conditions at `key` of `reader`'s
+// object into `out`; condition types must be unique ("<path>[2].type: duplicate of <path>[0]").
 void ReadConditions(ObjectReader& reader, std::string_view key, std::vector<Condition>* out);
 
 }  // namespace star::api

@@ -14,16 +14,26 @@
 
 namespace star::api {
 
+// Bounds of a NodeAllocation (the CRD states the same):
+// at most kMaxNodePods entries in spec.pods and status.applied;
+inline constexpr size_t kMaxNodePods = 1024;
+// a pod uid of at most kMaxUidLength characters;
+inline constexpr size_t kMaxUidLength = 128;
+// a CFS quota of at most 10000 CPUs, so quota * period (<= 1 s, in ns) fits int64;
+inline constexpr int64_t kMaxQuotaMillicores = 10'000'000;
+// a rate of at most 10 Tbit/s.
+inline constexpr int64_t kMaxBitsPerSecond = 10'000'000'000'000;
+
 struct CpuAllocation {
-  int64_t quota_millicores = 0;  // CFS quota as millicores; 0 = unlimited
+  int64_t quota_millicores = 0;  // CFS quota as millicores, <= kMaxQuotaMillicores; 0 = unlimited
   int64_t weight = 100;          // relative share (cgroup v2 cpu.weight scale, 1..10000)
 
   friend bool operator==(const CpuAllocation&, const CpuAllocation&) = default;
 };
 
 struct NetworkAllocation {
-  int64_t egress_bits_per_second = 0;   // 0 = unlimited
-  int64_t ingress_bits_per_second = 0;  // 0 = unlimited
+  int64_t egress_bits_per_second = 0;   // <= kMaxBitsPerSecond; 0 = unlimited
+  int64_t ingress_bits_per_second = 0;  // <= kMaxBitsPerSecond; 0 = unlimited
   int priority = 0;                     // tc priority, 0 (highest) .. 7
 
   friend bool operator==(const NetworkAllocation&, const NetworkAllocation&) = default;
@@ -108,9 +118,10 @@ nlohmann::json ToJson(const NodeAllocationStatus& s);
 StatusOr<NodeAllocationStatus> NodeAllocationStatusFromJson(const nlohmann::json& j,
                                                             const std::string& path = "status");
 
-// Checks a spec built in code or decoded: per pod, namespace is a DNS-1123 label, name
-// a DNS-1123 subdomain, uid non-empty and unique across pods; quotaMillicores and rates
-// in [0, kMaxJsonInteger]; weight in [1, 10000]; priority in [0, 7]. O(pods^2) for the
+// Checks a spec built in code or decoded: at most kMaxNodePods pods; per pod, namespace
+// is a DNS-1123 label, name a DNS-1123 subdomain, uid non-empty, at most kMaxUidLength
+// characters and unique across pods; quotaMillicores in [0, kMaxQuotaMillicores]; rates
+// in [0, kMaxBitsPerSecond]; weight in [1, 10000]; priority in [0, 7]. O(pods^2) for the
 // uid check (pods per node are few). `path` prefixes field paths in errors.
 [[nodiscard]] Status Validate(const NodeAllocationSpec& s, const std::string& path = "spec");
 

@@ -33,6 +33,15 @@ inline constexpr std::string_view kTrainingJobKind = "TrainingJob";
 inline constexpr int64_t kMaxBatchSize = 2147483647;
 // Upper bound of spec.mitigation.detection.threshold: no rule flags anyone above it.
 inline constexpr double kMaxDetectionThreshold = 1000;
+// Upper bound of spec.workers.replicas, spec.parameterServers.replicas and
+// spec.synchronization.minK, and of the lists indexed by rank in status (groups, each
+// group, stragglers, workers). The operator builds every pod of a job in memory at once
+// and keeps per-worker state in its control loop: 1024 pods of a 64 KiB template are
+// 64 MiB, which a 512 MiB operator holds beside its caches.
+inline constexpr int kMaxReplicas = 1024;
+// Upper bound of spec.mitigation.detection.window: the detector keeps `window`
+// iterations per worker, so kMaxReplicas * kMaxDetectionWindow samples per job.
+inline constexpr int kMaxDetectionWindow = 1000;
 
 // spec.synchronization.policy. Wire: "Auto", "SSGD", "ASGD", "FixedK", "Groups".
 enum class SyncPolicy { kAuto, kSsgd, kAsgd, kFixedK, kGroups };
@@ -64,7 +73,7 @@ std::optional<JobPhase> ParseJobPhase(std::string_view s);
 
 // A role's pods: how many and from which PodTemplateSpec.
 struct ReplicaSpec {
-  int replicas = 1;  // required on the wire
+  int replicas = 1;  // required on the wire; <= kMaxReplicas
   // The PodTemplateSpec, kept verbatim (unknown fields allowed). Absent = nullopt.
   // When present it is an object, and template.spec.containers, when present, is a
   // non-empty array of container objects each with a string "name" (see FirstContainer).
@@ -86,14 +95,15 @@ struct TrainingSpec {
 struct SynchronizationSpec {
   SyncPolicy policy = SyncPolicy::kAuto;             // default Auto
   ModeSelector selector = ModeSelector::kHeuristic;  // default Heuristic
-  std::optional<int> min_k;  // lower bound on k; in [1, workers.replicas] when set
+  // Lower bound on k; in [1, workers.replicas] when set (so <= kMaxReplicas).
+  std::optional<int> min_k;
 
   friend bool operator==(const SynchronizationSpec&, const SynchronizationSpec&) = default;
 };
 
 struct DetectionSpec {
   DetectionRule rule = DetectionRule::kMad;  // default MAD
-  int window = 20;                           // iterations in the sliding window; >= 3
+  int window = 20;  // iterations in the sliding window; in [3, kMaxDetectionWindow]
   std::optional<double> threshold;  // in (0, kMaxDetectionThreshold] when set; unset = default
 
   friend bool operator==(const DetectionSpec&, const DetectionSpec&) = default;
@@ -144,7 +154,7 @@ struct TrainingJobSpec {
 // ---- status ----
 
 struct StragglerStatus {
-  int worker = 0;    // rank, >= 0
+  int worker = 0;    // rank, in [0, kMaxReplicas)
   std::string node;  // node the worker runs on; may be empty (local mode)
   StragglerCause cause = StragglerCause::kCompute;
   StragglerKind kind = StragglerKind::kDynamic;
@@ -167,10 +177,11 @@ struct TrainingJobStatus {
   int64_t observed_generation = 0;  // >= 0
   // wire "syncMode": ssgd|fixed_k|groups|asgd; unset before the first decision.
   std::optional<SyncMode> sync_mode;
-  std::optional<int> k;  // >= 1 when set
+  std::optional<int> k;  // in [1, kMaxReplicas] when set
+  // At most kMaxReplicas groups of at most kMaxReplicas ranks, each in [0, kMaxReplicas).
   std::vector<std::vector<int>> groups;
-  std::vector<StragglerStatus> stragglers;
-  std::vector<WorkerStatus> workers;            // indexed by rank
+  std::vector<StragglerStatus> stragglers;  // at most kMaxReplicas
+  std::vector<WorkerStatus> workers;        // indexed by rank; at most kMaxReplicas
   int64_t iteration = 0;                        // >= 0
   // The latest test accuracy the workers reported; in [0, 1] when set.
   std::optional<double> accuracy;
