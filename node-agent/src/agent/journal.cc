@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "star/agent/pod_cgroup.h"
+#include "star/agent/quantity.h"
 
 namespace star::agent {
 namespace {
@@ -49,6 +50,17 @@ Status CheckCgroupPath(const std::string& p, const std::string& field) {
   return Status::Ok();
 }
 
+// Limits as the kernel can hold them: quota -1 (unlimited) or 1..kMaxQuotaUs, period
+// 1000..1000000, weight 1..10000, rates >= 0.
+Status CheckCpuOriginal(const CpuLimits& l, const std::string& p) {
+  if (l.quota_us != -1 && (l.quota_us < 1 || l.quota_us > kMaxQuotaUs)) {
+    return Bad(p + ".quotaUs", "must be -1 or in [1, " + std::to_string(kMaxQuotaUs) + "]");
+  }
+  if (l.period_us < 1000 || l.period_us > 1000000) return Bad(p + ".periodUs", "must be in [1000, 1000000]");
+  if (l.weight < 1 || l.weight > 10000) return Bad(p + ".weight", "must be in [1, 10000]");
+  return Status::Ok();
+}
+
 StatusOr<JournalEntry> ParseEntry(const json& j, const std::string& path) {
   if (!j.is_object()) return Bad(path, "must be an object");
   JournalEntry e;
@@ -64,6 +76,7 @@ StatusOr<JournalEntry> ParseEntry(const json& j, const std::string& path) {
     STAR_ASSIGN_OR_RETURN(c.limits.quota_us, GetInt(*it, "quotaUs", p));
     STAR_ASSIGN_OR_RETURN(c.limits.period_us, GetInt(*it, "periodUs", p));
     STAR_ASSIGN_OR_RETURN(c.limits.weight, GetInt(*it, "weight", p));
+    STAR_RETURN_IF_ERROR(CheckCpuOriginal(c.limits, p));
     e.cpu = c;
   }
   if (auto it = j.find("net"); it != j.end()) {
@@ -75,6 +88,8 @@ StatusOr<JournalEntry> ParseEntry(const json& j, const std::string& path) {
     STAR_ASSIGN_OR_RETURN(n.limits.egress_bits_per_second, GetInt(*it, "egressBitsPerSecond", p));
     STAR_ASSIGN_OR_RETURN(n.limits.ingress_bits_per_second,
                           GetInt(*it, "ingressBitsPerSecond", p));
+    if (n.limits.egress_bits_per_second < 0) return Bad(p + ".egressBitsPerSecond", "must be >= 0");
+    if (n.limits.ingress_bits_per_second < 0) return Bad(p + ".ingressBitsPerSecond", "must be >= 0");
     STAR_ASSIGN_OR_RETURN(int64_t prio, GetInt(*it, "priority", p));
     if (prio < 0 || prio > 7) return Bad(p + ".priority", "must be in [0, 7]");
     n.limits.priority = static_cast<int>(prio);

@@ -78,7 +78,16 @@ TEST(JournalTest, CorruptJournalIsRefusedWithAClearError) {
                     R"("periodUs":1,"weight":1}}}})"),
         std::string(R"({"version":1,"pods":{"abc":{"cpu":{"cgroup":"a","quotaUs":"x",)"
                     R"("periodUs":1,"weight":1}}}})"),
-        std::string(R"({"version":1,"pods":{"abc":{"surprise":1}}})")}) {
+        std::string(R"({"version":1,"pods":{"abc":{"surprise":1}}})"),
+        // Out of what the kernel can hold (and of what arithmetic on them survives).
+        std::string(R"({"version":1,"pods":{"abc":{"cpu":{"cgroup":"a","quotaUs":9223372036854775807,)"
+                    R"("periodUs":100000,"weight":1}}}})"),
+        std::string(R"({"version":1,"pods":{"abc":{"cpu":{"cgroup":"a","quotaUs":-1,)"
+                    R"("periodUs":0,"weight":1}}}})"),
+        std::string(R"({"version":1,"pods":{"abc":{"cpu":{"cgroup":"a","quotaUs":-1,)"
+                    R"("periodUs":100000,"weight":0}}}})"),
+        std::string(R"({"version":1,"pods":{"abc":{"net":{"interface":"veth0",)"
+                    R"("egressBitsPerSecond":-8,"ingressBitsPerSecond":0,"priority":0}}}})")}) {
     WriteFile(path, text);
     auto j = Journal::Open(path);
     ASSERT_FALSE(j.ok()) << text;

@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include "star/agent/quantity.h"
+
 namespace star::agent {
 namespace {
 
@@ -52,7 +54,8 @@ CpuLimits DesiredCpu(const api::CpuAllocation& cpu, int64_t period_us) {
   l.weight = cpu.weight;
   l.quota_us = cpu.quota_millicores == 0
                    ? -1
-                   : std::max<int64_t>(1000, cpu.quota_millicores * period_us / 1000);
+                   : std::clamp<int64_t>(SaturatingMul(cpu.quota_millicores, period_us) / 1000,
+                                         1000, kMaxQuotaUs);
   return l;
 }
 
@@ -78,6 +81,15 @@ auto RetryWith(const ReconcilerOptions& options, F&& f) -> decltype(f()) {
   }
 }
 
+// The agent's own bound (quantity.h), whatever the codec let through.
+Status CheckAgentBounds(const api::PodAllocation& p, size_t i) {
+  if (p.cpu.quota_millicores <= kMaxQuotaMillicores) return Status::Ok();
+  return Status::InvalidArgument(
+      "spec.pods[" + std::to_string(i) + "].cpu.quotaMillicores: must be <= " +
+      std::to_string(kMaxQuotaMillicores) + " (the most a CFS quota holds), got " +
+      std::to_string(p.cpu.quota_millicores));
+}
+
 // Step 1: validates everything before touching anything. Returns the allocation's uids.
 StatusOr<std::set<std::string>> ValidateAllocation(const std::string& cgroup_root,
                                                    const api::NodeAllocation& desired,
@@ -90,6 +102,7 @@ StatusOr<std::set<std::string>> ValidateAllocation(const std::string& cgroup_roo
     const auto& p = desired.spec.pods[i];
     const std::string field = "spec.pods[" + std::to_string(i) + "].uid";
     STAR_RETURN_IF_ERROR(CheckPodUid(p.uid, field));
+    STAR_RETURN_IF_ERROR(CheckAgentBounds(p, i));
     desired_uids.insert(p.uid);
     auto it = interfaces.find(p.uid);
     if (it == interfaces.end()) continue;
@@ -107,13 +120,16 @@ StatusOr<std::set<std::string>> ValidateAllocation(const std::string& cgroup_roo
 // journalled original, else its observed limits.
 std::optional<std::string> GuaranteeViolation(const api::PodAllocation& p,
                                               const CpuLimits& original) {
-  if (!p.guaranteed || original.quota_us <= 0 || p.cpu.quota_millicores <= 0 ||
-      p.cpu.quota_millicores * original.period_us >= original.quota_us * 1000) {
+  if (!p.guaranteed || original.quota_us <= 0 || original.period_us <= 0 ||
+      p.cpu.quota_millicores <= 0 ||
+      SaturatingMul(p.cpu.quota_millicores, original.period_us) >=
+          SaturatingMul(original.quota_us, 1000)) {
     return std::nullopt;
   }
   return "guaranteed pod " + PodLabel(p) + " would get " +
          std::to_string(p.cpu.quota_millicores) + " millicores, below its request of " +
-         std::to_string(original.quota_us * 1000 / original.period_us) + " millicores";
+         std::to_string(SaturatingMul(original.quota_us, 1000) / original.period_us) +
+         " millicores";
 }
 
 PodResult DesiredPodResult(const api::PodAllocation& p) {

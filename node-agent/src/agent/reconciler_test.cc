@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@
 
 #include "star/agent/faulty_node_os.h"
 #include "star/agent/memory_node_os.h"
+#include "star/agent/quantity.h"
 
 namespace star::agent {
 namespace {
@@ -87,6 +90,63 @@ TEST(ReconcilerTest, DesiredLimitsFollowTheAllocation) {
   EXPECT_EQ(DesiredCpu({0, 100}, 100000), (CpuLimits{-1, 100000, 100}));
   EXPECT_EQ(DesiredCpu({1, 100}, 100000).quota_us, 1000) << "kernel minimum";
   EXPECT_EQ(DesiredCpu({500, 100}, 50000).quota_us, 25000) << "observed period kept";
+}
+
+// Regression: quotaMillicores * period_us overflowed int64 for large allocations.
+TEST(ReconcilerTest, DesiredCpuSaturatesForAnyInt64) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(DesiredCpu({kMax, 100}, 1'000'000).quota_us, kMaxQuotaUs);
+  EXPECT_EQ(DesiredCpu({kMaxQuotaMillicores, 100}, 1'000'000).quota_us, kMaxQuotaMillicores * 1000);
+  EXPECT_EQ(DesiredCpu({std::numeric_limits<int64_t>::min(), 100}, 1'000'000).quota_us, 1000);
+  EXPECT_EQ(SaturatingMul(kMax, 2), kMax);
+  EXPECT_EQ(SaturatingMul(kMax, -2), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(SaturatingAdd(kMax, 1), kMax);
+  EXPECT_EQ(SaturatingAdd(std::numeric_limits<int64_t>::min(), -1),
+            std::numeric_limits<int64_t>::min());
+}
+
+// Regression: quotaMillicores up to 2^53 - 1 passed validation and overflowed
+// quota x period; now it is refused, naming the field, and so are rates beyond any bound.
+TEST(ReconcilerTest, QuantitiesBeyondTheAgentsLimitsAreRefusedNamingTheField) {
+  MemoryNodeOs os;
+  AddPods(os, 2);
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  constexpr int64_t kHuge = (int64_t{1} << 53) - 1;
+  api::PodAllocation cpu = Pod(1, kHuge);
+  api::PodAllocation egress = Pod(1, 500, std::numeric_limits<int64_t>::max());
+  api::PodAllocation ingress = Pod(1, 500);
+  ingress.network.ingress_bits_per_second = std::numeric_limits<int64_t>::max();
+  for (const auto& [pod, field] :
+       {std::pair{cpu, "spec.pods[1].cpu.quotaMillicores"},
+        std::pair{egress, "spec.pods[1].network.egressBitsPerSecond"},
+        std::pair{ingress, "spec.pods[1].network.ingressBitsPerSecond"}}) {
+    auto res = r.Reconcile(Alloc({Pod(0, 500), pod}), Veths(2));
+    ASSERT_FALSE(res.ok()) << field;
+    EXPECT_EQ(res.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(res.status().message().find(field), std::string::npos) << res.status();
+  }
+  EXPECT_EQ(os.cpu_writes() + os.net_writes(), 0);
+  EXPECT_EQ(journal.writes(), 0);
+  auto large = r.Reconcile(Alloc({Pod(0, 10'000'000)}), {});  // 10000 CPUs
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_EQ(Cpu(os, 0).quota_us, 1'000'000'000);
+}
+
+// Regression: the guarantee check multiplied a journalled quota by 1000 unchecked.
+TEST(ReconcilerTest, GuaranteeCheckSurvivesAnyJournalledQuota) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  Journal journal = Journal::InMemory();
+  JournalEntry e;
+  e.cpu = CpuOriginal{Cgroup(0), CpuLimits{std::numeric_limits<int64_t>::max(), 100000, 50}};
+  ASSERT_TRUE(journal.Commit({{Uid(0), e}}).ok());
+  Reconciler r(os, journal, NoSleep());
+  api::PodAllocation g = Pod(0, 10'000'000);
+  g.guaranteed = true;
+  auto res = r.Reconcile(Alloc({g}), {});
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.status().message().find("below its request"), std::string::npos) << res.status();
 }
 
 TEST(ReconcilerTest, AppliesThenIsIdempotentThenRestoresOnRemoval) {

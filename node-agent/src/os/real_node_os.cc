@@ -25,11 +25,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <sstream>
 
 #include "os/limits_check.h"
+#include "star/agent/quantity.h"
 #include "star/core/common/hash.h"
 
 namespace star::agent {
@@ -189,8 +191,8 @@ class RealNodeOs final : public NodeOs {
         return CgError(rc, "read " + cgroup + "/" + name);
       }
     }
-    l.weight = std::clamp<int64_t>(std::llround(static_cast<double>(shares) * 100.0 / 1024.0),
-                                   1, 10000);
+    l.weight = std::llround(
+        std::clamp(static_cast<double>(shares) * 100.0 / 1024.0, 1.0, 10000.0));
     return l;
   }
 
@@ -359,7 +361,10 @@ StatusOr<std::optional<RealNodeOs::HtbRate>> RealNodeOs::ReadHtb(int ifindex,
   if (int err = rtnl_htb_get_rate64(cls.get(), &bytes_per_s); err < 0) {
     return NlError(err, "read htb rate on " + ifname);
   }
-  return std::optional<HtbRate>(HtbRate{static_cast<int64_t>(bytes_per_s * 8),
+  // Saturating: the kernel keeps 64-bit bytes per second, more than an int64 of bits holds.
+  const int64_t bytes = static_cast<int64_t>(
+      std::min<uint64_t>(bytes_per_s, std::numeric_limits<int64_t>::max()));
+  return std::optional<HtbRate>(HtbRate{SaturatingMul(bytes, 8),
                                         static_cast<int>(rtnl_htb_get_prio(cls.get()))});
 }
 

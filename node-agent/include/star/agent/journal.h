@@ -45,7 +45,9 @@ class Journal {
  public:
   // Loads the journal at `path`; a missing file is an empty journal (its directory must
   // exist). Errors: FailedPrecondition "journal <path>: ..." when the file is unreadable or
-  // corrupt (bad JSON, wrong version, bad uid/cgroup/interface, bad field).
+  // corrupt (bad JSON, wrong version, bad uid/cgroup/interface, bad field, or a limit the
+  // kernel cannot hold: quotaUs -1 or 1..kMaxQuotaUs, periodUs 1000..1000000, weight
+  // 1..10000, rates >= 0).
   [[nodiscard]] static StatusOr<Journal> Open(std::string path);
   // A journal that lives only in memory (tests, benchmarks): Commit never touches disk.
   static Journal InMemory();

@@ -2,11 +2,13 @@
 // (every call re-reads the observed state and converges from wherever it is).
 //
 // One Reconcile(desired):
-//   1. Validates the whole allocation (api::Validate, pod uids, the interface mapping).
-//      Invalid input: InvalidArgument, nothing is read or changed.
+//   1. Validates the whole allocation (api::Validate, the agent's own bounds of
+//      quantity.h, pod uids, the interface mapping). Invalid input: InvalidArgument
+//      naming the field, nothing is read or changed.
 //   2. Plans every pod: finds its cgroup (pod_cgroup.h), reads the observed limits and
 //      computes the desired ones: quota_us = quotaMillicores * period_us / 1000 (at least
-//      1000 us, the kernel's minimum; 0 millicores = unlimited, -1), the observed period
+//      1000 us, the kernel's minimum, at most kMaxQuotaUs, computed without overflow for
+//      any int64; 0 millicores = unlimited, -1), the observed period
 //      is kept, weight = cpu.weight; NetLimits = the pod's network allocation, applied to
 //      its mapped interface (no mapping: no shaping).
 //   3. Guarantees: a guaranteed pod's request is its original CPU quota (the journalled
