@@ -1,16 +1,21 @@
 // StoreServer (cpprestsdk http_listener) and its client, ConnectStore (http_client).
 // cpprest exceptions are converted to Status here and nowhere else.
 
+#include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <cpprest/http_client.h>
 #include <cpprest/http_listener.h>
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "star/report/net.h"
 #include "star/shim/store_server.h"
+#include "store/kv_table.h"
+#include "store/store_auth.h"
 #include "store/store_util.h"
 
 namespace star::shim {
@@ -38,6 +43,52 @@ http::http_response TextResponse(http::status_code code, const std::string& text
   return BytesResponse(code, Bytes(text.begin(), text.end()));
 }
 
+// The HTTP answer to a failed store operation.
+http::status_code CodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+      return http::status_codes::BadRequest;
+    case StatusCode::kOutOfRange:
+      return 507;  // Insufficient Storage: the store is full
+    default:
+      return http::status_codes::InternalError;
+  }
+}
+
+// "timeout_ms" of a long poll: absent = 0; negative = 0; clamped to max_poll.
+StatusOr<std::chrono::milliseconds> PollTimeout(const http::http_request& req,
+                                                std::chrono::milliseconds max_poll) {
+  const auto query = web::uri::split_query(req.relative_uri().query());
+  const auto it = query.find("timeout_ms");
+  if (it == query.end()) return std::chrono::milliseconds(0);
+  int64_t ms = 0;
+  const std::string& text = it->second;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (ec == std::errc::result_out_of_range) {
+    ms = text.front() == '-' ? 0 : max_poll.count();
+  } else if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return Status::InvalidArgument("store: timeout_ms: \"" + text.substr(0, 32) +
+                                   "\" is not an integer");
+  }
+  return std::clamp(std::chrono::milliseconds(ms), std::chrono::milliseconds(0), max_poll);
+}
+
+Status CheckLimits(const StoreLimits& l) {
+  auto zero = [](const char* field) {
+    return Status::InvalidArgument(std::string("store limits: ") + field + ": must be > 0");
+  };
+  if (l.max_key_bytes == 0) return zero("max_key_bytes");
+  if (l.max_value_bytes == 0) return zero("max_value_bytes");
+  if (l.max_keys == 0) return zero("max_keys");
+  if (l.max_total_bytes == 0) return zero("max_total_bytes");
+  if (l.max_waiting == 0) return zero("max_waiting");
+  if (l.max_poll <= std::chrono::milliseconds(0) || l.max_poll > std::chrono::hours(24)) {
+    return Status::InvalidArgument("store limits: max_poll: must be in (0, 24h], got " +
+                                   std::to_string(l.max_poll.count()) + " ms");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct StoreServer::Impl {
@@ -47,6 +98,9 @@ struct StoreServer::Impl {
     Clock::time_point deadline;
   };
 
+  explicit Impl(StoreServerOptions o) : options(std::move(o)), kv(options.limits) {}
+
+  const StoreServerOptions options;
   std::string host;
   int port = 0;
   std::unique_ptr<http::experimental::listener::http_listener> listener;
@@ -54,43 +108,17 @@ struct StoreServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
-  std::map<std::string, Bytes> kv;
+  KvTable kv;
   std::list<Waiter> waiters;
   std::thread timer;
 
   void Handle(http::http_request req) {
     try {
-      const std::string path = req.relative_uri().path();
-      if (StartsWith(path, kKvPrefix) && req.method() == http::methods::PUT) {
-        const std::string key = web::uri::decode(path.substr(sizeof(kKvPrefix) - 1));
-        std::vector<unsigned char> body = req.extract_vector().get();
-        Put(key, Bytes(body.begin(), body.end()));
-        req.reply(http::status_codes::NoContent);
-      } else if (StartsWith(path, kKvPrefix) && req.method() == http::methods::GET) {
-        const std::string key = web::uri::decode(path.substr(sizeof(kKvPrefix) - 1));
-        auto query = web::uri::split_query(req.relative_uri().query());
-        long timeout_ms = 0;
-        if (auto it = query.find("timeout_ms"); it != query.end()) {
-          timeout_ms = std::stol(it->second);
-        }
-        GetOrPark(key, std::move(req), std::chrono::milliseconds(timeout_ms));
-      } else if (StartsWith(path, kAddPrefix) && req.method() == http::methods::POST) {
-        const std::string key = web::uri::decode(path.substr(sizeof(kAddPrefix) - 1));
-        std::vector<unsigned char> body = req.extract_vector().get();
-        auto delta = ParseCounter(key, Bytes(body.begin(), body.end()));
-        if (!delta.ok()) {
-          req.reply(TextResponse(http::status_codes::BadRequest, delta.status().message()));
-          return;
-        }
-        auto value = Add(key, *delta);
-        if (!value.ok()) {
-          req.reply(TextResponse(http::status_codes::BadRequest, value.status().message()));
-          return;
-        }
-        req.reply(BytesResponse(http::status_codes::OK, CounterBytes(*value)));
-      } else {
-        req.reply(TextResponse(http::status_codes::NotFound, "no such endpoint: " + path));
+      if (!Authorized(req)) {
+        req.reply(TextResponse(http::status_codes::Unauthorized, "store: unauthorized"));
+        return;
       }
+      Route(req);
     } catch (const std::exception& e) {
       try {
         req.reply(TextResponse(http::status_codes::BadRequest, std::string("store server: ") + e.what()));
@@ -100,13 +128,97 @@ struct StoreServer::Impl {
     }
   }
 
-  void Put(const std::string& key, Bytes value) {
+  bool Authorized(const http::http_request& req) const {
+    if (options.token.empty()) return true;
+    const auto it = req.headers().find(http::header_names::authorization);
+    return BearerMatches(it == req.headers().end() ? "" : it->second, options.token);
+  }
+
+  void Route(http::http_request& req) {
+    const std::string path = req.relative_uri().path();
+    const bool kv_path = StartsWith(path, kKvPrefix);
+    if (!(kv_path || StartsWith(path, kAddPrefix))) {
+      req.reply(TextResponse(http::status_codes::NotFound, "no such endpoint: " + path.substr(0, 64)));
+      return;
+    }
+    const size_t prefix = kv_path ? sizeof(kKvPrefix) - 1 : sizeof(kAddPrefix) - 1;
+    const std::string key = web::uri::decode(path.substr(prefix));
+    if (Status checked = kv.CheckKey(key); !checked.ok()) {
+      req.reply(TextResponse(CodeFor(checked), checked.message()));
+    } else if (kv_path && req.method() == http::methods::PUT) {
+      HandlePut(req, key);
+    } else if (kv_path && req.method() == http::methods::GET) {
+      StatusOr<std::chrono::milliseconds> timeout = PollTimeout(req, options.limits.max_poll);
+      if (!timeout.ok()) {
+        req.reply(TextResponse(CodeFor(timeout.status()), timeout.status().message()));
+        return;
+      }
+      GetOrPark(key, std::move(req), *timeout);
+    } else if (!kv_path && req.method() == http::methods::POST) {
+      HandleAdd(req, key);
+    } else {
+      req.reply(TextResponse(http::status_codes::MethodNotAllowed,
+                             "store: " + req.method() + " not allowed on " + path.substr(0, 64)));
+    }
+  }
+
+  // The request's body, at most max_value_bytes; replies (411, 413) and returns nullopt if
+  // it has no Content-Length or a longer one.
+  std::optional<Bytes> ReadBody(http::http_request& req) {
+    const auto& headers = req.headers();
+    if (headers.has(http::header_names::transfer_encoding) ||
+        !headers.has(http::header_names::content_length)) {
+      req.reply(TextResponse(http::status_codes::LengthRequired,
+                             "store: a request body needs a Content-Length"));
+      return std::nullopt;
+    }
+    const size_t limit = options.limits.max_value_bytes;
+    if (headers.content_length() > limit) {
+      req.reply(TextResponse(http::status_codes::RequestEntityTooLarge,
+                             "store: body of " + std::to_string(headers.content_length()) +
+                                 " bytes exceeds the limit of " + std::to_string(limit) + " bytes"));
+      return std::nullopt;
+    }
+    std::vector<unsigned char> body = req.extract_vector().get();
+    return Bytes(body.begin(), body.end());
+  }
+
+  void HandlePut(http::http_request& req, const std::string& key) {
+    std::optional<Bytes> body = ReadBody(req);
+    if (!body) return;
+    Status set = Put(key, std::move(*body));
+    if (!set.ok()) {
+      req.reply(TextResponse(CodeFor(set), set.message()));
+      return;
+    }
+    req.reply(http::status_codes::NoContent);
+  }
+
+  void HandleAdd(http::http_request& req, const std::string& key) {
+    std::optional<Bytes> body = ReadBody(req);
+    if (!body) return;
+    auto delta = ParseCounter(key, *body);
+    if (!delta.ok()) {
+      req.reply(TextResponse(http::status_codes::BadRequest, delta.status().message()));
+      return;
+    }
+    auto value = Add(key, *delta);
+    if (!value.ok()) {
+      req.reply(TextResponse(CodeFor(value.status()), value.status().message()));
+      return;
+    }
+    req.reply(BytesResponse(http::status_codes::OK, CounterBytes(*value)));
+  }
+
+  Status Put(const std::string& key, Bytes value) {
     std::vector<http::http_request> ready;
     {
       std::lock_guard<std::mutex> lock(mu);
-      SetLocked(key, value, &ready);
+      STAR_RETURN_IF_ERROR(kv.Set(key, value));
+      TakeWaitersLocked(key, &ready);
     }
     for (auto& r : ready) r.reply(BytesResponse(http::status_codes::OK, value));
+    return Status::Ok();
   }
 
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) {
@@ -115,21 +227,16 @@ struct StoreServer::Impl {
     Bytes bytes;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (auto it = kv.find(key); it != kv.end()) {
-        STAR_ASSIGN_OR_RETURN(value, ParseCounter(key, it->second));
-      }
-      value += delta;
+      STAR_ASSIGN_OR_RETURN(value, kv.Add(key, delta));
       bytes = CounterBytes(value);
-      SetLocked(key, bytes, &ready);
+      TakeWaitersLocked(key, &ready);
     }
     for (auto& r : ready) r.reply(BytesResponse(http::status_codes::OK, bytes));
     return value;
   }
 
-  // Stores key and moves the long polls waiting for it into *ready. Needs mu held.
-  void SetLocked(const std::string& key, const Bytes& value,
-                 std::vector<http::http_request>* ready) {
-    kv[key] = value;
+  // Moves the long polls waiting for key into *ready. Needs mu held.
+  void TakeWaitersLocked(const std::string& key, std::vector<http::http_request>* ready) {
     for (auto it = waiters.begin(); it != waiters.end();) {
       if (it->key == key) {
         ready->push_back(std::move(it->request));
@@ -143,8 +250,8 @@ struct StoreServer::Impl {
   void GetOrPark(const std::string& key, http::http_request req,
                  std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu);
-    if (auto it = kv.find(key); it != kv.end()) {
-      Bytes value = it->second;
+    if (const Bytes* found = kv.Find(key)) {
+      Bytes value = *found;
       lock.unlock();
       req.reply(BytesResponse(http::status_codes::OK, value));
       return;
@@ -155,7 +262,14 @@ struct StoreServer::Impl {
                          : http::status_codes::RequestTimeout);
       return;
     }
-    waiters.push_back(Waiter{key, std::move(req), Clock::now() + timeout});
+    if (waiters.size() >= options.limits.max_waiting) {
+      lock.unlock();
+      req.reply(TextResponse(http::status_codes::TooManyRequests,
+                             "store: " + std::to_string(options.limits.max_waiting) +
+                                 " requests wait already (max_waiting)"));
+      return;
+    }
+    waiters.push_back(Waiter{key, std::move(req), DeadlineAfter(Clock::now(), timeout)});
     cv.notify_all();
   }
 
@@ -198,8 +312,10 @@ std::string StoreServer::url() const {
   return "http://" + impl_->host + ":" + std::to_string(impl_->port);
 }
 
-StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port) {
-  auto impl = std::make_unique<Impl>();
+StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port,
+                                                          StoreServerOptions options) {
+  STAR_RETURN_IF_ERROR(CheckLimits(options.limits));
+  auto impl = std::make_unique<Impl>(std::move(options));
   impl->host = host;
   Impl* raw = impl.get();
   StatusOr<int> bound = report::ListenOnPort(host, port, [raw, &host](int p) {
@@ -244,6 +360,12 @@ void StoreServer::Stop() {
   } catch (const std::exception&) {
     // Closing failed: the process is going away from this server anyway.
   }
+}
+
+bool StoreServer::AwaitWaiting(size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_until(lock, DeadlineAfter(Clock::now(), timeout),
+                              [&] { return impl_->waiters.size() >= n; });
 }
 
 }  // namespace star::shim

@@ -26,7 +26,7 @@ class HttpStore final : public Store {
       : url_(std::move(url)), options_(options), client_(url_, Config()) {}
 
   Status Set(const std::string& key, const Bytes& value) override {
-    const auto deadline = Clock::now() + options_.timeout;
+    const auto deadline = DeadlineAfter(Clock::now(), options_.timeout);
     STAR_ASSIGN_OR_RETURN(
         http::http_response resp,
         Request(http::methods::PUT, "/kv/" + web::uri::encode_data_string(key), value, deadline));
@@ -35,7 +35,7 @@ class HttpStore final : public Store {
   }
 
   StatusOr<Bytes> Get(const std::string& key, milliseconds timeout) override {
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = DeadlineAfter(Clock::now(), timeout);
     const std::string path = "/kv/" + web::uri::encode_data_string(key);
     while (true) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
@@ -56,21 +56,17 @@ class HttpStore final : public Store {
   }
 
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
-    const auto deadline = Clock::now() + options_.timeout;
+    const auto deadline = DeadlineAfter(Clock::now(), options_.timeout);
     STAR_ASSIGN_OR_RETURN(http::http_response resp,
                           Request(http::methods::POST, "/add/" + web::uri::encode_data_string(key),
                                   CounterBytes(delta), deadline));
-    if (resp.status_code() == http::status_codes::BadRequest) {
-      STAR_ASSIGN_OR_RETURN(std::vector<unsigned char> body, Body(resp));
-      return Status::InvalidArgument(std::string(body.begin(), body.end()));
-    }
     if (resp.status_code() != http::status_codes::OK) return BadReply("Add", key, resp);
     STAR_ASSIGN_OR_RETURN(std::vector<unsigned char> body, Body(resp));
     return ParseCounter(key, Bytes(body.begin(), body.end()));
   }
 
   Status Wait(const std::vector<std::string>& keys, milliseconds timeout) override {
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = DeadlineAfter(Clock::now(), timeout);
     for (const auto& key : keys) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       auto value = Get(key, std::max(left, milliseconds(0)));
@@ -97,6 +93,9 @@ class HttpStore final : public Store {
       try {
         http::http_request req(method);
         req.set_request_uri(web::uri(path));
+        if (!options_.token.empty()) {
+          req.headers().add(http::header_names::authorization, "Bearer " + options_.token);
+        }
         if (body) req.set_body(std::vector<unsigned char>(body->begin(), body->end()));
         return client_.request(req).get();
       } catch (const std::exception& e) {
@@ -119,9 +118,27 @@ class HttpStore final : public Store {
     }
   }
 
+  // The Status of a refused request: the server's reason for bad input (400, 413) and a
+  // full store (507); FailedPrecondition for a refused token; Unavailable otherwise.
   Status BadReply(const char* op, const std::string& key, http::http_response& resp) {
-    return Status::Unavailable("store: " + std::string(op) + " \"" + key + "\" at " + url_ +
-                               ": HTTP " + std::to_string(resp.status_code()));
+    const std::string where = "store: " + std::string(op) + " \"" + key.substr(0, 64) +
+                              "\" at " + url_ + ": HTTP " + std::to_string(resp.status_code());
+    switch (resp.status_code()) {
+      case http::status_codes::Unauthorized:
+        return Status::FailedPrecondition(where + ": the store refused this job's token");
+      case http::status_codes::BadRequest:
+      case http::status_codes::RequestEntityTooLarge:
+        return Status::InvalidArgument(where + ": " + Reason(resp));
+      case 507:
+        return Status::OutOfRange(where + ": " + Reason(resp));
+      default:
+        return Status::Unavailable(where);
+    }
+  }
+
+  std::string Reason(http::http_response& resp) {
+    auto body = Body(resp);
+    return body.ok() ? std::string(body->begin(), body->end()) : body.status().message();
   }
 
   const std::string url_;

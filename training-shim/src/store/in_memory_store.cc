@@ -22,8 +22,9 @@ class InMemoryStore final : public Store {
   }
 
   StatusOr<Bytes> Get(const std::string& key, std::chrono::milliseconds timeout) override {
+    const auto deadline = DeadlineAfter(std::chrono::steady_clock::now(), timeout);
     std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return kv_.count(key) > 0; })) {
+    if (!cv_.wait_until(lock, deadline, [&] { return kv_.count(key) > 0; })) {
       return KeyTimeout(key, timeout);
     }
     return kv_.at(key);
@@ -37,7 +38,7 @@ class InMemoryStore final : public Store {
       if (it != kv_.end()) {
         STAR_ASSIGN_OR_RETURN(value, ParseCounter(key, it->second));
       }
-      value += delta;
+      STAR_ASSIGN_OR_RETURN(value, AddCounter(key, value, delta));
       kv_[key] = CounterBytes(value);
     }
     cv_.notify_all();
@@ -45,7 +46,7 @@ class InMemoryStore final : public Store {
   }
 
   Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto deadline = DeadlineAfter(std::chrono::steady_clock::now(), timeout);
     std::unique_lock<std::mutex> lock(mu_);
     for (const auto& key : keys) {
       if (!cv_.wait_until(lock, deadline, [&] { return kv_.count(key) > 0; })) {

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "star/shim/store.h"
@@ -21,6 +23,7 @@ Bytes B(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 struct Backend {
   std::string name;
+  std::string token;  // the HTTP store's token, for Other()
   std::function<void(std::unique_ptr<StoreServer>*, std::shared_ptr<Store>*)> make;
 };
 
@@ -33,7 +36,7 @@ class StoreContractTest : public ::testing::TestWithParam<Backend> {
   // A second client of the same store (another connection for HTTP).
   std::shared_ptr<Store> Other() {
     if (!server_) return store_;
-    auto s = ConnectStore(server_->url());
+    auto s = ConnectStore(server_->url(), StoreOptions{milliseconds(30000), GetParam().token});
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *s : nullptr;
   }
@@ -147,21 +150,53 @@ TEST_P(StoreContractTest, KeysWithOddCharactersAreDistinctAndRoundTrip) {
   }
 }
 
+// Regression: a deadline of now + timeout overflowed for the largest timeouts (UB, caught
+// by UBSan in build-asan), and the wrapped deadline gave up at once.
+TEST_P(StoreContractTest, TheLargestTimeoutDoesNotOverflowTheDeadline) {
+  ASSERT_TRUE(store_->Set("k", B("v")).ok());
+  auto v = store_->Get("k", milliseconds::max());
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, B("v"));
+  EXPECT_TRUE(store_->Wait({"k"}, milliseconds::max()).ok());
+}
+
+// Regression: a counter's sum overflowed int64 (UB).
+TEST_P(StoreContractTest, ACounterThatWouldLeaveInt64IsInvalidArgument) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  ASSERT_TRUE(store_->Add("c", kMax).ok());
+  auto v = store_->Add("c", 1);
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument) << v.status();
+  auto same = store_->Add("c", 0);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(*same, kMax);
+}
+
+void StartHttp(const std::string& token, std::unique_ptr<StoreServer>* server,
+               std::shared_ptr<Store>* store) {
+  StoreServerOptions options;
+  options.token = token;
+  auto s = StoreServer::Start("127.0.0.1", 0, options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  *server = std::move(*s);
+  auto c = ConnectStore((*server)->url(), StoreOptions{milliseconds(30000), token});
+  ASSERT_TRUE(c.ok()) << c.status();
+  *store = *c;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreContractTest,
     ::testing::Values(
-        Backend{"InMemory",
+        Backend{"InMemory", "",
                 [](std::unique_ptr<StoreServer>*, std::shared_ptr<Store>* store) {
                   *store = NewInMemoryStore();
                 }},
-        Backend{"Http",
+        Backend{"Http", "",
                 [](std::unique_ptr<StoreServer>* server, std::shared_ptr<Store>* store) {
-                  auto s = StoreServer::Start("127.0.0.1", 0);
-                  ASSERT_TRUE(s.ok()) << s.status();
-                  *server = std::move(*s);
-                  auto c = ConnectStore((*server)->url());
-                  ASSERT_TRUE(c.ok()) << c.status();
-                  *store = *c;
+                  StartHttp("", server, store);
+                }},
+        Backend{"HttpWithToken", "0123456789abcdef0123456789abcdef",
+                [](std::unique_ptr<StoreServer>* server, std::shared_ptr<Store>* store) {
+                  StartHttp("0123456789abcdef0123456789abcdef", server, store);
                 }}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
