@@ -92,12 +92,13 @@ set(STAR_K8S_TEST_ENV
     STAR_CLUSTER_DIR=${STAR_K8S_CLUSTER_DIR}
     CACHE INTERNAL "environment of the k8s tests")
 
-# star_k8s_test(NAME COMMAND... [LABELS l...] [ENV k=v...] [LOCK] [TIMEOUT s]): a test on
-# the k8s_cluster fixture's real cluster (tests/k8s), labelled k8s; registered only where
-# that cluster can run (STAR_K8S_TESTS). LOCK serializes the tests that run an operator
-# (they share the test node's NodeAllocation).
+# star_k8s_test(NAME COMMAND... [LABELS l...] [ENV k=v...] [LOCK] [SERIAL] [TIMEOUT s]): a
+# test on the k8s_cluster fixture's real cluster (tests/k8s), labelled k8s; registered only
+# where that cluster can run (STAR_K8S_TESTS). LOCK serializes the tests that run an
+# operator (they share the test node's NodeAllocation); SERIAL runs the test alone (an
+# operator that watches every namespace would take other tests' TrainingJobs).
 function(star_k8s_test name)
-  cmake_parse_arguments(ARG "LOCK" "TIMEOUT" "COMMAND;LABELS;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "LOCK;SERIAL" "TIMEOUT" "COMMAND;LABELS;ENV" ${ARGN})
   if(NOT STAR_K8S_TESTS)
     return()
   endif()
@@ -109,6 +110,9 @@ function(star_k8s_test name)
                        TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${STAR_K8S_TEST_ENV};${ARG_ENV}")
   if(ARG_LOCK)
     set_tests_properties(${name} PROPERTIES RESOURCE_LOCK star_k8s_node_allocation)
+  endif()
+  if(ARG_SERIAL)
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
   endif()
 endfunction()
 
