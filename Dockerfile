@@ -10,8 +10,11 @@
 #   --build-arg BUILD_IMAGE=... BASE_IMAGE=...   images to build on and to run on
 #
 # The builder compiles only the three binaries (no tests, no benchmarks, no CUDA).
-ARG BUILD_IMAGE=debian:bookworm
-ARG BASE_IMAGE=debian:bookworm-slim
+# Base images are pinned by digest (the multi-platform index of Debian's dated tag, as
+# docker-library/repo-info lists it), so a moved tag never changes what is built; the tag
+# only says which one it is. An override should be pinned the same way (name@sha256:...).
+ARG BUILD_IMAGE=debian:bookworm-20260918@sha256:f37a335e82bca302e955fa39f9dfe28f1be618f016f8a2b56318e5a5111afc26
+ARG BASE_IMAGE=debian:bookworm-20260918-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 
 FROM ${BUILD_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive

@@ -121,7 +121,7 @@ podman_build() {
   local name=$1; shift
   local start=$SECONDS log=$STATE/build-$name.log line
   "${PODMAN[@]}" build --layers --isolation chroot --network host \
-    --build-arg BUILD_IMAGE="$BASE" --build-arg BASE_IMAGE="$BASE" \
+    --build-arg BUILD_IMAGE="$BASE_PINNED" --build-arg BASE_IMAGE="$BASE_PINNED" \
     -f "$CTX/Dockerfile" "$@" "$CTX" 2>&1 |
     while IFS= read -r line; do printf '%4d %s\n' $((SECONDS - start)) "$line"; done >"$log" ||
     { tail -50 "$log"; echo "FAIL: podman build ($name)"; exit 1; }
@@ -143,7 +143,10 @@ build() {
   TMPDIR=$STATE/tmp mmdebstrap --quiet --variant=minbase bookworm "$WORK/base.tar"
   "${PODMAN[@]}" import "$WORK/base.tar" "$BASE" >/dev/null
   rm -f "$WORK/base.tar"
-  echo "image_test: made $BASE with mmdebstrap in $((SECONDS - t)) s"
+  # Built on by digest, as the Dockerfile's defaults are: the image just made, not whatever
+  # the tag names by the time a stage starts.
+  BASE_PINNED=${BASE%:*}@$("${PODMAN[@]}" image inspect --format '{{.Digest}}' "$BASE")
+  echo "image_test: made $BASE_PINNED with mmdebstrap in $((SECONDS - t)) s"
 
   # The builder stage once (apt and the compile), then the targets on its cached layers.
   podman_build builder --target build -t "$BUILDER"

@@ -6,6 +6,8 @@
 - GeneratedDocsTest: docs/reference/ is what docs/gen/gen_docs.py generates from the CRDs,
   the chart's schema, the code's metric registrations and the alert rules.
 - LinksTest: every relative link in README.md and docs/ names a file that exists.
+- PinnedImagesTest: every base image a Dockerfile (FROM, or an *_IMAGE ARG default) or a
+  script's inline Containerfile names is pinned by digest (name@sha256:...), not a bare tag.
 """
 import os
 import re
@@ -77,6 +79,65 @@ class LinksTest(unittest.TestCase):
                 if not os.path.exists(os.path.join(os.path.dirname(doc), target)):
                     missing.append(f"{os.path.relpath(doc, ROOT)}: {target}")
         self.assertEqual(missing, [])
+
+
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def unpinned_images(text):
+    """The image references of Dockerfile `text` that are not pinned by digest: ARG defaults
+    of *_IMAGE arguments and FROM images that are not scratch, an earlier stage, or an
+    argument whose default is checked."""
+    bad, stages, args = [], set(), set()
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0].upper() == "ARG" and "=" in words[1]:
+            name, value = words[1].split("=", 1)
+            args.add(name)
+            if name.endswith("IMAGE") and not DIGEST.search(value.strip("\"'")):
+                bad.append(f"ARG {name}={value}")
+        elif len(words) >= 2 and words[0].upper() == "FROM":
+            image = next(w for w in words[1:] if not w.startswith("--"))
+            if len(words) >= 4 and words[-2].upper() == "AS":
+                stages.add(words[-1])
+            arg = re.fullmatch(r"\$\{?(\w+)\}?", image)
+            if image == "scratch" or image in stages or (arg and arg.group(1) in args):
+                continue
+            if not DIGEST.search(image):
+                bad.append(f"FROM {image}")
+    return bad
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+class PinnedImagesTest(unittest.TestCase):
+    def test_the_check_tells_tags_from_digests(self):
+        digest = "@sha256:" + "0" * 64
+        self.assertEqual(unpinned_images("ARG BASE_IMAGE=debian:bookworm-slim\n"),
+                         ["ARG BASE_IMAGE=debian:bookworm-slim"])
+        self.assertEqual(unpinned_images("FROM debian:bookworm AS build\n"), ["FROM debian:bookworm"])
+        self.assertEqual(unpinned_images("FROM --platform=x debian\n"), ["FROM debian"])
+        self.assertEqual(unpinned_images(f"ARG BASE_IMAGE=debian:bookworm{digest}\n"
+                                         "FROM ${BASE_IMAGE} AS runtime\nFROM runtime AS agent\n"
+                                         f"FROM scratch\nFROM busybox{digest}\n"), [])
+        self.assertEqual(unpinned_images("FROM ${UNDECLARED}\n"), ["FROM ${UNDECLARED}"])
+
+    def test_dockerfiles_and_inline_containerfiles_pin_base_images_by_digest(self):
+        bad = []
+        for path in tracked_files() if os.path.exists(os.path.join(ROOT, ".git")) else ["Dockerfile"]:
+            name = os.path.basename(path)
+            full = os.path.join(ROOT, path)
+            if name in ("Dockerfile", "Containerfile") or name.endswith((".Dockerfile", ".Containerfile")):
+                bad += [f"{path}: {b}" for b in unpinned_images(read(full))]
+            elif name.endswith(".sh") and os.path.isfile(full):
+                # Containerfiles written by scripts: printf 'FROM x\n...'
+                for image in re.findall(r"FROM ([^\s\\'\"]+)", read(full)):
+                    if image != "scratch" and not DIGEST.search(image):
+                        bad.append(f"{path}: FROM {image}")
+        self.assertEqual(bad, [], "pin base images by digest (name@sha256:...), not by tag")
 
 
 if __name__ == "__main__":
