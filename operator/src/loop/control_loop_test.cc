@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <memory>
 #include <random>
@@ -720,6 +721,46 @@ TEST(JobControlLoop, BadReportsAreRejectedNamingTheFieldAndChangeNothing) {
   EXPECT_EQ(loop.timeline(), timeline);
   EXPECT_EQ(loop.rounds(), rounds);
   EXPECT_TRUE(loop.Observe(good).ok());
+}
+
+// Regression: a report at iteration INT64_MAX - 1 was accepted; the apply iteration of
+// the next decision overflowed (UB) and the worker's later reports were refused.
+TEST(JobControlLoop, AReportIterationNearInt64MaxIsRefusedAndTheLoopKeepsDeciding) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, true));
+  for (const int64_t iteration : {std::numeric_limits<int64_t>::max() - 1, kMaxIteration + 1}) {
+    api::WorkerReport r;
+    r.worker = 0;
+    r.iteration = iteration;
+    r.local_batch = 64;
+    r.compute_seconds = 0.1;
+    StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
+    ASSERT_FALSE(d.ok()) << iteration;
+    EXPECT_EQ(d.status().message().rfind("iteration: must be in [0, " + std::to_string(kMaxIteration) + "]", 0), 0u)
+        << d.status();
+  }
+  RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; });
+  EXPECT_FALSE(r.decisions.empty()) << TimelineText(loop);
+}
+
+// A job at the largest iteration a report may carry: the loop issues no decision that
+// would apply past it (nor overflows computing one).
+TEST(JobControlLoop, NoDecisionAppliesPastTheLargestIteration) {
+  JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kAuto, true, true));
+  for (int64_t i = 1; i <= 100; ++i) {
+    for (int w = 0; w < kWorkers; ++w) {
+      api::WorkerReport r;
+      r.worker = w;
+      r.iteration = kMaxIteration - 100 + i;
+      r.time_seconds = static_cast<double>(i);
+      r.local_batch = kGlobalBatch / kWorkers;
+      r.compute_seconds = w == 1 ? 0.4 : 0.1;
+      StatusOr<std::optional<api::Decision>> d = loop.Observe(r);
+      ASSERT_TRUE(d.ok()) << d.status();
+      if (*d) {
+        EXPECT_LE((*d)->apply_at_iteration, kMaxIteration);
+      }
+    }
+  }
 }
 
 TEST(JobControlLoop, TimelineEventsCarryTheStragglersTypedFields) {

@@ -2,6 +2,7 @@
 // issued to the workers and the timeline of what changed.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "loop/times.h"
 #include "star/operator/control_loop.h"
@@ -63,8 +64,8 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
   }
-  return std::max<int64_t>(max_iteration_, 0) +
-         static_cast<int64_t>(std::ceil(static_cast<double>(options_.apply_margin_iterations) * ratio));
+  return SaturatingAdd(std::max<int64_t>(max_iteration_, 0),
+                       SaturatingCeil(static_cast<double>(options_.apply_margin_iterations) * ratio));
 }
 
 bool JobControlLoop::DriftWaitTooLong(const Setting& next, const std::vector<double>& times) const {
@@ -105,13 +106,15 @@ double JobControlLoop::FirstToWait(const std::vector<double>& arrive) const {
 std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
                                                    const std::vector<double>& times) const {
   api::Decision d;
-  d.epoch = std::max(decision_ ? decision_->epoch : 0, epoch_base_) + 1;
+  d.epoch = SaturatingAdd(std::max(decision_ ? decision_->epoch : 0, epoch_base_), 1);
   d.apply_at_iteration = ApplyAtIteration(times);
   if (decision_ && MinIteration() < decision_->apply_at_iteration) {
     // The previous decision (batches or AMP only) is not behind every worker yet: this
     // one applies after it, so no worker takes the two up in the wrong order.
-    d.apply_at_iteration = std::max(d.apply_at_iteration, decision_->apply_at_iteration + 1);
+    d.apply_at_iteration = std::max(d.apply_at_iteration, SaturatingAdd(decision_->apply_at_iteration, 1));
   }
+  // Past kMaxIteration no worker could take it up.
+  if (d.apply_at_iteration > kMaxIteration || d.epoch == std::numeric_limits<int64_t>::max()) return std::nullopt;
   d.mode = next.sync.mode;
   d.k = next.sync.k;
   d.groups = next.sync.groups;

@@ -28,7 +28,9 @@ Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
     return Bad("worker", "must be in [0, " + std::to_string(n_) + "), got " +
                              std::to_string(r.worker));
   }
-  if (r.iteration < 0) return Bad("iteration", "must be >= 0, got " + std::to_string(r.iteration));
+  if (r.iteration < 0 || r.iteration > kMaxIteration) {
+    return Bad("iteration", "must be in [0, " + std::to_string(kMaxIteration) + "], got " + std::to_string(r.iteration));
+  }
   const int64_t prev = workers_[static_cast<size_t>(r.worker)].last_iteration;
   if (r.iteration < prev) {
     return Bad("iteration", "must be >= the worker's previous report (" + std::to_string(prev) +

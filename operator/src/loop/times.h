@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace star::op {
@@ -11,6 +13,18 @@ namespace star::op {
 inline bool AllMeasured(const std::vector<double>& times) {
   return std::all_of(times.begin(), times.end(),
                      [](double x) { return x > 0 && std::isfinite(x); });
+}
+
+// a + b for b >= 0, at most INT64_MAX (no overflow).
+inline int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+
+// ceil(x) as an int64_t for x >= 0, at most INT64_MAX (a double cast past it is UB).
+inline int64_t SaturatingCeil(double x) {
+  constexpr double kLimit = 9.2e18;  // below INT64_MAX, and a double
+  return x >= kLimit ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(std::ceil(x));
 }
 
 }  // namespace star::op

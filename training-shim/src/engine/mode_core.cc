@@ -26,6 +26,9 @@ constexpr float kFinished = 2.0f;
 
 // Integers travel as floats in 20-bit halves so they stay exact.
 constexpr int64_t kHalf = int64_t{1} << 20;
+// The largest iteration the engine schedules a decision at (its messages carry an
+// iteration as two floats of 20 bits each; the operator issues none past it either).
+constexpr int64_t kMaxIteration = kHalf * kHalf;
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
@@ -273,6 +276,11 @@ Status ModeCore::Schedule(const api::Decision& d) {
     return Status::Unimplemented("decision.mode: asgd is not implemented by the sync engine");
   }
   STAR_RETURN_IF_ERROR(CheckDecisionRanks(d, size()));
+  if (d.apply_at_iteration > kMaxIteration) {
+    return Status::InvalidArgument("decision.apply_at_iteration: must be at most " + std::to_string(kMaxIteration) +
+                                   " (what the engine's messages carry), got " +
+                                   std::to_string(d.apply_at_iteration));
+  }
   if (d.apply_at_iteration < iteration_) {
     return Status::FailedPrecondition(
         "decision.apply_at_iteration: " + std::to_string(d.apply_at_iteration) +

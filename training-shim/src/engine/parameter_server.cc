@@ -427,7 +427,7 @@ Status PsWorker::Schedule(const api::Decision& d) {
         "decision.apply_at_iteration: " + std::to_string(d.apply_at_iteration) +
         " already passed (this worker is at iteration " + std::to_string(iteration_) + ")");
   }
-  if (d.apply_at_iteration >= kMaxInt || d.epoch + 1 >= kMaxInt) {
+  if (d.apply_at_iteration >= kMaxInt || d.epoch >= kMaxInt - 1) {  // the tag is epoch + 1
     return Status::InvalidArgument("decision: epoch or apply_at_iteration too large");
   }
   return internal::AddPending(pending_, d);

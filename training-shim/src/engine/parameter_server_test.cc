@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <string>
@@ -498,6 +499,21 @@ TEST(ParameterServerSchedule, RejectsLateUnsupportedAndMalformedInput) {
   }));
   auto comms = NewLocalGroup(1, milliseconds(100));
   EXPECT_EQ(PsWorker::Create(std::move(comms[0]), 1, {2}).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Regression: the epoch check computed epoch + 1, which overflowed (UB) at INT64_MAX.
+TEST(ParameterServerSchedule, RejectsEpochAndApplyIterationNearInt64Max) {
+  std::vector<ServerResult> servers;
+  ExpectAllOk(RunPs(1, 2, {2}, {0, 0}, SgdOptions{}, servers, [&](int, PsWorker& ps) -> Status {
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    api::Decision epoch = MakeDecision(kMax, 5, api::SyncMode::kSsgd, 2);
+    api::Decision apply_at = MakeDecision(1, kMax, api::SyncMode::kSsgd, 2);
+    for (const api::Decision& d : {epoch, apply_at}) {
+      const Status s = ps.Schedule(d);
+      if (s.code() != StatusCode::kInvalidArgument) return Status::Internal("unexpected " + s.ToString());
+    }
+    return ps.Step(std::vector<float>{1, 1}, 1).status();
+  }));
 }
 
 }  // namespace

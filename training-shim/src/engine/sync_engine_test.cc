@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -431,6 +432,20 @@ TEST(SyncEngineSchedule, RejectsLateUnsupportedAndMalformedDecisions) {
     STAR_RETURN_IF_ERROR(expect(engine->Schedule(MakeDecision(1, 5, api::SyncMode::kFixedK, 2)),
                                 StatusCode::kInvalidArgument));
     return Status::Ok();
+  }));
+}
+
+// A decision past the iteration the engine's messages carry is refused, not held forever.
+TEST(SyncEngineSchedule, RejectsAnApplyIterationPastTheLargest) {
+  ExpectAllOk(RunRanks(2, milliseconds(5000), [&](int, std::unique_ptr<Collective> world) -> Status {
+    STAR_ASSIGN_OR_RETURN(auto engine, SyncEngine::Create(std::move(world), Zeros(2), SgdOptions{}));
+    for (const int64_t at : {(int64_t{1} << 40) + 1, std::numeric_limits<int64_t>::max()}) {
+      const Status s = engine->Schedule(MakeDecision(1, at, api::SyncMode::kSsgd, 2));
+      if (s.code() != StatusCode::kInvalidArgument || s.message().find("apply_at_iteration") == std::string::npos) {
+        return Status::Internal("unexpected " + s.ToString());
+      }
+    }
+    return engine->Step(std::vector<float>{1, 1}, 1).status();
   }));
 }
 

@@ -112,6 +112,11 @@ struct LearnedModel {
   std::string unavailable_reason = "no model given";
 };
 
+// The largest iteration a report may carry and a decision may apply at (2^40: beyond any
+// training run, and what the training shim's engines carry exactly). A report past it is
+// refused; a decision that would apply past it is not issued.
+inline constexpr int64_t kMaxIteration = int64_t{1} << 40;
+
 // Whether a job's loop selects its mode with the learned selector: selector ML with
 // policy Auto (any other policy selects nothing).
 [[nodiscard]] bool UsesLearnedSelector(const api::TrainingJobSpec& spec);
@@ -129,7 +134,8 @@ class JobControlLoop {
   // Feeds one report. Returns the Decision to send back on this report's response: the
   // latest decision (so every worker learns it on its next report), or nullopt before
   // any. Errors (InvalidArgument naming the field, nothing changes): worker outside
-  // [0, n); iteration < 0 or lower than this worker's previous report; iterations < 1;
+  // [0, n); iteration < 0, above kMaxIteration or lower than this worker's previous
+  // report; iterations < 1;
   // negative or non-finite times; local_batch < 1; negative or non-finite gradient
   // norms; accuracy not finite or outside [0, 1]; accuracy_time_seconds negative or
   // non-finite. A report with accuracy is observed as ObserveAccuracy(
