@@ -15,7 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "body.h"
 #include "star/report/net.h"
+#include "star/report/token.h"
 #include "tls_context.h"
 #include "wire.h"
 
@@ -29,7 +31,15 @@ using Listener = http::experimental::listener::http_listener;
 // The certificate and key of `o`, read and loaded into a scratch context: nullopt for
 // plain HTTP; InvalidArgument naming the option and the file.
 StatusOr<std::optional<tls::ServerIdentity>> LoadIdentity(const ReportServerOptions& o) {
-  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::optional<tls::ServerIdentity>();
+  const bool files = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
+  const bool text = !o.tls_cert_pem.empty() || !o.tls_key_pem.empty();
+  if (files && text) return Status::InvalidArgument("tls_cert_pem: give the certificate as files or as text, not both");
+  if (text) {
+    STAR_ASSIGN_OR_RETURN(tls::ServerIdentity id,
+                          tls::ServerIdentityFromPem("tls_cert_pem", o.tls_cert_pem, "tls_key_pem", o.tls_key_pem));
+    return std::optional<tls::ServerIdentity>(std::move(id));
+  }
+  if (!files) return std::optional<tls::ServerIdentity>();
   STAR_ASSIGN_OR_RETURN(tls::ServerIdentity id,
                         tls::ReadServerIdentity("tls_cert_file", o.tls_cert_file, "tls_key_file", o.tls_key_file));
   return std::optional<tls::ServerIdentity>(std::move(id));
@@ -53,6 +63,7 @@ struct ReportServer::Impl {
   ReportHandler handler;
   std::optional<tls::ServerIdentity> identity;  // HTTPS when set
   std::mutex handler_mu;  // serialises handler calls
+  const std::string unknown_job_token = RandomToken();  // compared with for unknown jobs
   std::unique_ptr<Listener> listener;
 
   std::string Url(int port) const {
@@ -79,36 +90,45 @@ struct ReportServer::Impl {
     }
   }
 
+  // Whether the request carries the token of `job`. A job this server does not know is
+  // refused as a wrong token is, after the same comparison (against a token no client
+  // has), so neither the answer nor its time tells which jobs exist.
+  bool Authorized(const http::http_request& request, const std::string& job) const {
+    std::optional<std::string> token = options.token;
+    if (options.job_token) token = options.job_token(job);
+    if (token && token->empty()) return true;  // this server asks for no token
+    auto it = request.headers().find(http::header_names::authorization);
+    const std::string presented = it == request.headers().end() ? std::string() : it->second;
+    const bool equal = TokensEqual(presented, "Bearer " + token.value_or(unknown_job_token));
+    return token.has_value() && equal;
+  }
+
   void HandleOrThrow(http::http_request request) {
     std::vector<std::string> segments = web::uri::split_path(request.relative_uri().path());
     if (segments.size() != 4 || segments[0] != "v1" || segments[1] != "jobs" ||
         segments[3] != "reports") {
+      body::Drain(request);
       Reply(request, http::status_codes::NotFound, ErrorBody("no such endpoint"));
       return;
     }
     if (request.method() != http::methods::POST) {
+      body::Drain(request);
       Reply(request, http::status_codes::MethodNotAllowed, ErrorBody("use POST"));
       return;
     }
     const std::string job = web::uri::decode(segments[2]);
-    std::string token = options.token;
-    if (options.job_token) {
-      std::optional<std::string> t = options.job_token(job);
-      if (!t) {
-        Reply(request, http::status_codes::NotFound, ErrorBody("job \"" + job + "\": not known here"));
-        return;
-      }
-      token = std::move(*t);
+    if (!Authorized(request, job)) {
+      body::Drain(request);
+      Reply(request, http::status_codes::Unauthorized, ErrorBody("missing or wrong bearer token"));
+      return;
     }
-    if (!token.empty()) {
-      auto it = request.headers().find(http::header_names::authorization);
-      if (it == request.headers().end() || it->second != "Bearer " + token) {
-        Reply(request, http::status_codes::Unauthorized, ErrorBody("missing or wrong bearer token"));
-        return;
-      }
+    const std::optional<std::string> text = body::ReadAtMost(request, options.max_body_bytes);
+    if (!text) {
+      Reply(request, http::status_codes::RequestEntityTooLarge,
+            ErrorBody("body: larger than " + std::to_string(options.max_body_bytes) + " bytes"));
+      return;
     }
-    const std::string body = request.extract_utf8string(/*ignore_content_type=*/true).get();
-    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
       Reply(request, http::status_codes::BadRequest, ErrorBody("body: not JSON"));
       return;
@@ -151,6 +171,7 @@ std::string ReportServer::base_url() const { return impl_->Url(impl_->options.po
 StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions options,
                                                             ReportHandler handler) {
   if (!handler) return Status::InvalidArgument("handler: must be set");
+  if (options.max_body_bytes == 0) return Status::InvalidArgument("max_body_bytes: must be > 0");
   auto impl = std::make_unique<Impl>();
   STAR_ASSIGN_OR_RETURN(impl->identity, LoadIdentity(options));
   impl->options = std::move(options);

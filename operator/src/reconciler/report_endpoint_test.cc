@@ -114,8 +114,8 @@ TEST_F(ReportEndpointTls, TheEndpointServesHttpsAndOffersItsCa) {
   r.job = "ns/unknown";
   r.local_batch = 8;
   auto got = (*client)->Send(r);  // through TLS to the endpoint, which knows no such job
-  EXPECT_EQ(got.status().code(), StatusCode::kInternal) << got.status();
-  EXPECT_NE(got.status().message().find("HTTP 404"), std::string::npos) << got.status();
+  EXPECT_EQ(got.status().code(), StatusCode::kFailedPrecondition) << got.status();
+  EXPECT_EQ(got.status().message(), "report rejected: 401 unauthorized") << "as for a wrong token";
   (*endpoint)->Stop();
 }
 
