@@ -287,6 +287,31 @@ TEST_F(ReportTls, BadCasAreInvalidArgumentsOfCreateNamingTheOption) {
   }
 }
 
+TEST_F(ReportTls, TheCertificateMayBeGivenAsTextAndIsCheckedAsFilesAre) {
+  const CertifiedKey identity = ca_.IssueServer({"localhost"});
+  ReportServerOptions o;
+  o.tls_cert_pem = identity.cert;
+  o.tls_key_pem = identity.key;
+  auto answer = [](const api::WorkerReport&) { return std::optional<api::Decision>(SampleDecision()); };
+  auto server = ReportServer::Start(o, answer);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_EQ((*server)->base_url().rfind("https://", 0), 0u) << (*server)->base_url();
+  auto client = Client(Options((*server)->base_url(), "", ca_.cert_pem()));
+  ASSERT_NE(client, nullptr);
+  auto got = client->Send(SampleReport());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(**got, SampleDecision());
+
+  o.tls_key_pem = ca_.IssueServer({"localhost"}).key;  // another certificate's key
+  EXPECT_EQ(ReportServer::Start(o, answer).status().message(), "tls_key_pem (text): does not match tls_cert_pem (text)");
+  o.tls_key_pem.clear();
+  EXPECT_EQ(ReportServer::Start(o, answer).status().message(), "tls_key_pem: must be set with tls_cert_pem");
+  o.tls_key_pem = identity.key;
+  o.tls_cert_file = WriteTextFile(Path("server.crt"), identity.cert);
+  o.tls_key_file = WriteTextFile(Path("server.key"), identity.key);
+  EXPECT_EQ(ReportServer::Start(o, answer).status().code(), StatusCode::kInvalidArgument) << "files and text";
+}
+
 TEST(ReportTlsInputs, PemTextIsToldFromAFileName) {
   EXPECT_TRUE(LooksLikePem("-----BEGIN CERTIFICATE-----\n..."));
   EXPECT_TRUE(LooksLikePem("\n  -----BEGIN CERTIFICATE-----\n..."));

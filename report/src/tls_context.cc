@@ -54,6 +54,16 @@ StatusOr<ServerIdentity> ReadServerIdentity(const std::string& cert_option, cons
   return id;
 }
 
+StatusOr<ServerIdentity> ServerIdentityFromPem(const std::string& cert_option, std::string cert_pem,
+                                               const std::string& key_option, std::string key_pem) {
+  if (key_pem.empty()) return Status::InvalidArgument(key_option + ": must be set with " + cert_option);
+  if (cert_pem.empty()) return Status::InvalidArgument(cert_option + ": must be set with " + key_option);
+  ServerIdentity id{cert_option, "(text)", std::move(cert_pem), key_option, "(text)", std::move(key_pem)};
+  ssl::context scratch(ssl::context::tls_server);
+  STAR_RETURN_IF_ERROR(UseServerIdentity(scratch, id));
+  return id;
+}
+
 Status TrustOnly(ssl::context& ctx, const std::string& pem) {
   X509_STORE* store = X509_STORE_new();
   if (store == nullptr) return Status::Internal("X509_STORE_new failed");

@@ -33,6 +33,12 @@ Status UseServerIdentity(boost::asio::ssl::context& ctx, const ServerIdentity& i
 StatusOr<ServerIdentity> ReadServerIdentity(const std::string& cert_option, const std::string& cert_file,
                                             const std::string& key_option, const std::string& key_file);
 
+// An identity from PEM text (named in errors as the options `cert_option` and
+// `key_option`, "(text)" for the file): InvalidArgument as ReadServerIdentity's when one
+// is empty or they do not load.
+StatusOr<ServerIdentity> ServerIdentityFromPem(const std::string& cert_option, std::string cert_pem,
+                                               const std::string& key_option, std::string key_pem);
+
 // Makes the CA bundle `pem` the only one `ctx` trusts (it replaces the system's CAs).
 // InvalidArgument "not a PEM CA bundle: <reason>" when it does not load.
 Status TrustOnly(boost::asio::ssl::context& ctx, const std::string& pem);
