@@ -159,10 +159,23 @@ StatusOr<int> Reap(pid_t pid, const std::vector<std::string>& argv) {
 
 }  // namespace
 
+StatusOr<std::string> FindSystemProgram(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return Status::InvalidArgument("system program \"" + name + "\": want a bare name such as \"ip\"");
+  }
+  for (const char* dir : kSystemProgramDirs) {
+    const std::string candidate = std::string(dir) + "/" + name;
+    if (IsExecutableFile(candidate)) return candidate;
+  }
+  return Status::NotFound("program \"" + name + "\" not found in /usr/sbin, /sbin, /usr/bin or /bin");
+}
+
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    std::chrono::milliseconds timeout) {
   if (argv.empty()) return Status::InvalidArgument("RunCommand: argv is empty");
-  STAR_ASSIGN_OR_RETURN(const std::string program, FindProgram(argv[0]));
+  STAR_ASSIGN_OR_RETURN(const std::string program, argv[0].find('/') != std::string::npos
+                                                        ? FindProgram(argv[0])
+                                                        : FindSystemProgram(argv[0]));
 
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Internal("pipe: " + Errno(errno));

@@ -36,9 +36,19 @@ enum class Fallback {
 [[nodiscard]] StatusOr<std::string> FindProgram(const std::string& name,
                                                 Fallback fallback = Fallback::kSystemDirs);
 
-// Runs argv[0] (resolved by FindProgram) with arguments argv[1..] and the caller's
+// The directories FindSystemProgram searches, in order.
+inline constexpr const char* kSystemProgramDirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
+
+// The absolute path of a system program such as `ip` or `tc`: the first executable regular
+// file `<dir>/<name>` for the dirs of kSystemProgramDirs, never $PATH (star local runs them
+// as root, so a writable directory early on a user's PATH must not choose them).
+// InvalidArgument for a name with a '/'; NotFound naming the dirs otherwise.
+[[nodiscard]] StatusOr<std::string> FindSystemProgram(const std::string& name);
+
+// Runs argv[0] with arguments argv[1..] and the caller's
 // environment, and waits for it, at most `timeout` (then it is killed with SIGKILL and
-// reaped). A non-zero exit is not an error here: see exit_code. Errors: InvalidArgument
+// reaped). argv[0] is a path (with a '/') run as given, or a system program's name
+// resolved by FindSystemProgram (never through $PATH). A non-zero exit is not an error here: see exit_code. Errors: InvalidArgument
 // for an empty argv, NotFound when the program is not found, Internal when it cannot be
 // started, DeadlineExceeded on timeout.
 [[nodiscard]] StatusOr<CommandResult> RunCommand(

@@ -306,7 +306,7 @@ Status CheckMachine(const SandboxOptions& options) {
         "SandboxOptions.network: network namespaces need root (or set network = false)");
   }
   if (options.network) {
-    if (auto ip = FindProgram("ip"); !ip.ok()) {
+    if (auto ip = FindSystemProgram("ip"); !ip.ok()) {
       return Status::FailedPrecondition("SandboxOptions.network: needs iproute2's `ip`: " +
                                         ip.status().message());
     }
