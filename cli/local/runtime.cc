@@ -207,12 +207,14 @@ Status Runner::SetupSandbox() {
   return host.WriteCpu(sandbox_->eval_cgroup(), {QuotaUs(o_.eval_millicores), kCfsPeriodUs, 100});
 }
 
-// The rendezvous store and the report endpoint, on the host's address.
+// The rendezvous store and the report endpoint, on the host's address, behind one token.
 Status Runner::SetupEndpoints() {
-  auto store = shim::StoreServer::Start(sandbox_->host_address(), 0);
+  token_ = report::RandomToken();
+  shim::StoreServerOptions so;
+  so.token = token_;
+  auto store = shim::StoreServer::Start(sandbox_->host_address(), 0, so);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  token_ = report::RandomToken();
   report::ReportServerOptions ro;
   ro.host = sandbox_->host_address();
   ro.port = 0;

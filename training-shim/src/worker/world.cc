@@ -11,8 +11,8 @@
 namespace star::shim {
 namespace {
 
-// Serves the store at store_url's HOST:PORT.
-StatusOr<std::unique_ptr<StoreServer>> HostStore(const std::string& url) {
+// Serves the store at store_url's HOST:PORT, behind the job's token when there is one.
+StatusOr<std::unique_ptr<StoreServer>> HostStore(const std::string& url, const std::string& token) {
   const auto scheme = url.find("://");
   const auto colon = url.rfind(':');
   if (scheme == std::string::npos || colon == std::string::npos || colon < scheme + 3) {
@@ -25,7 +25,9 @@ StatusOr<std::unique_ptr<StoreServer>> HostStore(const std::string& url) {
   } catch (const std::exception&) {
     return Status::InvalidArgument("store_url: bad port in \"" + url + "\"");
   }
-  return StoreServer::Start(url.substr(scheme + 3, colon - scheme - 3), port);
+  StoreServerOptions options;
+  options.token = token;
+  return StoreServer::Start(url.substr(scheme + 3, colon - scheme - 3), port, options);
 }
 
 // The NCCL communicator of the job's ranks (on the current CUDA device) joined to the
@@ -55,9 +57,9 @@ StatusOr<World> ConnectWorld(const WorkerConfig& config) {
     return Status::InvalidArgument("store_url: required when world_size > 1 or parameter_servers > 0");
   }
   if (config.host_store) {
-    STAR_ASSIGN_OR_RETURN(world.store_server, HostStore(config.store_url));
+    STAR_ASSIGN_OR_RETURN(world.store_server, HostStore(config.store_url, config.token));
   }
-  STAR_ASSIGN_OR_RETURN(auto store, ConnectStore(config.store_url, StoreOptions{config.timeout}));
+  STAR_ASSIGN_OR_RETURN(auto store, ConnectStore(config.store_url, StoreOptions{config.timeout, config.token}));
   GlooOptions gloo;
   gloo.hostname = config.listen_host;
   gloo.prefix = config.job;

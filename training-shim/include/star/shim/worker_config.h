@@ -43,7 +43,7 @@ struct WorkerConfig {
   bool host_store = false;      // this process serves the store at store_url's HOST:PORT
   std::string listen_host = "127.0.0.1";  // address peers reach this process at
   std::string controller_url;   // base URL of the report endpoint; "" = send no reports
-  std::string token;            // bearer token for the report endpoint; "" = none
+  std::string token;            // bearer token for the report endpoint and the store; "" = none
   // The CA an https controller_url's certificate must verify against: a PEM file, or PEM
   // text (the file wins). Default "" (both) = the system's CAs.
   std::string report_ca_file{};
