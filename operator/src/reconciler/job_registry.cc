@@ -11,8 +11,32 @@ namespace star::op {
 
 using nlohmann::json;
 
+namespace {
+
+// One learned selector shared by the loops of every job, whose reports run in parallel:
+// one call at a time (LearnedModel: the model need not be thread-safe).
+class LockedSelector final : public select::LearnedSelector {
+ public:
+  explicit LockedSelector(std::shared_ptr<select::LearnedSelector> model) : model_(std::move(model)) {}
+  StatusOr<std::vector<float>> Scores(const select::SelectorFeatures& features) override {
+    std::lock_guard lock(mu_);
+    return model_->Scores(features);
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<select::LearnedSelector> model_;
+};
+
+LearnedModel Locked(LearnedModel learned) {
+  if (learned.selector) learned.selector = std::make_shared<LockedSelector>(std::move(learned.selector));
+  return learned;
+}
+
+}  // namespace
+
 JobRegistry::JobRegistry(std::function<std::string()> now, LoopOptions options, LearnedModel learned)
-    : now_(std::move(now)), options_(std::move(options)), learned_(std::move(learned)) {}
+    : now_(std::move(now)), options_(std::move(options)), learned_(Locked(std::move(learned))) {}
 
 JobRegistry::JobRegistry(LoopOptions options, LearnedModel learned)
     : JobRegistry(kube::NowRfc3339, std::move(options), std::move(learned)) {}
@@ -52,35 +76,58 @@ json DecisionStatus(const api::Decision& d) {
   return out;
 }
 
-Status JobRegistry::Upsert(const std::string& key, int64_t generation,
-                           const api::TrainingJobSpec& spec, const std::string& token,
-                           const std::optional<api::Decision>& resume) {
+std::shared_ptr<JobRegistry::Job> JobRegistry::Find(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(key);
-  if (it != jobs_.end() && it->second.generation == generation && it->second.spec == spec) {
-    it->second.token = token;
-    return Status::Ok();
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+Status JobRegistry::Upsert(const std::string& key, int64_t generation, const api::TrainingJobSpec& spec,
+                           const std::string& token, const std::optional<api::Decision>& resume, int restarts) {
+  std::shared_ptr<Job> job = Find(key);
+  const bool known = job != nullptr;
+  if (!known) {
+    job = std::make_shared<Job>();
+    job->recorded_epoch = resume ? resume->epoch : 0;
+    job->recorded = resume;
   }
-  STAR_ASSIGN_OR_RETURN(JobControlLoop loop, JobControlLoop::Create(spec, options_, learned_));
-  std::optional<api::Decision> in_force = resume;
-  if (it != jobs_.end() && it->second.loop->current()) in_force = *it->second.loop->current();
-  if (in_force && !loop.Resume(*in_force).ok()) loop.ContinueEpochs(in_force->epoch);
-  Job job;
-  job.recorded_epoch = in_force ? in_force->epoch : 0;
-  job.generation = generation;
-  job.token = token;
-  job.spec = spec;
-  job.loop = std::make_unique<JobControlLoop>(std::move(loop));
-  job.loop_id = ++loops_made_;
-  if (it != jobs_.end()) job.nodes = std::move(it->second.nodes);
+  {
+    std::lock_guard lock(job->mu);
+    if (known && job->generation == generation && job->spec == spec && job->restarts == restarts) {
+      job->token = token;
+      return Status::Ok();
+    }
+    STAR_RETURN_IF_ERROR(Replace(*job, spec, resume));
+    job->generation = generation;
+    job->restarts = restarts;
+    job->token = token;
+  }
+  std::lock_guard lock(mu_);
+  job->loop_id = ++loops_made_;  // only read under the registry's lock as well (Snapshot)
   jobs_[key] = std::move(job);
   return Status::Ok();
 }
 
+Status JobRegistry::Replace(Job& job, const api::TrainingJobSpec& spec, const std::optional<api::Decision>& resume) {
+  STAR_ASSIGN_OR_RETURN(JobControlLoop loop, JobControlLoop::Create(spec, options_, learned_));
+  std::optional<api::Decision> in_force = resume;
+  if (job.loop && job.loop->current()) in_force = *job.loop->current();
+  if (in_force && !loop.Resume(*in_force).ok()) loop.ContinueEpochs(in_force->epoch);
+  job.spec = spec;
+  job.loop = std::make_unique<JobControlLoop>(std::move(loop));
+  // The new loop's timeline, needs and iterations start over.
+  job.events_sent = 0;
+  job.needs_drained = 0;
+  job.iteration = 0;
+  job.straggling.clear();
+  return Status::Ok();
+}
+
 void JobRegistry::SetWorkerNodes(const std::string& key, std::vector<std::string> nodes) {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(key);
-  if (it != jobs_.end()) it->second.nodes = std::move(nodes);
+  if (std::shared_ptr<Job> job = Find(key)) {
+    std::lock_guard lock(job->mu);
+    job->nodes = std::move(nodes);
+  }
 }
 
 void JobRegistry::Remove(const std::string& key) {
@@ -88,10 +135,7 @@ void JobRegistry::Remove(const std::string& key) {
   jobs_.erase(key);
 }
 
-bool JobRegistry::Contains(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  return jobs_.count(key) > 0;
-}
+bool JobRegistry::Contains(const std::string& key) const { return Find(key) != nullptr; }
 
 size_t JobRegistry::size() const {
   std::lock_guard lock(mu_);
@@ -99,19 +143,31 @@ size_t JobRegistry::size() const {
 }
 
 std::optional<std::string> JobRegistry::Token(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(key);
-  if (it == jobs_.end()) return std::nullopt;
-  return it->second.token;
+  std::shared_ptr<Job> job = Find(key);
+  if (!job) return std::nullopt;
+  std::lock_guard lock(job->mu);
+  return job->token;
+}
+
+StatusOr<Observed> JobRegistry::ObserveReport(const api::WorkerReport& report) {
+  std::shared_ptr<Job> job = Find(report.job);
+  if (!job) return Status::NotFound("job \"" + report.job + "\": not running here");
+  bool urgent = false;
+  StatusOr<Observed> observed = [&] {
+    std::lock_guard lock(job->mu);
+    return ObserveLocked(*job, report, &urgent);
+  }();
+  if (urgent && on_urgent_) on_urgent_();
+  return observed;
 }
 
 StatusOr<std::optional<api::Decision>> JobRegistry::Observe(const api::WorkerReport& report,
                                                             double* latency_seconds,
                                                             bool* new_decision) {
-  bool urgent = false;
-  auto decision = ObserveLocked(report, latency_seconds, new_decision, &urgent);
-  if (urgent && on_urgent_) on_urgent_();
-  return decision;
+  STAR_ASSIGN_OR_RETURN(Observed o, ObserveReport(report));
+  if (latency_seconds) *latency_seconds = o.latency_seconds;
+  if (new_decision) *new_decision = o.new_decision;
+  return o.decision;
 }
 
 void JobRegistry::SetUrgentListener(std::function<void()> listener) { on_urgent_ = std::move(listener); }
@@ -128,40 +184,33 @@ bool HasStragglerChange(const std::vector<TimelineEvent>& timeline, size_t from)
 
 }  // namespace
 
-StatusOr<std::optional<api::Decision>> JobRegistry::ObserveLocked(const api::WorkerReport& report,
-                                                                  double* latency_seconds, bool* new_decision,
-                                                                  bool* urgent) {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(report.job);
-  if (it == jobs_.end()) return Status::NotFound("job \"" + report.job + "\": not running here");
-  Job& job = it->second;
+StatusOr<Observed> JobRegistry::ObserveLocked(Job& job, const api::WorkerReport& report, bool* urgent) {
   const api::Decision* before = job.loop->current();
   const int64_t epoch_before = before ? before->epoch : 0;
   const size_t events_before = job.loop->timeline().size();
   const int64_t needs_before = job.loop->resource_needs().revision;
   const auto start = std::chrono::steady_clock::now();
   auto decision = job.loop->Observe(report);
-  if (latency_seconds) {
-    *latency_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  Observed o;
+  o.latency_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!decision.ok()) return decision.status();
-  if (new_decision) {
-    const api::Decision* after = job.loop->current();
-    *new_decision = after && after->epoch != epoch_before;
-  }
+  o.decision = *decision;
+  const api::Decision* after = job.loop->current();
+  o.new_decision = after && after->epoch != epoch_before;
+  o.unrecorded = after && after->epoch > job.recorded_epoch;
+  o.recorded = o.unrecorded ? job.recorded : o.decision;
   *urgent = HasStragglerChange(job.loop->timeline(), events_before) ||
             job.loop->resource_needs().revision != needs_before;
   job.iteration = std::max(job.iteration, report.iteration);
   job.dirty = true;
-  return decision;
+  return o;
 }
 
 std::optional<JobSnapshot> JobRegistry::Snapshot(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(key);
-  if (it == jobs_.end()) return std::nullopt;
-  const Job& job = it->second;
+  std::shared_ptr<Job> found = Find(key);
+  if (!found) return std::nullopt;
+  std::lock_guard lock(found->mu);
+  const Job& job = *found;
   JobSnapshot s;
   s.workers = job.loop->num_workers();
   if (const api::Decision* d = job.loop->current()) {
@@ -173,30 +222,37 @@ std::optional<JobSnapshot> JobRegistry::Snapshot(const std::string& key) const {
   if (const auto& max = job.spec.training.max_iterations; max && *max > 0) {
     s.load.progress = std::min(1.0, static_cast<double>(job.iteration) / static_cast<double>(*max));
   }
-  s.loop = job.loop_id;
+  {
+    std::lock_guard registry_lock(mu_);
+    s.loop = job.loop_id;
+  }
   s.needs = job.loop->resource_needs();
   return s;
 }
 
 std::optional<api::Decision> JobRegistry::Unrecorded(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(key);
-  if (it == jobs_.end()) return std::nullopt;
-  const api::Decision* d = it->second.loop->current();
-  if (d == nullptr || d->epoch <= it->second.recorded_epoch) return std::nullopt;
+  std::shared_ptr<Job> job = Find(key);
+  if (!job) return std::nullopt;
+  std::lock_guard lock(job->mu);
+  const api::Decision* d = job->loop->current();
+  if (d == nullptr || d->epoch <= job->recorded_epoch) return std::nullopt;
   return *d;
 }
 
 int64_t JobRegistry::RecordedEpoch(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(key);
-  return it == jobs_.end() ? 0 : it->second.recorded_epoch;
+  std::shared_ptr<Job> job = Find(key);
+  if (!job) return 0;
+  std::lock_guard lock(job->mu);
+  return job->recorded_epoch;
 }
 
-void JobRegistry::Recorded(const std::string& key, int64_t epoch) {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(key);
-  if (it != jobs_.end()) it->second.recorded_epoch = std::max(it->second.recorded_epoch, epoch);
+void JobRegistry::Recorded(const std::string& key, const api::Decision& d) {
+  std::shared_ptr<Job> job = Find(key);
+  if (!job) return;
+  std::lock_guard lock(job->mu);
+  if (d.epoch <= job->recorded_epoch) return;
+  job->recorded_epoch = d.epoch;
+  job->recorded = d;
 }
 
 JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
@@ -258,12 +314,17 @@ JobUpdate JobRegistry::Build(const std::string& key, Job& job) {
 }
 
 std::vector<JobUpdate> JobRegistry::Drain() {
-  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, std::shared_ptr<Job>>> jobs;
+  {
+    std::lock_guard lock(mu_);
+    jobs.assign(jobs_.begin(), jobs_.end());
+  }
   std::vector<JobUpdate> out;
-  for (auto& [key, job] : jobs_) {
-    if (!job.dirty) continue;
-    job.dirty = false;
-    out.push_back(Build(key, job));
+  for (auto& [key, job] : jobs) {
+    std::lock_guard lock(job->mu);
+    if (!job->dirty) continue;
+    job->dirty = false;
+    out.push_back(Build(key, *job));
   }
   return out;
 }

@@ -60,7 +60,7 @@ TEST(JobRegistry, AStragglerInTheReportsShowsUpInTheDrainedStatusAndEvents) {
   // The loop decided (AMP for worker 3): status gets the decision once it is recorded.
   auto unrecorded = reg.Unrecorded("ns/a");
   ASSERT_TRUE(unrecorded.has_value());
-  reg.Recorded("ns/a", unrecorded->epoch);
+  reg.Recorded("ns/a", *unrecorded);
   EXPECT_FALSE(reg.Unrecorded("ns/a").has_value());
   auto updates = reg.Drain();
   ASSERT_EQ(updates.size(), 1u);
@@ -247,6 +247,67 @@ TEST(JobRegistry, ANewLoopResumesFromTheRecordedDecisionOrTheOneItReplaces) {
   ASSERT_TRUE(first.has_value()) << "worker 4 straggles: a decision";
   EXPECT_EQ(first->epoch, 8);
   EXPECT_FALSE(DecisionFromStatus(nlohmann::json{{"syncMode", "ssgd"}}).has_value()) << "no decisionEpoch";
+}
+
+// Regression: a gang restart kept the old loop, which refused every report of the new
+// workers (their iterations start over) until they passed the old count.
+TEST(JobRegistry, AGangRestartStartsANewLoopThatResumesTheDecisionInForce) {
+  JobRegistry reg([] { return std::string(); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok", std::nullopt, /*restarts=*/0).ok());
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  for (int64_t it = 1; it <= 80; ++it) {
+    for (int w = 0; w < 4; ++w) {
+      ASSERT_TRUE(reg.Observe(Report("ns/a", w, it, (w == 1 && it >= 40 ? 0.4 : 0.1) * noise(rng))).ok());
+    }
+  }
+  const std::optional<api::Decision> in_force = reg.Unrecorded("ns/a");
+  ASSERT_TRUE(in_force.has_value()) << "worker 1 straggles: a decision";
+  reg.Recorded("ns/a", *in_force);
+  const int64_t loop_before = reg.Snapshot("ns/a")->loop;
+  // The same generation and spec again: the same loop.
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok", std::nullopt, 0).ok());
+  EXPECT_EQ(reg.Snapshot("ns/a")->loop, loop_before);
+  EXPECT_FALSE(reg.Observe(Report("ns/a", 0, 1, 0.1)).ok()) << "the old workers' loop refuses going back";
+
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok", std::nullopt, /*restarts=*/1).ok());
+  EXPECT_NE(reg.Snapshot("ns/a")->loop, loop_before);
+  for (int w = 0; w < 4; ++w) {
+    auto r = reg.ObserveReport(Report("ns/a", w, 1, 0.1));
+    ASSERT_TRUE(r.ok()) << "the new workers count from 0: " << r.status();
+    ASSERT_TRUE(r->recorded.has_value());
+    EXPECT_EQ(*r->recorded, *in_force) << "the decision in force, resumed";
+    EXPECT_FALSE(r->unrecorded);
+  }
+  EXPECT_EQ(reg.RecordedEpoch("ns/a"), in_force->epoch);
+}
+
+// A report's answer is the newest recorded decision: a new one waits for its record.
+TEST(JobRegistry, AReportIsAnsweredWithTheRecordedDecisionUntilTheNewOneIsRecorded) {
+  JobRegistry reg([] { return std::string(); });
+  ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok").ok());
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  std::optional<Observed> first_new;
+  for (int64_t it = 1; it <= 80 && !first_new; ++it) {
+    for (int w = 0; w < 4 && !first_new; ++w) {
+      auto r = reg.ObserveReport(Report("ns/a", w, it, (w == 1 && it >= 40 ? 0.4 : 0.1) * noise(rng)));
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (r->new_decision) first_new = *r;
+    }
+  }
+  ASSERT_TRUE(first_new.has_value());
+  EXPECT_TRUE(first_new->unrecorded);
+  EXPECT_FALSE(first_new->recorded.has_value()) << "nothing recorded yet: no decision for the worker";
+  auto again = reg.ObserveReport(Report("ns/a", 0, 80, 0.1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->unrecorded);
+  EXPECT_FALSE(again->recorded.has_value());
+  reg.Recorded("ns/a", *first_new->decision);
+  again = reg.ObserveReport(Report("ns/a", 0, 81, 0.1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->unrecorded);
+  EXPECT_EQ(again->recorded, first_new->decision);
 }
 
 TEST(JobRegistry, BadReportsAreRefusedNamingTheField) {

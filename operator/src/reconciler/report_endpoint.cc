@@ -66,10 +66,12 @@ ReportEndpoint::ReportEndpoint(ReportEndpointOptions options, std::pair<std::str
       report_ca_(std::move(report_ca)),
       registry_(registry),
       records_(records),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      recorder_(records) {}
 
 Status ReportEndpoint::Start() {
   if (options_.listen.empty()) return Status::Ok();
+  STAR_RETURN_IF_ERROR(recorder_.Start());
   report::ReportServerOptions ro;
   ro.host = address_.first;
   ro.port = address_.second;
@@ -82,7 +84,10 @@ Status ReportEndpoint::Start() {
   return Status::Ok();
 }
 
-void ReportEndpoint::Stop() { server_.reset(); }
+void ReportEndpoint::Stop() {
+  server_.reset();
+  recorder_.Stop();
+}
 
 int ReportEndpoint::port() const { return server_ ? server_->port() : 0; }
 
@@ -92,15 +97,12 @@ std::string ReportEndpoint::url() const {
 }
 
 std::optional<api::Decision> ReportEndpoint::OnReport(const api::WorkerReport& report) {
-  double latency = 0;
-  bool fresh = false;
-  auto d = registry_->Observe(report, &latency, &fresh);
-  if (!d.ok()) throw std::invalid_argument(d.status().message());
+  auto observed = registry_->ObserveReport(report);
+  if (!observed.ok()) throw std::invalid_argument(observed.status().message());
   metrics_->Report(report.job);
-  if (fresh) metrics_->DecisionLatency(latency);
-  Status recorded = records_->RecordDecision(report.job);
-  if (!recorded.ok()) throw std::runtime_error(recorded.message());
-  return *d;
+  if (observed->new_decision) metrics_->DecisionLatency(observed->latency_seconds);
+  if (observed->unrecorded) recorder_.Request(report.job);
+  return observed->recorded;
 }
 
 }  // namespace star::op

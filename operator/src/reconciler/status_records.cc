@@ -16,10 +16,18 @@ std::pair<std::string, std::string> SplitKey(const std::string& key) {
 
 }  // namespace
 
+std::shared_ptr<std::mutex> StatusRecords::JobLock(const std::string& key) {
+  std::lock_guard lock(mu_);
+  std::shared_ptr<std::mutex>& m = locks_[key];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
+
 Status StatusRecords::RecordDecision(const std::string& key) {
   // Reports without a new decision skip the lock; the newest one is read again under it.
   if (!registry_->Unrecorded(key)) return Status::Ok();
-  std::lock_guard lock(mu_);
+  const std::shared_ptr<std::mutex> job_lock = JobLock(key);
+  std::lock_guard lock(*job_lock);
   auto unrecorded = registry_->Unrecorded(key);
   if (!unrecorded) return Status::Ok();
   const auto [ns, name] = SplitKey(key);
@@ -29,12 +37,13 @@ Status StatusRecords::RecordDecision(const std::string& key) {
     return Status(r.status().code(), "decision epoch " + std::to_string(unrecorded->epoch) +
                                          " not recorded: " + r.status().ToString());
   }
-  registry_->Recorded(key, unrecorded->epoch);
+  registry_->Recorded(key, *unrecorded);
   return Status::Ok();
 }
 
 void StatusRecords::WriteReported(JobUpdate u) {
-  std::lock_guard lock(mu_);
+  const std::shared_ptr<std::mutex> job_lock = JobLock(u.key);
+  std::lock_guard lock(*job_lock);
   // A decision recorded since Drain is newer than what `u` holds: its fields stay.
   if (registry_->RecordedEpoch(u.key) != u.decision_epoch) {
     for (const char* k : kDecisionStatusKeys) u.status.erase(k);
@@ -48,7 +57,8 @@ Status StatusRecords::WritePhase(const json& job, json patch) {
   const json old_status = job.value("status", json::object());
   // Not interleaved with decision records: the baseline must not replace a decision
   // recorded since `job` was read.
-  std::lock_guard lock(mu_);
+  const std::shared_ptr<std::mutex> job_lock = JobLock(kube::KeyOf(job));
+  std::lock_guard lock(*job_lock);
   if (!old_status.contains("syncMode") && registry_->RecordedEpoch(kube::KeyOf(job)) == 0) {
     // The mode the pods start in, until a report says more (kubectl get tj: MODE).
     patch["status"]["syncMode"] = "ssgd";

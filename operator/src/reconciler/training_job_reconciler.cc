@@ -141,7 +141,8 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
   STAR_ASSIGN_OR_RETURN(std::string token, EnsureToken(job));
   // A restarted operator resumes from the decision recorded in status.
   STAR_RETURN_IF_ERROR(deps_.registry->Upsert(key, job["metadata"].value("generation", int64_t{0}), *spec, token,
-                                              DecisionFromStatus(job.value("status", json::object()))));
+                                              DecisionFromStatus(job.value("status", json::object())),
+                                              RestartsOf(job)));
   STAR_RETURN_IF_ERROR(EnsureService(job));
   return Converge(&job, key, *spec, *desired, token);
 }

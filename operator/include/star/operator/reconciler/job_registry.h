@@ -5,7 +5,9 @@
 // The reconciler registers a job (Upsert) once its token Secret exists and removes it
 // when the job is deleted; the report endpoint calls Token and Observe; the status
 // writer calls Drain every --status-interval, and sooner when the urgent listener tells it
-// that a straggler, a recovery or a change of resource needs is waiting. Thread-safe.
+// that a straggler, a recovery or a change of resource needs is waiting. Thread-safe:
+// the registry's lock only finds a job; each job has a lock of its own for its loop, so
+// reports of different jobs never wait on each other.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include "star/core/api/worker_report.h"
 #include "star/operator/control_loop.h"
 #include "star/operator/reconciler/reallocation.h"
+#include "star/core/status.h"
 
 namespace star::op {
 
@@ -63,6 +66,19 @@ struct JobSnapshot {
   ResourceNeeds needs;  // the workers that need resources (resource_needs.h)
 };
 
+// What one report made of its job (JobRegistry::ObserveReport).
+struct Observed {
+  // The loop's latest decision (nullopt before any); it may not be recorded yet.
+  std::optional<api::Decision> decision;
+  // The newest decision status records: the one a worker may be given (nullopt: none).
+  std::optional<api::Decision> recorded;
+  // `decision` is newer than `recorded`: it waits to be recorded (StatusRecords).
+  bool unrecorded = false;
+  // This report made the loop issue a new decision.
+  bool new_decision = false;
+  double latency_seconds = 0;  // how long the loop took
+};
+
 class JobRegistry {
  public:
   // `now` gives RFC 3339 wall-clock time (for stragglers[].since). `learned`: the
@@ -73,13 +89,15 @@ class JobRegistry {
   // Wall-clock time in UTC.
   explicit JobRegistry(LoopOptions options = {}, LearnedModel learned = {});
 
-  // Registers `key` or, when the generation changed, replaces its loop. A new loop
-  // resumes from the decision the workers run: the replaced loop's (a spec change), else
-  // `resume` (the one recorded in status, for a restarted operator); when that does not
-  // fit the spec, its epochs still continue. InvalidArgument from JobControlLoop::Create.
+  // Registers `key` or, when the generation, the spec or the gang's restart count
+  // (`restarts`: the job's star.dev/restarts) changed, replaces its loop. A new loop
+  // resumes from the decision in force: the replaced loop's (a spec change, or a gang
+  // restart: the new workers count iterations from 0 again), else `resume` (the one
+  // recorded in status, for a restarted operator); when that does not fit the spec, its
+  // epochs still continue. InvalidArgument from JobControlLoop::Create.
   [[nodiscard]] Status Upsert(const std::string& key, int64_t generation,
                               const api::TrainingJobSpec& spec, const std::string& token,
-                              const std::optional<api::Decision>& resume = std::nullopt);
+                              const std::optional<api::Decision>& resume = std::nullopt, int restarts = 0);
   // Node of each rank ("" unknown), for stragglers[].node.
   void SetWorkerNodes(const std::string& key, std::vector<std::string> nodes);
   void Remove(const std::string& key);
@@ -90,7 +108,10 @@ class JobRegistry {
   std::optional<std::string> Token(const std::string& key) const;
 
   // Feeds a report to its job's loop. NotFound for an unknown job; the loop's errors.
-  // `latency_seconds`, when not null, receives how long the loop took.
+  // Holds only that job's lock while its loop runs.
+  [[nodiscard]] StatusOr<Observed> ObserveReport(const api::WorkerReport& report);
+  // ObserveReport's loop decision. `latency_seconds`, when not null, receives how long the
+  // loop took.
   [[nodiscard]] StatusOr<std::optional<api::Decision>> Observe(const api::WorkerReport& report,
                                                                double* latency_seconds = nullptr,
                                                                bool* new_decision = nullptr);
@@ -107,7 +128,8 @@ class JobRegistry {
   // written to status before any worker gets it, so that a restarted operator resumes
   // from it. nullopt when there is none or it is recorded.
   std::optional<api::Decision> Unrecorded(const std::string& key) const;
-  void Recorded(const std::string& key, int64_t epoch);
+  // Status now records `d` (of the job's current loop or an earlier one).
+  void Recorded(const std::string& key, const api::Decision& d);
   // The newest epoch recorded (0 for none or an unknown job).
   int64_t RecordedEpoch(const std::string& key) const;
 
@@ -116,29 +138,35 @@ class JobRegistry {
 
  private:
   struct Job {
+    mutable std::mutex mu;  // guards every field below
     int64_t generation = 0;
+    int restarts = 0;
     std::string token;
     api::TrainingJobSpec spec;
     std::unique_ptr<JobControlLoop> loop;
     std::vector<std::string> nodes;
     size_t events_sent = 0;  // timeline entries already drained
     int64_t recorded_epoch = 0;  // the newest decision epoch written to status
+    std::optional<api::Decision> recorded;  // that decision, when known
     int64_t iteration = 0;
     int64_t loop_id = 0;          // JobSnapshot::loop
     int64_t needs_drained = 0;    // the needs' revision at the last Drain
     bool dirty = false;
     std::map<int, TrackedStraggler> straggling;  // by worker, from the timeline
   };
-  StatusOr<std::optional<api::Decision>> ObserveLocked(const api::WorkerReport& report, double* latency_seconds,
-                                                       bool* new_decision, bool* urgent);
+  // The job of `key`, or nullptr; the registry's lock only while looking.
+  std::shared_ptr<Job> Find(const std::string& key) const;
+  // A new loop for `job` (locked) with `spec`, resuming the decision in force.
+  Status Replace(Job& job, const api::TrainingJobSpec& spec, const std::optional<api::Decision>& resume);
+  static StatusOr<Observed> ObserveLocked(Job& job, const api::WorkerReport& report, bool* urgent);
   JobUpdate Build(const std::string& key, Job& job);
 
   std::function<std::string()> now_;
   LoopOptions options_;
-  LearnedModel learned_;
+  LearnedModel learned_;  // its selector behind a lock: loops of different jobs share it
   std::function<void()> on_urgent_;
-  mutable std::mutex mu_;
-  std::map<std::string, Job> jobs_;
+  mutable std::mutex mu_;  // guards jobs_ and loops_made_ (never held while a job's lock is awaited)
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
   int64_t loops_made_ = 0;
 };
 

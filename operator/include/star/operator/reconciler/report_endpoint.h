@@ -1,7 +1,9 @@
 // ReportEndpoint: the operator's worker-report endpoint (star::report's server). Each
 // report, authenticated by its job's token (JobRegistry), feeds the job's control loop;
-// a new decision is recorded in status (StatusRecords) before any worker gets it.
-// Reports of different jobs do not wait on each other. Started by the Manager once the
+// a new decision is recorded in status (StatusRecords, on the DecisionRecorder's threads)
+// before any worker gets it: until then the job's reports are answered with the newest
+// decision status holds. A report never waits on the API server, and reports of
+// different jobs do not wait on each other. Started by the Manager once the
 // caches synced, before any reconcile: pods get its URL as STAR_CONTROLLER_URL and,
 // when it has one, the CA that verifies it as STAR_REPORT_CA. Plain HTTP unless given a
 // certificate (HTTPS, TLS 1.2 or later).
@@ -16,6 +18,7 @@
 #include "star/core/api/worker_report.h"
 #include "star/core/status.h"
 #include "star/operator/reconciler/controller.h"
+#include "star/operator/reconciler/decision_recorder.h"
 #include "star/operator/reconciler/job_registry.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/status_records.h"
@@ -54,9 +57,9 @@ class ReportEndpoint : public Runnable {
   // report_listen when it is not HOST:PORT, or CheckReportTls's errors.
   static StatusOr<std::unique_ptr<ReportEndpoint>> Create(ReportEndpointOptions options, JobRegistry* registry,
                                                           StatusRecords* records, OperatorMetrics* metrics);
-  // Listens. Unavailable when it cannot.
+  // Starts the decision recorder, then listens. Unavailable when it cannot.
   [[nodiscard]] Status Start() override;
-  void Stop() override;  // stops listening; waits for reports in flight
+  void Stop() override;  // stops listening; waits for reports in flight, then the recorder
 
   int port() const;  // 0 without an endpoint (or before Start)
   // What pods get as STAR_CONTROLLER_URL: options.url, else the endpoint's own URL once
@@ -65,10 +68,10 @@ class ReportEndpoint : public Runnable {
   // What pods get as STAR_REPORT_CA: the PEM text of options.ca_file; "" = nothing.
   const std::string& report_ca() const { return report_ca_; }
 
-  // One report (what the server calls; thread-safe): the job's decision, if any.
-  // std::invalid_argument for a report its job's loop refuses (a 400);
-  // std::runtime_error when the decision could not be recorded (a 500: the worker goes
-  // on and learns the decision from a later report).
+  // One report (what the server calls; thread-safe; never waits on the API server): the
+  // newest decision status records for the job, if any. A new decision the report made
+  // is handed to the recorder; the workers get it with their reports once recorded.
+  // std::invalid_argument for a report its job's loop refuses (a 400).
   std::optional<api::Decision> OnReport(const api::WorkerReport& report);
 
  private:
@@ -81,6 +84,7 @@ class ReportEndpoint : public Runnable {
   JobRegistry* registry_;
   StatusRecords* records_;
   OperatorMetrics* metrics_;
+  DecisionRecorder recorder_;
   std::unique_ptr<report::ReportServer> server_;
 };
 

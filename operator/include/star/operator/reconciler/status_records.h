@@ -1,9 +1,12 @@
 // StatusRecords: every write of a TrainingJob's status that may touch its decision
-// fields goes through here, one at a time, so that status never goes back to an older
-// decision: the decision records of the report endpoint, the status writer's report
-// summaries and the job reconciler's phase writes.
+// fields goes through here, one at a time per job, so that status never goes back to an
+// older decision: the decision records (DecisionRecorder, for the report endpoint), the
+// status writer's report summaries and the job reconciler's phase writes. Writes of
+// different jobs do not wait on each other.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -22,7 +25,8 @@ class StatusRecords {
 
   // Writes job `key`'s current decision to status when it is not recorded yet (a
   // decision reaches the workers only once status holds it: a restarted operator resumes
-  // from there). The client's error when the write fails. Thread-safe.
+  // from there). The client's error when the write fails. Thread-safe; blocks for as long
+  // as the API request takes (call it off the report listener's threads).
   [[nodiscard]] Status RecordDecision(const std::string& key);
   // Merge-patches `u.status` into its job's status; the decision fields are left out
   // when a newer decision was recorded since `u` was drained. Errors are logged.
@@ -33,9 +37,13 @@ class StatusRecords {
   [[nodiscard]] Status WritePhase(const nlohmann::json& job, nlohmann::json patch);
 
  private:
+  // The lock that keeps `key`'s writes one at a time.
+  std::shared_ptr<std::mutex> JobLock(const std::string& key);
+
   kube::Client* client_;
   JobRegistry* registry_;
-  std::mutex mu_;  // one write at a time
+  std::mutex mu_;  // guards locks_
+  std::map<std::string, std::shared_ptr<std::mutex>> locks_;  // by job key
 };
 
 }  // namespace star::op
