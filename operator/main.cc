@@ -29,7 +29,9 @@
 // Without --kubeconfig it runs in-cluster (service account), else $KUBECONFIG or
 // ~/.kube/config. Prints, once each is up:
 //   report-url <URL>          the report endpoint (what pods get as STAR_CONTROLLER_URL)
-//   metrics http://HOST:PORT  /metrics, /healthz (alive), /readyz (caches synced, leading)
+//   metrics http://HOST:PORT  /metrics, /healthz (alive: no reconcile stuck for 5 minutes;
+//                             a slow API server alone never trips it), /readyz (caches
+//                             synced, leading)
 //   ready                     reconciling
 // SIGTERM/SIGINT stop it cleanly (exit 0); losing the leader lease exits 1; bad flags or
 // an unreachable API at start exit 2.

@@ -36,7 +36,11 @@ StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Start(const std::string& add
           r.reply(http::status_codes::OK, self->handlers.metrics(), "text/plain; version=0.0.4")
               .wait();
         } else if (path == "/healthz") {
-          r.reply(http::status_codes::OK, "ok\n").wait();
+          const std::optional<std::string> why =
+              self->handlers.not_alive ? self->handlers.not_alive() : std::nullopt;
+          r.reply(why ? http::status_codes::ServiceUnavailable : http::status_codes::OK,
+                  why ? *why + "\n" : std::string("ok\n"))
+              .wait();
         } else if (path == "/readyz") {
           const std::optional<std::string> why = self->handlers.not_ready();
           r.reply(why ? http::status_codes::ServiceUnavailable : http::status_codes::OK,

@@ -54,6 +54,24 @@ TEST(ProbeServer, ServesMetricsHealthAndReadinessWithItsReason) {
   EXPECT_EQ(Get(base, "/nope").first, 404);
 }
 
+TEST(ProbeServer, HealthzFailsWithTheReasonWhileNotAlive) {
+  std::atomic<bool> alive{false};
+  const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+  auto server = ProbeServer::Start(
+      address,
+      {[] { return std::string(); }, [] { return std::optional<std::string>(); }, nullptr,
+       [&alive]() -> std::optional<std::string> {
+         if (alive) return std::nullopt;
+         return "reconcile of ns/a running for 312 s (limit 300 s)";
+       }},
+      "--metrics");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string base = "http://" + address;
+  EXPECT_EQ(Get(base, "/healthz"), std::make_pair(503, std::string("reconcile of ns/a running for 312 s (limit 300 s)\n")));
+  alive = true;
+  EXPECT_EQ(Get(base, "/healthz"), std::make_pair(200, std::string("ok\n")));
+}
+
 TEST(ProbeServer, MissingHandlersAndABadAddressAreClearErrors) {
   auto none = ProbeServer::Start("127.0.0.1:1", {}, "--metrics");
   EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);

@@ -10,11 +10,18 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(kube::Client* client, Manager
                                                    OperatorMetrics* metrics) {
   if (client == nullptr || metrics == nullptr) return Status::InvalidArgument("client/metrics: required");
   if (options.reconcile_threads < 1) return Status::InvalidArgument("reconcile_threads: must be >= 1");
+  if (options.stuck_reconcile_after.count() <= 0) {
+    return Status::InvalidArgument("stuck_reconcile_after: must be > 0 ms");
+  }
   return std::unique_ptr<Manager>(new Manager(client, std::move(options), metrics));
 }
 
 Manager::Manager(kube::Client* client, ManagerOptions options, OperatorMetrics* metrics)
-    : client_(client), options_(std::move(options)), metrics_(metrics), cache_(client, options_.ns) {}
+    : client_(client),
+      options_(std::move(options)),
+      metrics_(metrics),
+      cache_(client, options_.ns),
+      liveness_(options_.reconcile_threads, options_.stuck_reconcile_after) {}
 
 Manager::~Manager() { Stop(); }
 
@@ -34,7 +41,8 @@ Status Manager::ServeProbes() {
                                  if (ready()) return std::nullopt;
                                  return "not ready: caches not synced or not leading";
                                },
-                               [](const std::string& m) { Log(m); }};
+                               [](const std::string& m) { Log(m); },
+                               [this] { return not_alive(); }};
   STAR_ASSIGN_OR_RETURN(probes_, kube::ProbeServer::Start(options_.metrics_listen, handlers, "--metrics-listen"));
   return Status::Ok();
 }
@@ -42,7 +50,7 @@ Status Manager::ServeProbes() {
 Status Manager::Start() {
   STAR_RETURN_IF_ERROR(cache_.Start(options_.sync_timeout));
   for (Runnable* r : runnables_) STAR_RETURN_IF_ERROR(r->Start());
-  for (int i = 0; i < options_.reconcile_threads; ++i) threads_.emplace_back([this] { Worker(); });
+  for (int i = 0; i < options_.reconcile_threads; ++i) threads_.emplace_back([this, i] { Worker(i); });
   started_ = true;
   return Status::Ok();
 }
@@ -80,6 +88,7 @@ void Manager::Stop() {
 }
 
 bool Manager::ready() const { return started_ && !stopping_ && !lost_; }
+std::optional<std::string> Manager::not_alive() const { return liveness_.Stuck(Clock::now()); }
 size_t Manager::pending() const { return queue_.Len(); }
 
 StatusOr<std::chrono::milliseconds> Manager::Reconcile(const std::string& key) {
@@ -89,12 +98,14 @@ StatusOr<std::chrono::milliseconds> Manager::Reconcile(const std::string& key) {
   return Status::InvalidArgument("key \"" + key + "\": no controller owns it");
 }
 
-void Manager::Worker() {
+void Manager::Worker(int index) {
   while (!stopping_) {
     auto key = queue_.Get(std::chrono::milliseconds(200));
     if (!key) continue;
     const auto start = Clock::now();
+    liveness_.Begin(index, *key, start);
     const StatusOr<std::chrono::milliseconds> r = Reconcile(*key);
+    liveness_.End(index);
     Finish(*key, r, std::chrono::duration<double>(Clock::now() - start).count());
     queue_.Done(*key);
   }

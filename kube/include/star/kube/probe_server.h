@@ -1,6 +1,7 @@
 // The HTTP endpoint every STAR component on Kubernetes serves for its kubelet probes and
-// Prometheus: GET /metrics (the text exposition), /healthz (always "ok": the process
-// serves), /readyz (200 "ok", or 503 with the reason it is not ready); anything else 404.
+// Prometheus: GET /metrics (the text exposition), /healthz (200 "ok" while alive, or 503
+// with the reason it is not), /readyz (200 "ok", or 503 with the reason it is not ready);
+// anything else 404.
 // cpprestsdk's exceptions stop here.
 #pragma once
 
@@ -17,6 +18,8 @@ struct ProbeHandlers {
   std::function<std::string()> metrics;                  // required
   std::function<std::optional<std::string>()> not_ready;  // required; nullopt = ready
   std::function<void(const std::string&)> log;           // errors while replying; may be empty
+  // Why the process is not alive (nullopt = alive); may be empty: alive while it serves.
+  std::function<std::optional<std::string>()> not_alive = nullptr;
 };
 
 class ProbeServer {

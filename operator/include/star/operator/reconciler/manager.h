@@ -1,6 +1,7 @@
 // Manager: runs the operator's controllers (controller-runtime's manager in small). It
 // owns the cache (cache.h: the informers), borrows the client, holds the leader lease
-// when asked, serves /metrics /healthz /readyz, and runs one deduplicating,
+// when asked, serves /metrics /healthz (alive: reconciling is not stuck, liveness.h)
+// /readyz, and runs one deduplicating,
 // rate-limited work queue whose keys are dispatched to the controller that owns them,
 // on `reconcile_threads` threads. Runnables (controller.h) start once the caches synced.
 #pragma once
@@ -22,6 +23,7 @@
 #include "star/kube/workqueue.h"
 #include "star/operator/reconciler/cache.h"
 #include "star/operator/reconciler/controller.h"
+#include "star/operator/reconciler/liveness.h"
 #include "star/operator/reconciler/metrics.h"
 
 namespace star::op {
@@ -35,6 +37,9 @@ struct ManagerOptions {
   std::string metrics_listen;
   // The Lease to hold while reconciling (Run); default nullopt = no leader election.
   std::optional<kube::LeaderElectionOptions> leader_election;
+  // /healthz fails once one reconcile has run this long (liveness.h: a reconcile waiting
+  // on a slow API server ends well within it). Default 5 minutes.
+  std::chrono::milliseconds stuck_reconcile_after{std::chrono::minutes(5)};
 };
 
 class Manager {
@@ -61,7 +66,7 @@ class Manager {
   // Queues `key` for its controller (deduplicated). Thread-safe.
   void Enqueue(const std::string& key);
 
-  // Serves /metrics (the metrics), /healthz and /readyz (ready()) on
+  // Serves /metrics (the metrics), /healthz (not_alive()) and /readyz (ready()) on
   // options.metrics_listen; nothing when it is "". Unavailable when it cannot listen.
   [[nodiscard]] Status ServeProbes();
   // Starts the cache and waits for its first lists, then the runnables, then the
@@ -77,6 +82,9 @@ class Manager {
   void Stop();
 
   bool ready() const;      // started, not stopping, still leading
+  // Why the Manager is not alive: a reconcile stuck past options.stuck_reconcile_after
+  // (ReconcileLiveness); nullopt while alive.
+  std::optional<std::string> not_alive() const;
   size_t pending() const;  // ready keys in the queue; for tests and benchmarks
   // One reconcile of `key` by its controller (what the reconcile threads run).
   [[nodiscard]] StatusOr<std::chrono::milliseconds> Reconcile(const std::string& key);
@@ -88,7 +96,7 @@ class Manager {
     Reconciler* reconciler;
   };
   Manager(kube::Client* client, ManagerOptions options, OperatorMetrics* metrics);
-  void Worker();
+  void Worker(int index);
   void Finish(const std::string& key, const StatusOr<std::chrono::milliseconds>& r, double seconds);
   void StartLeading(const std::function<void(const Status&)>& on_started);
 
@@ -97,6 +105,7 @@ class Manager {
   OperatorMetrics* metrics_;
   Cache cache_;
   kube::WorkQueue queue_;
+  ReconcileLiveness liveness_;
   std::vector<Controller> controllers_;
   std::vector<Runnable*> runnables_;
   std::vector<std::thread> threads_;
