@@ -151,6 +151,33 @@ TEST_F(ClientTlsTest, AWrongCaIsRefusedAtOnceWithAClearError) {
   EXPECT_EQ(s.message().find("retries"), std::string::npos) << "not retried: " << s;
 }
 
+// Regression: the client trusted the system's CAs besides the one the kubeconfig names,
+// so a server any system CA vouched for passed whatever CA the kubeconfig gave.
+TEST_F(ClientTlsTest, AGivenCaIsTrustedAloneAndTheSystemsCasOnlyWithoutOne) {
+  // The cluster's CA stands in for a public CA in the system's store (OpenSSL's default
+  // paths read SSL_CERT_FILE and SSL_CERT_DIR).
+  const std::string cluster_ca = ClusterCa();
+  const std::string no_dir = dir_.path() + "/no-system-certs";
+  testing::ScopedEnv cert_file("SSL_CERT_FILE", cluster_ca.c_str());
+  testing::ScopedEnv cert_dir("SSL_CERT_DIR", no_dir.c_str());
+  ClientOptions system = Anonymous();
+  system.ca_file.clear();
+  EXPECT_EQ(Probe(system).code(), StatusCode::kFailedPrecondition)
+      << "without a CA of its own the client trusts the system's (anonymous: served, refused)";
+
+  const std::string other = TestCa("another-ca").cert_pem();
+  ClientOptions data = Anonymous();
+  data.ca_file.clear();
+  data.ca_data = other;
+  ClientOptions file = Anonymous();
+  file.ca_file = WriteTextFile(dir_.path() + "/another-ca.crt", other);
+  for (const ClientOptions& o : {data, file}) {
+    const Status s = Probe(o);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_NE(s.message().find("TLS: the server's certificate does not verify against"), std::string::npos) << s;
+  }
+}
+
 TEST_F(ClientTlsTest, ACertificateForAnotherHostIsRefused) {
   const std::string other = OtherHost();
   ASSERT_EQ(other.rfind("https://127.0.0.2:", 0), 0u) << other;

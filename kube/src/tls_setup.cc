@@ -8,16 +8,26 @@
 #include <openssl/x509v3.h>
 
 #include <memory>
+#include <stdexcept>
 
 namespace star::kube {
 namespace {
 
 namespace ssl = boost::asio::ssl;
 
+// Trusts the CA of `options` alone when it names one (cpprest's context comes with the
+// system's CAs loaded: they are dropped), and the system's CAs otherwise.
 void LoadCa(const ClientOptions& options, ssl::context& ctx) {
+  if (options.ca_file.empty() && options.ca_data.empty()) {
+    ctx.set_default_verify_paths();
+    return;
+  }
+  X509_STORE* only = X509_STORE_new();
+  if (only == nullptr) throw std::runtime_error("X509_STORE_new failed");
+  SSL_CTX_set_cert_store(ctx.native_handle(), only);  // frees the store it had
   if (!options.ca_file.empty()) {
     ctx.load_verify_file(options.ca_file);
-  } else if (!options.ca_data.empty()) {
+  } else {
     ctx.add_certificate_authority(boost::asio::buffer(options.ca_data.data(), options.ca_data.size()));
   }
 }
