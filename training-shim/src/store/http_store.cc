@@ -64,9 +64,10 @@ StatusOr<std::chrono::milliseconds> PollTimeout(const http::http_request& req,
   int64_t ms = 0;
   const std::string& text = it->second;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (ec == std::errc::result_out_of_range) {
+  const bool whole = end == text.data() + text.size() && !text.empty();
+  if (ec == std::errc::result_out_of_range && whole) {
     ms = text.front() == '-' ? 0 : max_poll.count();
-  } else if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+  } else if (ec != std::errc() || !whole) {
     return Status::InvalidArgument("store: timeout_ms: \"" + text.substr(0, 32) +
                                    "\" is not an integer");
   }
