@@ -15,9 +15,13 @@
 // when a pod leaves the allocation, or for every pod with --release.
 // HTTP on --metrics-address: /metrics (Prometheus), /healthz (the loop is alive), /readyz
 // (200 once the last pass applied the whole allocation, else 503 and why).
+// A corrupt journal is moved aside (<journal>.corrupt-<UTC time>) and what to restore is
+// rebuilt from what the node shows (journal_rebuild.h); from the API server, a Warning
+// Event CorruptJournal on the Node says so.
 // Exit status: 0 on a clean stop (--once: the allocation was fully applied), 1 when a pass
 // failed with --once (or, from the API server, the object could not be listed or its status
-// not written), 2 on bad flags, an unusable kubeconfig, a corrupt journal or an unusable OS.
+// not written), 2 on bad flags, an unusable kubeconfig, an unreadable journal or an
+// unusable OS.
 #include <pthread.h>
 #include <signal.h>
 
@@ -25,6 +29,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,7 +40,9 @@
 #include "star/agent/agent_metrics.h"
 #include "star/agent/allocation_source.h"
 #include "star/agent/journal.h"
+#include "star/agent/journal_rebuild.h"
 #include "star/agent/k8s_source.h"
+#include "star/agent/node_event.h"
 #include "star/agent/pod_cgroup.h"
 #include "star/agent/real_node_os.h"
 #include "star/agent/reconciler.h"
@@ -132,12 +139,27 @@ StatusOr<std::unique_ptr<NodeOs>> OpenNodeOs(CgroupDriver driver, const std::str
   return NewRealNodeOs(os_options);
 }
 
-// Opens the journal, creating its directory first if need be.
-StatusOr<Journal> OpenJournal(const std::string& journal_path) {
+// Opens the journal, creating its directory first if need be. A corrupt one is moved
+// aside once the originals were rebuilt from the node, and a fresh one holds those;
+// `notice` then says what happened (it stays empty otherwise).
+StatusOr<Journal> OpenJournal(const std::string& journal_path, NodeOs& os, CgroupDriver driver,
+                              const std::string& cgroup_root, std::string& notice) {
   std::error_code ec;
   const auto journal_dir = std::filesystem::path(journal_path).parent_path();
   if (!journal_dir.empty()) std::filesystem::create_directories(journal_dir, ec);
-  return Journal::Open(journal_path);
+  bool corrupt = false;
+  auto opened = Journal::Open(journal_path, &corrupt);
+  if (opened.ok() || !corrupt) return opened;
+  STAR_ASSIGN_OR_RETURN(JournalEntries rebuilt, RebuildOriginals(os, driver, cgroup_root));
+  STAR_ASSIGN_OR_RETURN(std::string aside,
+                        MoveJournalAside(journal_path, std::chrono::system_clock::now()));
+  STAR_ASSIGN_OR_RETURN(Journal fresh, Journal::Open(journal_path));
+  const std::map<std::string, std::optional<JournalEntry>> record(rebuilt.begin(), rebuilt.end());
+  STAR_RETURN_IF_ERROR(fresh.Commit(record));
+  notice = opened.status().message() + ": moved to " + aside + "; the originals of " +
+           std::to_string(rebuilt.size()) +
+           " pod(s) rebuilt from their containers' cgroups; interfaces count as unshaped";
+  return fresh;
 }
 
 // --release: restores every journalled original. Returns the exit status.
@@ -170,6 +192,8 @@ struct Source {
   std::unique_ptr<kube::Client> client;
   std::unique_ptr<K8sSource> k8s;
   std::string what;  // how the allocation is named in the log
+  std::string node;
+  std::optional<NodeEvent> event;  // to record on the Node (API server only), until it is
 
   StatusOr<bool> Poll() { return file ? file->Poll() : k8s->Poll(); }
   const std::optional<DesiredState>& desired() const {
@@ -182,6 +206,7 @@ struct Source {
 StatusOr<Source> OpenSource(const Flags& flags) {
   Source source;
   source.what = "allocation " + flags.file;
+  source.node = flags.node;
   if (!flags.file.empty()) {
     source.file = std::make_unique<FileSource>(flags.file, flags.node);
     return source;
@@ -224,6 +249,13 @@ std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metric
   if (source.k8s) {
     if (Status w = source.k8s->ReportStatus(r ? &*r : nullptr); !w.ok()) {
       problem += (problem.empty() ? "" : "; ") + w.ToString();
+    }
+  }
+  if (source.client && source.event) {
+    if (Status e = RecordNodeEvent(*source.client, source.node, *source.event); e.ok()) {
+      source.event.reset();
+    } else {
+      problem += (problem.empty() ? "" : "; ") + e.ToString();
     }
   }
   if (problem.empty() && !desired && !released) problem = "waiting for " + source.what;
@@ -271,12 +303,15 @@ int main(int argc, char** argv) {
 
   auto os = OpenNodeOs(*driver, flags.cgroup_root);
   if (!os.ok()) return Log(os.status().ToString()), 2;
-  auto journal = OpenJournal(flags.journal_path);
+  std::string journal_notice;
+  auto journal = OpenJournal(flags.journal_path, **os, *driver, flags.cgroup_root, journal_notice);
   if (!journal.ok()) return Log(journal.status().ToString()), 2;
+  if (!journal_notice.empty()) Log(journal_notice);
 
   ReconcilerOptions options;
   options.driver = *driver;
   options.cgroup_root = flags.cgroup_root;
+  options.unshaped_net_originals = !journal_notice.empty();
   Reconciler reconciler(**os, *journal, options);
   if (flags.release) return Release(reconciler);
 
@@ -291,6 +326,7 @@ int main(int argc, char** argv) {
 
   auto source = OpenSource(flags);
   if (!source.ok()) return Log(source.status().ToString()), 2;
+  if (!journal_notice.empty()) source->event = NodeEvent{"Warning", "CorruptJournal", journal_notice};
   const bool ok = RunLoop(*source, reconciler, metrics, health, stop_signals, flags.poll_ms,
                           flags.once);
   return flags.once && !ok ? 1 : 0;

@@ -72,6 +72,7 @@ MATRIX = {
     "replicas-2": ["--set", "operator.replicas=2"],
     "replicas-2-watch-namespace": ["--set", "operator.replicas=2,operator.watchNamespace=team-a"],
     "report-tls": ["--set", "operator.reportTLS.enabled=true,operator.reportTLS.secretName=star-report-tls"],
+    "report-plain": ["--set", "operator.reportTLS.enabled=false,networkPolicy.enabled=false"],
     "agent-values": ["--set", "agent.cgroupDriver=cgroupfs,agent.cgroupRoot=k8s,agent.maxUnavailable=2",
                      "--set", "agent.extraCapabilities={SYS_ADMIN}"],
     "named-release": [],
@@ -96,7 +97,8 @@ class RenderMatrixTest(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(CHART, s[len("star/"):])), s)
         # helm's install order: ServiceAccounts before RBAC before Services before workloads.
         kinds = [d["kind"] for d in render()]
-        order = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "DaemonSet", "Deployment"]
+        order = ["NetworkPolicy", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                 "Service", "DaemonSet", "Deployment"]
         self.assertEqual([k for k in order if k in kinds], order)
         self.assertEqual(kinds, sorted(kinds, key=order.index))
 
@@ -105,7 +107,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(sorted(d["kind"] for d in docs),
                          sorted(["ServiceAccount", "ServiceAccount", "ClusterRole", "ClusterRole",
                                  "ClusterRoleBinding", "ClusterRoleBinding", "Service", "Service",
-                                 "DaemonSet", "Deployment"]))
+                                 "DaemonSet", "Deployment", "NetworkPolicy", "Role", "RoleBinding"]))
         version = project_version()
         for d in docs:
             labels = d["metadata"]["labels"]
@@ -122,7 +124,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(c["imagePullPolicy"], "IfNotPresent")
         self.assertNotIn("--leader-elect", c["args"])
         self.assertFalse([a for a in c["args"] if a.startswith("--namespace")])
-        self.assertIn("--report-url=http://release-name-star-operator.default.svc:8443", c["args"])
+        self.assertIn("--report-url=https://release-name-star-operator.default.svc:8443", c["args"])
         self.assertIn("--metrics-listen=0.0.0.0:8080", c["args"])
         self.assertIn("--report-listen=0.0.0.0:8443", c["args"])
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
@@ -329,12 +331,61 @@ class RenderMatrixTest(unittest.TestCase):
                                               "readOnly": True}])
         self.assertEqual(dep["spec"]["template"]["spec"]["volumes"],
                          [{"name": "report-tls", "secret": {"secretName": "star-report-tls"}}])
-        self.assertFalse([a for a in container(one(render(), "Deployment"))["args"] if "tls" in a])
+        self.assertFalse([a for a in container(one(render(*MATRIX["report-plain"]), "Deployment"))["args"] if "tls" in a])
         # Certificates from a public CA: workers use their system's CAs.
         docs = render(*MATRIX["report-tls"], "--set", "operator.reportTLS.caKey=")
         args = container(one(docs, "Deployment"))["args"]
         self.assertIn("--report-tls-cert-file=/etc/star/report-tls/tls.crt", args)
         self.assertFalse([a for a in args if a.startswith("--report-ca-file")])
+
+    def test_report_tls_is_on_by_default_with_the_operators_own_certificate(self):
+        docs = render()
+        dep = one(docs, "Deployment")
+        args = container(dep)["args"]
+        svc = "release-name-star-operator.default.svc"
+        for a in (f"--report-url=https://{svc}:8443",
+                  "--report-tls-secret=default/release-name-star-operator-report-tls",
+                  f"--report-tls-host={svc}", f"--report-tls-host={svc}.cluster.local"):
+            self.assertIn(a, args)
+        self.assertFalse([a for a in args if a.startswith(("--report-tls-cert-file", "--report-ca-file"))])
+        self.assertNotIn("volumes", dep["spec"]["template"]["spec"])
+        role = one(docs, "Role", "release-name-star-operator-report-tls")
+        self.assertEqual(role["metadata"]["namespace"], "default")
+        self.assertEqual(role["rules"], [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["release-name-star-operator-report-tls"],
+             "verbs": ["get", "update"]}])
+        binding = one(docs, "RoleBinding", "release-name-star-operator-report-tls")
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "release-name-star-operator",
+                                                "namespace": "default"}])
+        args = container(one(render("--set", "operator.reportTLS.managedSecretName=mine"), "Deployment"))["args"]
+        self.assertIn("--report-tls-secret=default/mine", args)
+        # Plain HTTP only when asked for; an existing Secret needs no Role.
+        plain = render(*MATRIX["report-plain"])
+        self.assertIn("--report-url=http://release-name-star-operator.default.svc:8443",
+                      container(one(plain, "Deployment"))["args"])
+        self.assertEqual(find(plain, "Role"), [])
+        self.assertEqual(find(render(*MATRIX["report-tls"]), "Role"), [])
+
+    def test_network_policy(self):
+        docs = render()
+        np = one(docs, "NetworkPolicy", "release-name-star-operator")
+        dep = one(docs, "Deployment")
+        self.assertEqual(np["spec"]["podSelector"]["matchLabels"], dep["spec"]["selector"]["matchLabels"])
+        self.assertEqual(np["spec"]["policyTypes"], ["Ingress"])
+        report, metrics = np["spec"]["ingress"]
+        self.assertEqual(report["from"], [{"namespaceSelector": {},
+                                           "podSelector": {"matchExpressions": [{"key": "star.dev/job",
+                                                                                 "operator": "Exists"}]}}])
+        self.assertEqual(report["ports"], [{"port": 8443, "protocol": "TCP"}])
+        self.assertEqual(metrics["from"], [{"namespaceSelector": {"matchLabels": {
+            "kubernetes.io/metadata.name": "monitoring"}}}])
+        self.assertEqual(metrics["ports"], [{"port": 8080, "protocol": "TCP"}])
+        docs = render("--set", "operator.reportPort=9443,networkPolicy.metricsNamespaceSelector.matchLabels.team=obs")
+        report, metrics = one(docs, "NetworkPolicy")["spec"]["ingress"]
+        self.assertEqual(report["ports"], [{"port": 9443, "protocol": "TCP"}])
+        self.assertEqual(metrics["from"][0]["namespaceSelector"]["matchLabels"]["team"], "obs")
+        self.assertEqual(find(render(*MATRIX["report-plain"]), "NetworkPolicy"), [])
 
     def test_named_release(self):
         docs = render_case("named-release")
@@ -511,14 +562,14 @@ class LintTest(unittest.TestCase):
 #   operator: operator/src/reconciler/*.cc (cache.cc informers; training_job_reconciler.cc,
 #             status_records.cc, reallocator.cc, node_allocation_reconciler.cc,
 #             event_recorder.cc) and kube/src/leader_election.cc (leases, replicas > 1);
-#   agent:    node-agent/src/k8s/k8s_source.cc.
+#   agent:    node-agent/src/k8s/k8s_source.cc and node_event.cc.
 # trainingjobs/finalizers update is no call: the operator's pods, Service and Secret name
 # their TrainingJob as owner with blockOwnerDeletion (job_objects.cc), which the
 # OwnerReferencesPermissionEnforcement admission plugin allows only with it.
 OPERATOR_CALLS = {
     ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "create"), ("", "pods", "delete"),
     ("", "services", "list"), ("", "services", "watch"), ("", "services", "create"),
-    ("", "secrets", "get"), ("", "secrets", "create"),
+    ("", "secrets", "get"), ("", "secrets", "create"), ("", "secrets", "update"),
     ("", "events", "create"),
     ("", "nodes", "get"),
     ("star.dev", "trainingjobs", "list"), ("star.dev", "trainingjobs", "watch"),
@@ -532,6 +583,7 @@ LEASE_CALLS = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "
 AGENT_CALLS = {
     ("star.dev", "nodeallocations", "list"), ("star.dev", "nodeallocations", "watch"),
     ("star.dev", "nodeallocations/status", "patch"),
+    ("", "events", "create"),
 }
 
 REFS = {"Pods": ("", "pods"), "Services": ("", "services"), "Events": ("", "events"),
@@ -613,7 +665,8 @@ class RbacTest(unittest.TestCase):
                           if not p.endswith("_test.cc")]
         self.assertEqual(calls_in(operator_files), OPERATOR_CALLS)
         self.assertEqual(calls_in([os.path.join(SOURCE, "kube", "src", "leader_election.cc")]), LEASE_CALLS)
-        self.assertEqual(calls_in([os.path.join(SOURCE, "node-agent", "src", "k8s", "k8s_source.cc")]),
+        self.assertEqual(calls_in([os.path.join(SOURCE, "node-agent", "src", "k8s", f)
+                                   for f in ("k8s_source.cc", "node_event.cc")]),
                          AGENT_CALLS)
 
     def test_no_wildcards(self):
@@ -638,6 +691,10 @@ class RbacTest(unittest.TestCase):
             for g, r, v, names, ns in granted:
                 if r in ("nodes", "nodeallocations"):
                     self.assertIsNone(ns, f"{case}: {r} needs a ClusterRole")
+                elif r == "secrets" and ns == ("star-system" if case == "named-release" else "default") \
+                        and (v == "create" or names == (f"{'star' if case == 'named-release' else 'release-name'}"
+                                                        "-star-operator-report-tls",)):
+                    pass  # the report endpoint's own certificate (report_certificate.cc)
                 elif r == "leases":
                     release_ns = "star-system" if case == "named-release" else "default"
                     self.assertEqual(ns, watch or release_ns, case)

@@ -1,6 +1,7 @@
 // End-to-end tests of the star-agent binary on the real OS (cgroup v1 cpu controller):
 // kill -9 after it journalled and applied, restart, remove the pod, originals come back;
-// malformed allocation files and corrupt journals change nothing. Skipped when the binary
+// malformed allocation files change nothing; a corrupt journal is moved aside and the
+// originals are rebuilt from the containers' cgroups. Skipped when the binary
 // (built next to this test) or a writable cgroup v1 cpu hierarchy is missing.
 #include <signal.h>
 #include <sys/stat.h>
@@ -114,6 +115,7 @@ class AgentBinaryTest : public ::testing::Test {
   }
   void TearDown() override {
     // Cgroups are removed leaf first with rmdir (their files cannot be unlinked).
+    for (const std::string& c : containers_) ::rmdir((pod_dir_ + "/" + c).c_str());
     if (!pod_dir_.empty()) {
       fs::path p = pod_dir_;
       for (int i = 0; i < 4; ++i, p = p.parent_path()) ::rmdir(p.c_str());
@@ -141,7 +143,15 @@ class AgentBinaryTest : public ::testing::Test {
   }
   std::string journal() const { return dir_ + "/journal.json"; }
 
+  // A container cgroup below the pod's, with its own quota.
+  void AddContainer(const std::string& name, int64_t quota) {
+    ASSERT_EQ(::mkdir((pod_dir_ + "/" + name).c_str(), 0755), 0) << name;
+    containers_.push_back(name);
+    std::ofstream(pod_dir_ + "/" + name + "/cpu.cfs_quota_us") << quota;
+  }
+
   std::string binary_, root_, pod_dir_, dir_;
+  std::vector<std::string> containers_;
 };
 
 TEST_F(AgentBinaryTest, KillNineAfterApplyThenRestartRestoresOriginalsOnRemoval) {
@@ -176,13 +186,36 @@ TEST_F(AgentBinaryTest, MalformedAllocationFileChangesNothing) {
   EXPECT_FALSE(fs::exists(journal()));
 }
 
-TEST_F(AgentBinaryTest, CorruptJournalIsRefused) {
+// Regression: a corrupt journal made the agent exit 2 on every start, freezing the node.
+// Now it is moved aside and the pod's original (the sum of its containers' quotas, not
+// what the pod shows) is rebuilt, kept while the pod is allocated and restored after.
+TEST_F(AgentBinaryTest, CorruptJournalIsMovedAsideAndOriginalsAreRebuilt) {
+  // (cgroup v1 refuses a pod quota below one of its containers': each is at most 500m.)
+  AddContainer("c1", 50000);
+  AddContainer("c2", 50000);
+  std::ofstream(pod_dir_ + "/cpu.cfs_quota_us") << "50000";  // throttled by an earlier run
+  ASSERT_EQ(Quota(), 50000);
+  const std::string corrupt = "{\"version\": 1, \"pods\": {";
+  std::ofstream(journal()) << corrupt;
   WriteAtomically(dir_ + "/a.json", Alloc(true));
-  std::ofstream(journal()) << "{\"version\": 1, \"pods\": {";
-  Child agent(Args(/*once=*/true));
-  const int status = agent.Wait();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
-  EXPECT_EQ(Quota(), 200000);
+  Child first(Args(/*once=*/true));
+  int status = first.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::vector<fs::path> aside;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.path().filename().string().rfind("journal.json.corrupt-", 0) == 0) aside.push_back(e.path());
+  }
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(ReadFile(aside[0].string()), corrupt);
+  EXPECT_EQ(Quota(), 50000) << "the allocation is in force";
+  EXPECT_NE(ReadFile(journal()).find("\"quotaUs\": 100000"), std::string::npos) << ReadFile(journal());
+
+  WriteAtomically(dir_ + "/a.json", Alloc(false));
+  Child second(Args(/*once=*/true));
+  status = second.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(Quota(), 100000) << "the rebuilt original is restored";
+  EXPECT_EQ(ReadFile(journal()).find(kUid), std::string::npos) << ReadFile(journal());
 }
 
 }  // namespace

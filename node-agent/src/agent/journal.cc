@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -183,7 +185,27 @@ StatusOr<JournalEntries> ParseJournal(const std::string& text) {
   return out;
 }
 
-StatusOr<Journal> Journal::Open(std::string path) {
+StatusOr<std::string> MoveJournalAside(const std::string& path,
+                                       std::chrono::system_clock::time_point now) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  const std::string base = path + ".corrupt-" + stamp;
+  std::string target = base;
+  for (int i = 1; i < 100 && ::access(target.c_str(), F_OK) == 0; ++i) {
+    target = base + "." + std::to_string(i);
+  }
+  if (::rename(path.c_str(), target.c_str()) != 0) {
+    return Status::Unavailable("journal " + path + ": cannot move it to " + target + ": " +
+                               std::strerror(errno));
+  }
+  return target;
+}
+
+StatusOr<Journal> Journal::Open(std::string path, bool* corrupt) {
+  if (corrupt != nullptr) *corrupt = false;
   if (path.empty()) return Status::InvalidArgument("journal: path is empty");
   Journal journal(path);
   std::ifstream in(path, std::ios::binary);
@@ -195,9 +217,9 @@ StatusOr<Journal> Journal::Open(std::string path) {
   ss << in.rdbuf();
   auto parsed = ParseJournal(ss.str());
   if (!parsed.ok()) {
-    return Status::FailedPrecondition("journal " + path + ": corrupt, refusing to guess (" +
-                                      parsed.status().message() +
-                                      "); inspect it and restore the originals by hand");
+    if (corrupt != nullptr) *corrupt = true;
+    return Status::FailedPrecondition("journal " + path + ": corrupt (" +
+                                      parsed.status().message() + ")");
   }
   journal.entries_ = std::move(parsed).value();
   return journal;

@@ -180,6 +180,10 @@ class ReconcilePass {
   // Restores the stale interface of `plan` and journals its new one; false on failure.
   bool ReplaceStaleNet(const PodPlan& plan);
   void WritePlan(const PodPlan& plan);
+  // What to journal as the original of the plan's interface.
+  NetLimits NetOriginalOf(const PodPlan& plan) const {
+    return options_.unshaped_net_originals ? NetLimits{} : *plan.observed_net;
+  }
 
   NodeOs& os_;
   Journal& journal_;
@@ -267,7 +271,7 @@ Status ReconcilePass::JournalOriginals() {
     JournalEntry e = old ? *old : JournalEntry{};
     if (plan.write_cpu && !e.cpu) e.cpu = CpuOriginal{plan.cgroup, *plan.observed_cpu};
     if (plan.write_net && (!e.net || e.net->interface != plan.interface) && !plan.stale_net) {
-      e.net = NetOriginal{plan.interface, *plan.observed_net};
+      e.net = NetOriginal{plan.interface, NetOriginalOf(plan)};
     }
     if (old ? !(e == *old) : (e.cpu || e.net)) record[uid] = e;
   }
@@ -328,7 +332,7 @@ bool ReconcilePass::ReplaceStaleNet(const PodPlan& plan) {
   }
   JournalEntry e = *journal_.Find(uid);
   e.net = plan.write_net
-              ? std::optional<NetOriginal>(NetOriginal{plan.interface, *plan.observed_net})
+              ? std::optional<NetOriginal>(NetOriginal{plan.interface, NetOriginalOf(plan)})
               : std::nullopt;
   if (!e.cpu && !e.net) {
     forget_[uid] = std::nullopt;

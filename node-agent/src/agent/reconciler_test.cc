@@ -149,6 +149,23 @@ TEST(ReconcilerTest, GuaranteeCheckSurvivesAnyJournalledQuota) {
   EXPECT_NE(res.status().message().find("below its request"), std::string::npos) << res.status();
 }
 
+// After a lost journal, an interface's shaping may be the agent's own: its original is
+// journalled as unshaped, so a restore removes it.
+TEST(ReconcilerTest, UnshapedNetOriginalsRemoveShapingOnRestore) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  ASSERT_TRUE(os.WriteNet(Veth(0), NetLimits{1'000'000, 0, 1}).ok());  // left from before
+  Journal journal = Journal::InMemory();
+  ReconcilerOptions options = NoSleep();
+  options.unshaped_net_originals = true;
+  Reconciler r(os, journal, options);
+  ASSERT_TRUE(r.Reconcile(Alloc({Pod(0, 500, 2'000'000)}), Veths(1)).ok());
+  ASSERT_NE(journal.Find(Uid(0)), nullptr);
+  EXPECT_EQ(journal.Find(Uid(0))->net->limits, NetLimits{});
+  ASSERT_TRUE(r.ReleaseAll().ok());
+  EXPECT_EQ(Net(os, 0), NetLimits{});
+}
+
 TEST(ReconcilerTest, AppliesThenIsIdempotentThenRestoresOnRemoval) {
   MemoryNodeOs os;
   AddPods(os, 3);

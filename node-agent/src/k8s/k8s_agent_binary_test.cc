@@ -115,6 +115,8 @@ class K8sAgentBinaryTest : public ::testing::Test {
     if (node_.empty() || !client_) return;
     (void)client_->Delete(star::kube::NodeAllocations(), "", node_);
     Kubectl({"delete", "clusterrolebinding,clusterrole", node_, "--ignore-not-found", "--wait=false"});
+    Kubectl({"delete", "events", "-n", "default", "--field-selector", "involvedObject.name=" + node_,
+             "--ignore-not-found"});
     if (made_namespace_) Kubectl({"delete", "namespace", node_, "--wait=false"});
   }
 
@@ -156,7 +158,8 @@ class K8sAgentBinaryTest : public ::testing::Test {
         {"metadata", {{"name", node_}}},
         {"rules",
          {{{"apiGroups", {"star.dev"}}, {"resources", {"nodeallocations"}}, {"verbs", {"list", "watch"}}},
-          {{"apiGroups", {"star.dev"}}, {"resources", {"nodeallocations/status"}}, {"verbs", {"patch"}}}}}};
+          {{"apiGroups", {"star.dev"}}, {"resources", {"nodeallocations/status"}}, {"verbs", {"patch"}}},
+          {{"apiGroups", {""}}, {"resources", {"events"}}, {"verbs", {"create"}}}}}};
     const json binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
                           {"kind", "ClusterRoleBinding"},
                           {"metadata", {{"name", node_}}},
@@ -402,6 +405,34 @@ TEST_F(K8sAgentRunningTest, RunningAgentFollowsAnUpdateAfterItsWatchIsDropped) {
   const int status = agent.Stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << status << "\n" << ReadFile(dir_.path() + "/agent.err");
+}
+
+// Regression: a corrupt journal made the agent exit 2 on every start. Now it runs on,
+// the journal is moved aside, and a Warning Event CorruptJournal on the Node says so.
+TEST_F(K8sAgentRunningTest, CorruptJournalIsMovedAsideWithAnEventOnTheNode) {
+  const std::string journal = dir_.path() + "/journal.json";
+  WriteTextFile(journal, "{\"version\": 1, \"pods\": {");
+  ASSERT_TRUE(client_->Create(star::kube::NodeAllocations(), "", Allocation(500)).ok());
+  auto args = Args(root_);
+  args.push_back("--once");
+  const ProcessResult r = RunProcess(args, "", 60s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Quota(), 50000) << r.err;
+  int aside = 0;
+  for (const auto& e : fs::directory_iterator(dir_.path())) {
+    aside += e.path().filename().string().rfind("journal.json.corrupt-", 0) == 0;
+  }
+  EXPECT_EQ(aside, 1);
+  star::kube::ListOptions by_node;
+  by_node.field_selector = "involvedObject.name=" + node_;
+  auto events = client_->List(star::kube::Events(), "default", by_node);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ((*events)["items"].size(), 1u) << events->dump();
+  const json& ev = (*events)["items"][0];
+  EXPECT_EQ(ev["involvedObject"]["kind"], "Node");
+  EXPECT_EQ(ev["reason"], "CorruptJournal");
+  EXPECT_EQ(ev["type"], "Warning");
+  EXPECT_NE(ev["message"].get<std::string>().find("journal.json.corrupt-"), std::string::npos) << ev.dump();
 }
 
 }  // namespace

@@ -125,6 +125,11 @@ StatusOr<CpuStats> FaultyNodeOs::ReadCpuStats(const std::string& cgroup) {
                                   [&] { return base_->ReadCpuStats(cgroup); });
 }
 
+StatusOr<std::vector<std::string>> FaultyNodeOs::ListCgroups(const std::string& cgroup) {
+  return Call<StatusOr<std::vector<std::string>>>(NodeOsMethod::kListCgroups, false,
+                                                  [&] { return base_->ListCgroups(cgroup); });
+}
+
 StatusOr<bool> FaultyNodeOs::InterfaceExists(const std::string& ifname) {
   return Call<StatusOr<bool>>(NodeOsMethod::kInterfaceExists, false,
                               [&] { return base_->InterfaceExists(ifname); });

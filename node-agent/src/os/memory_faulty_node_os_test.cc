@@ -26,6 +26,18 @@ TEST(MemoryNodeOs, CpuQuotaIsWrittenReadBackAndReleased) {
   EXPECT_EQ(os.cpu_writes(kCg), 2);
 }
 
+TEST(MemoryNodeOs, ListsChildCgroupsIncludingImplicitParents) {
+  MemoryNodeOs os;
+  os.AddCgroup("kubepods/burstable/pod1/c1");
+  os.AddCgroup("kubepods/burstable/pod1/c2");
+  os.AddCgroup("kubepods/pod2");
+  EXPECT_EQ(*os.ListCgroups("kubepods"), (std::vector<std::string>{"burstable", "pod2"}));
+  EXPECT_EQ(*os.ListCgroups("kubepods/burstable/pod1"), (std::vector<std::string>{"c1", "c2"}));
+  EXPECT_TRUE(os.ListCgroups("kubepods/pod2")->empty());
+  EXPECT_EQ(os.ListCgroups("kubepods/besteffort").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(os.ListCgroups("../etc").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(MemoryNodeOs, CpuStatsComeFromTheTestHook) {
   MemoryNodeOs os;
   os.SetCpuStats(kCg, CpuStats{1000, 10, 3, 500});

@@ -1,5 +1,7 @@
 #include "star/agent/memory_node_os.h"
 
+#include <set>
+
 #include "os/limits_check.h"
 
 namespace star::agent {
@@ -43,6 +45,21 @@ StatusOr<CpuStats> MemoryNodeOs::ReadCpuStats(const std::string& cgroup) {
   auto it = cgroups_.find(cgroup);
   if (it == cgroups_.end()) return Status::NotFound("cgroup " + cgroup);
   return it->second.stats;
+}
+
+StatusOr<std::vector<std::string>> MemoryNodeOs::ListCgroups(const std::string& cgroup) {
+  STAR_RETURN_IF_ERROR(CheckCgroupPath(cgroup));
+  std::lock_guard lock(mu_);
+  const std::string prefix = cgroup + "/";
+  bool exists = cgroups_.count(cgroup) > 0;
+  std::set<std::string> names;
+  for (auto it = cgroups_.lower_bound(prefix);
+       it != cgroups_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    exists = true;
+    names.insert(it->first.substr(prefix.size(), it->first.find('/', prefix.size()) - prefix.size()));
+  }
+  if (!exists) return Status::NotFound("cgroup " + cgroup);
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 StatusOr<bool> MemoryNodeOs::InterfaceExists(const std::string& ifname) {

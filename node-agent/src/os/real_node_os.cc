@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -136,6 +137,18 @@ class RealNodeOs final : public NodeOs {
     STAR_RETURN_IF_ERROR(CheckExisting(cgroup));
     std::lock_guard lock(mu_);
     return version_ == CgroupVersion::kV1 ? ReadStatsV1(cgroup) : ReadStatsV2(cgroup);
+  }
+
+  StatusOr<std::vector<std::string>> ListCgroups(const std::string& cgroup) override {
+    STAR_RETURN_IF_ERROR(CheckExisting(cgroup));
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(root_ + "/" + cgroup, ec)) {
+      if (e.is_directory(ec)) names.push_back(e.path().filename().string());
+    }
+    if (ec) return Status::Internal("list " + cgroup + ": " + ec.message());
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
   StatusOr<bool> InterfaceExists(const std::string& ifname) override {

@@ -24,6 +24,7 @@ enum class NodeOsMethod {
   kReadCpu,
   kWriteCpu,
   kReadCpuStats,
+  kListCgroups,
   kInterfaceExists,
   kReadNet,
   kWriteNet,
@@ -60,6 +61,7 @@ class FaultyNodeOs final : public NodeOs {
   StatusOr<CpuLimits> ReadCpu(const std::string& cgroup) override;
   Status WriteCpu(const std::string& cgroup, const CpuLimits& limits) override;
   StatusOr<CpuStats> ReadCpuStats(const std::string& cgroup) override;
+  StatusOr<std::vector<std::string>> ListCgroups(const std::string& cgroup) override;
   StatusOr<bool> InterfaceExists(const std::string& ifname) override;
   StatusOr<NetLimits> ReadNet(const std::string& ifname) override;
   Status WriteNet(const std::string& ifname, const NetLimits& limits) override;

@@ -8,9 +8,11 @@
 //     "net": {"interface": "...", "egressBitsPerSecond": 0, "ingressBitsPerSecond": 0,
 //     "priority": 0}}}}
 // ("cpu" and "net" are each optional). A journal that cannot be parsed is never guessed
-// at: Open fails and the agent refuses to run until an operator looks at it.
+// at: Open fails; the agent moves it aside (MoveJournalAside) and rebuilds what to
+// restore from what the node shows (journal_rebuild.h).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,8 +49,9 @@ class Journal {
   // exist). Errors: FailedPrecondition "journal <path>: ..." when the file is unreadable or
   // corrupt (bad JSON, wrong version, bad uid/cgroup/interface, bad field, or a limit the
   // kernel cannot hold: quotaUs -1 or 1..kMaxQuotaUs, periodUs 1000..1000000, weight
-  // 1..10000, rates >= 0).
-  [[nodiscard]] static StatusOr<Journal> Open(std::string path);
+  // 1..10000, rates >= 0). `corrupt`, when given, is set to whether the file was read but
+  // is corrupt (as opposed to unreadable).
+  [[nodiscard]] static StatusOr<Journal> Open(std::string path, bool* corrupt = nullptr);
   // A journal that lives only in memory (tests, benchmarks): Commit never touches disk.
   static Journal InMemory();
 
@@ -70,6 +73,12 @@ class Journal {
   JournalEntries entries_;
   int64_t writes_ = 0;
 };
+
+// Renames the journal at `path` to "<path>.corrupt-<UTC YYYYMMDDTHHMMSSZ of now>" (with
+// ".1", ".2", ... appended when that name is taken) and returns the new path. Unavailable
+// naming both paths when the rename fails.
+[[nodiscard]] StatusOr<std::string> MoveJournalAside(const std::string& path,
+                                                     std::chrono::system_clock::time_point now);
 
 // Serialises / parses the file format above (exposed for tests). Parse errors are
 // InvalidArgument naming the field ("pods.abc.cpu.quotaUs: ...").

@@ -26,6 +26,8 @@ class MemoryNodeOs final : public NodeOs {
   StatusOr<CpuLimits> ReadCpu(const std::string& cgroup) override;
   Status WriteCpu(const std::string& cgroup, const CpuLimits& limits) override;
   StatusOr<CpuStats> ReadCpuStats(const std::string& cgroup) override;
+  // Parents of added cgroups exist implicitly ("a/b" added: "a" lists "b").
+  StatusOr<std::vector<std::string>> ListCgroups(const std::string& cgroup) override;
   StatusOr<bool> InterfaceExists(const std::string& ifname) override;
   StatusOr<NetLimits> ReadNet(const std::string& ifname) override;
   Status WriteNet(const std::string& ifname, const NetLimits& limits) override;

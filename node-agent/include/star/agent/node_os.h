@@ -62,6 +62,10 @@ class NodeOs {
   [[nodiscard]] virtual StatusOr<CpuLimits> ReadCpu(const std::string& cgroup) = 0;
   [[nodiscard]] virtual Status WriteCpu(const std::string& cgroup, const CpuLimits& limits) = 0;
   [[nodiscard]] virtual StatusOr<CpuStats> ReadCpuStats(const std::string& cgroup) = 0;
+  // Names (not paths) of the cgroups directly below `cgroup`, sorted. NotFound when
+  // `cgroup` does not exist.
+  [[nodiscard]] virtual StatusOr<std::vector<std::string>> ListCgroups(
+      const std::string& cgroup) = 0;
 
   [[nodiscard]] virtual StatusOr<bool> InterfaceExists(const std::string& ifname) = 0;
   [[nodiscard]] virtual StatusOr<NetLimits> ReadNet(const std::string& ifname) = 0;

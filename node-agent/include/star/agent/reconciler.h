@@ -53,6 +53,11 @@ struct ReconcilerOptions {
   // How to wait between attempts. Default (empty): std::this_thread::sleep_for. Tests
   // inject a recorder so that no test really sleeps.
   std::function<void(std::chrono::milliseconds)> sleep;
+  // Journal an interface's original as unshaped (no limits, which removes the agent's
+  // qdiscs and IFB device on restore) instead of what it shows. Set once the journal was
+  // lost: what an interface shows may then be the agent's own earlier shaping. Default
+  // false.
+  bool unshaped_net_originals = false;
 };
 
 enum class PodAction {
