@@ -287,5 +287,70 @@ TEST_F(OperatorE2eTest, ADeletedServiceOrTokenSecretIsMadeAgain) {
   ASSERT_TRUE(Eventually([&] { return Token("sv") == token; })) << ReadFile(dir_.path() + "/operator.log");
 }
 
+// Anyone who may create pods in the namespace can label one star.dev/job=<job>: such a
+// pod is not the job's (no controller reference to it). It is not deleted, its failure is
+// not the job's and does not restart the gang.
+TEST_F(OperatorE2eTest, ALabelSquattingPodIsNeitherDeletedNorCountedNorARestart) {
+  StartOperator();
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("sq", 2)).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("sq").size() == 2; })) << ReadFile(dir_.path() + "/operator.log");
+  std::set<std::string> uids;
+  for (const json& p : Pods("sq")) uids.insert(p["metadata"]["uid"].get<std::string>());
+  for (int i = 0; i < 2; ++i) SetPodPhase("sq-worker-" + std::to_string(i), "Running", "node-0");
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "sq"})["status"].value("phase", "") == "Running"; }))
+      << ReadFile(dir_.path() + "/operator.log");
+
+  const json squatter = {{"apiVersion", "v1"},
+                         {"kind", "Pod"},
+                         {"metadata",
+                          {{"name", "sq-worker-7"},
+                           {"labels", {{kJobLabel, "sq"}, {kRoleLabel, "worker"}, {kRankLabel, "0"}}}}},
+                         {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, squatter.dump()).exit_code, 0);
+  SetPodPhase("sq-worker-7", "Failed", "node-0");
+  // The operator has seen the failed pod once it reconciled the generation after it.
+  ASSERT_EQ(Kubectl({"patch", "tj", "sq", "--type=merge", "-p", R"({"spec":{"mitigation":{"amp":{"enabled":false}}}})"})
+                .exit_code,
+            0);
+  ASSERT_TRUE(Eventually([&] {
+    const json sq = GetJson({"get", "tj", "sq"});
+    return sq["status"].value("observedGeneration", int64_t{0}) == sq["metadata"].value("generation", int64_t{-1});
+  })) << ReadFile(dir_.path() + "/operator.log");
+
+  const json job = GetJson({"get", "tj", "sq"});
+  EXPECT_EQ(job["status"].value("phase", ""), "Running");
+  EXPECT_FALSE(job["metadata"].value("annotations", json::object()).contains(kRestartsAnnotation));
+  EXPECT_TRUE(GetJson({"get", "pod", "sq-worker-7"}).is_object()) << "the squatting pod was deleted";
+  std::set<std::string> now;
+  for (const json& p : Pods("sq")) {
+    if (p["metadata"]["name"] != "sq-worker-7") now.insert(p["metadata"]["uid"].get<std::string>());
+  }
+  EXPECT_EQ(now, uids) << "the job's own pods were replaced";
+  ASSERT_EQ(Kubectl({"delete", "pod", "sq-worker-7", "--wait=false"}).exit_code, 0);
+}
+
+// A Secret named <job>-token that the job does not control is not adopted nor
+// overwritten: the job fails saying the name is taken, and creates no pods.
+TEST_F(OperatorE2eTest, ATokenSecretTheJobDoesNotControlIsLeftAloneAndTheJobSaysSo) {
+  StartOperator();
+  const json secret = {{"apiVersion", "v1"},
+                       {"kind", "Secret"},
+                       {"metadata", {{"name", TokenSecretName("tk")}}},
+                       {"stringData", {{"token", "chosen-by-someone-else"}}}};
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, secret.dump()).exit_code, 0);
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("tk", 2)).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] {
+    const json status = GetJson({"get", "tj", "tk"})["status"];
+    if (status.value("phase", "") != "Failed") return false;
+    for (const json& c : status.value("conditions", json::array())) {
+      if (c.value("reason", "") == "SecretNameTaken") return true;
+    }
+    return false;
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "tj", "tk"}).dump(2);
+  EXPECT_EQ(Token("tk"), "chosen-by-someone-else");
+  EXPECT_FALSE(GetJson({"get", "secret", TokenSecretName("tk")})["metadata"].contains("ownerReferences"));
+  EXPECT_TRUE(Pods("tk").empty());
+}
+
 }  // namespace
 }  // namespace star::op

@@ -36,10 +36,23 @@ json* Member(json* object, const char* key) {
   return it != object->end() && it->is_object() ? &*it : nullptr;
 }
 
+// The ownerReference of `meta` marked controller, or nullptr.
+json* ControllerOf(json* meta) {
+  auto refs = meta->find("ownerReferences");
+  if (refs == meta->end() || !refs->is_array()) return nullptr;
+  for (json& r : *refs) {
+    if (r.is_object() && r.value("controller", false)) return &r;
+  }
+  return nullptr;
+}
+
 void TrimPod(json* pod) {
   json out = Pick(*pod, {"apiVersion", "kind"});
   if (json* meta = Member(pod, "metadata")) {
     json m = Pick(*meta, {"name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"});
+    if (json* owner = ControllerOf(meta)) {
+      m["ownerReferences"] = json::array({Pick(*owner, {"apiVersion", "kind", "name", "uid", "controller"})});
+    }
     if (json* annotations = Member(meta, "annotations")) {
       json a = Pick(*annotations, {kPodTemplateHashAnnotation});
       if (!a.empty()) m["annotations"] = std::move(a);

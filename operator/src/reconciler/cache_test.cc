@@ -70,7 +70,13 @@ TEST(TrimForCache, APodKeepsWhatTheReconcilerReadsAndNothingElse) {
   const json full = ServedPod(1, "node-a", "Running");
   const json pod = Trimmed(Kind::kPod, full);
   EXPECT_FALSE(pod["metadata"].contains("managedFields"));
-  EXPECT_FALSE(pod["metadata"].contains("ownerReferences"));
+  // Only the controller reference, which makes the pod its job's own.
+  ASSERT_EQ(pod["metadata"]["ownerReferences"].size(), 1u);
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0],
+            json({{"apiVersion", "star.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", "fm"},
+                  {"uid", Job()["metadata"]["uid"]}, {"controller", true}}));
+  EXPECT_TRUE(IsControlledBy(pod, Job()["metadata"]["uid"]));
+  EXPECT_TRUE(IsStarPod(pod));
   EXPECT_FALSE(pod["spec"]["containers"][0].contains("env"));
   EXPECT_FALSE(pod["spec"].contains("volumes"));
   EXPECT_FALSE(pod["status"].contains("conditions"));

@@ -166,6 +166,36 @@ int WorkerRank(const json& pod) {
   return std::stoi(s);
 }
 
+namespace {
+
+// The controller ownerReference of `object` when it is a TrainingJob's, else nullptr.
+const json* JobController(const json& object) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return nullptr;
+  const json& meta = object["metadata"];
+  if (!meta.contains("ownerReferences") || !meta["ownerReferences"].is_array()) return nullptr;
+  for (const json& r : meta["ownerReferences"]) {
+    if (!r.is_object() || r.value("controller", false) != true) continue;
+    const std::string api_version = r.value("apiVersion", "");
+    if (r.value("kind", "") != "TrainingJob" || api_version.rfind("star.dev/", 0) != 0) return nullptr;
+    return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool IsControlledBy(const json& object, const std::string& job_uid) {
+  const json* owner = JobController(object);
+  return owner != nullptr && !job_uid.empty() && owner->value("uid", "") == job_uid;
+}
+
+bool IsStarPod(const json& pod) {
+  const json* owner = JobController(pod);
+  if (owner == nullptr) return false;
+  const json labels = pod["metadata"].value("labels", json::object());
+  return labels.contains(kJobLabel) && labels[kJobLabel] == owner->value("name", "");
+}
+
 json OwnerReference(const json& job) {
   return {{"apiVersion", job.value("apiVersion", std::string("star.dev/v1alpha1"))},
           {"kind", "TrainingJob"},

@@ -77,8 +77,47 @@ TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStor
   }
 }
 
+// A pod that only carries the job's label (anyone who may create pods in the namespace
+// can set it) is not the job's: no controller reference to the job's uid.
+TEST(Ownership, OnlyTheControllerReferenceToTheJobsUidMakesAPodTheJobs) {
+  const json pod = Pods(Job())[0];
+  EXPECT_TRUE(IsControlledBy(pod, "u-1"));
+  EXPECT_TRUE(IsStarPod(pod));
+  EXPECT_FALSE(IsControlledBy(pod, "u-2"));  // a job of the same name made again
+  EXPECT_FALSE(IsControlledBy(pod, ""));
+
+  json squatter = pod;
+  squatter["metadata"].erase("ownerReferences");
+  EXPECT_FALSE(IsControlledBy(squatter, "u-1"));
+  EXPECT_FALSE(IsStarPod(squatter));
+
+  json not_controller = pod;
+  not_controller["metadata"]["ownerReferences"][0]["controller"] = false;
+  EXPECT_FALSE(IsControlledBy(not_controller, "u-1"));
+
+  json other_kind = pod;
+  other_kind["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet";
+  other_kind["metadata"]["ownerReferences"][0]["apiVersion"] = "apps/v1";
+  EXPECT_FALSE(IsControlledBy(other_kind, "u-1"));
+  EXPECT_FALSE(IsStarPod(other_kind));
+
+  json other_group = pod;
+  other_group["metadata"]["ownerReferences"][0]["apiVersion"] = "evil.dev/v1";
+  EXPECT_FALSE(IsControlledBy(other_group, "u-1"));
+
+  json relabelled = pod;  // controlled by job fm, labelled as another job
+  relabelled["metadata"]["labels"][kJobLabel] = "other";
+  EXPECT_FALSE(IsStarPod(relabelled));
+
+  const json secret = DesiredSecret(Job(), "t0k3n");
+  EXPECT_TRUE(IsControlledBy(secret, "u-1"));
+  json foreign_secret = secret;
+  foreign_secret["metadata"].erase("ownerReferences");
+  EXPECT_FALSE(IsControlledBy(foreign_secret, "u-1"));
+}
+
 TEST(DesiredPods, ABigJobReportsLessOftenSoThatItSendsAbout1024ReportsASecond) {
-  json job = Job(2048);
+  json job = Job(1024, 1024);  // the most pods a job has: 2048
   job["spec"]["training"]["globalBatchSize"] = 65536;
   EXPECT_EQ(Env(Pods(job)[0])["STAR_REPORT_SECONDS"], "2");
   job = Job(512);

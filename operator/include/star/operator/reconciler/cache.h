@@ -26,7 +26,8 @@ enum class Kind { kTrainingJob, kPod, kService, kNodeAllocation };
 // What the cache keeps of an object of `kind` (its informer's transform), so that it holds
 // no more than the operator reads. Every kind loses metadata.managedFields. Pods keep
 // apiVersion, kind; metadata name, namespace, uid, resourceVersion, labels,
-// deletionTimestamp and the kPodTemplateHashAnnotation annotation; spec.nodeName and each
+// deletionTimestamp, the controller ownerReference (apiVersion, kind, name, uid,
+// controller) and the kPodTemplateHashAnnotation annotation; spec.nodeName and each
 // container's name and resources; status phase and message. Services keep apiVersion,
 // kind and metadata name, namespace, uid, resourceVersion, labels. TrainingJobs also
 // lose the kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the

@@ -64,6 +64,13 @@ struct PodEnvOptions {
 
 // The ownerReference every owned object carries (needs metadata.uid of `job`).
 nlohmann::json OwnerReference(const nlohmann::json& job);
+// Whether `object`'s controller ownerReference is the TrainingJob (star.dev) with uid
+// `job_uid` (non-empty). A label star.dev/job alone makes nothing a job's own: anyone who
+// may create pods in the namespace can set it.
+bool IsControlledBy(const nlohmann::json& object, const std::string& job_uid);
+// Whether `pod` is a pod STAR made: its controller ownerReference is a TrainingJob
+// (star.dev) and its star.dev/job label names that job.
+bool IsStarPod(const nlohmann::json& pod);
 
 // Every pod the job should have, workers first (rank order), then parameter servers.
 // Each is the role's template (metadata labels/annotations kept) with the labels above,
