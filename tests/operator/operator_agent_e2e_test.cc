@@ -49,7 +49,7 @@ TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJob
   ASSERT_TRUE(EventuallyApplied(
       pods,
       [&](const json& na) {
-        return GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation) &&
+        return na["metadata"].value("annotations", json::object()).contains(kReallocationPlansAnnotation) &&
                SpecQuota(na, fm0) > 1000 && SpecQuota(na, nb0) < 2000;
       },
       why))
@@ -67,7 +67,7 @@ TEST_F(OperatorAgentE2eTest, AReallocationReachesTheCgroupsAndIsUndoneWhenTheJob
   ASSERT_TRUE(EventuallyApplied(
       pods,
       [&](const json& na) {
-        return !GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation) &&
+        return !na["metadata"].value("annotations", json::object()).contains(kReallocationPlansAnnotation) &&
                SpecQuota(na, nb0) == 2000 && SpecEntry(na, fm0.uid).is_null();
       },
       why))

@@ -78,7 +78,27 @@ class ReallocationE2eTest : public e2e::OperatorTest {
     e2e::SendSlowWorkerZeroReports(report_url_, Token("fm"), JobKey("fm"));
   }
 
-  bool HasPlan() { return GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation); }
+  // The plans kept on `node`'s NodeAllocation (none when absent).
+  JobPlans StoredPlans(const std::string& node) {
+    json na = GetJson({"get", "nodeallocations", NodeName(node)});
+    if (!na.is_object()) return {};
+    const json annotations = na["metadata"].value("annotations", json::object());
+    if (!annotations.contains(kReallocationPlansAnnotation)) return {};
+    auto plans = PlansFromAnnotation(annotations[kReallocationPlansAnnotation].get<std::string>(), NodeName(node));
+    EXPECT_TRUE(plans.ok()) << plans.status();
+    return plans.ok() ? *plans : JobPlans{};
+  }
+
+  bool HasPlan() { return StoredPlans("node-0").count(JobKey("fm")) > 0; }
+
+  // Nothing a job's owner reads names another job's pods: its TrainingJob and its Events.
+  void ExpectNoOtherPodIn(const std::string& job, const std::string& other_uid) {
+    EXPECT_EQ(GetJson({"get", "tj", job}).dump().find(other_uid), std::string::npos);
+    for (const json& e : GetJson({"get", "events"})["items"]) {
+      if (e["involvedObject"]["name"] != job) continue;
+      EXPECT_EQ(e.value("message", "").find(other_uid), std::string::npos) << e.dump();
+    }
+  }
 };
 
 TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilItsJobIsDeleted) {
@@ -89,7 +109,7 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   SendReports();
 
   // fm's loop asks for resources for worker 0 (it needs no mode change for that). The
-  // plan: written on the job first, then into node-0's NodeAllocation. fm's worker 0
+  // plan and its allocations: written together into node-0's NodeAllocation. fm's worker 0
   // gets about 1.8 CPUs more: 1 free, the rest from nb (not below its 100m floor).
   ASSERT_TRUE(Eventually([&] {
     return HasPlan() && Quota("node-0", "fm-worker-0") > 1000 && Quota("node-0", "nb-worker-0") < 2000;
@@ -98,16 +118,20 @@ TEST_F(ReallocationE2eTest, AStragglerGetsCpuFromTheFreeNodeAndTheNeighborUntilI
   EXPECT_GE(nb0, 100);
   EXPECT_LE(fm0 + nb0, 4000) << "node-0 is not overcommitted";
   EXPECT_EQ(Quota("node-1", "fm-worker-1"), 1000) << "pods that do not straggle keep their limit";
-  auto plan = OverridesFromAnnotation(
-      GetJson({"get", "tj", "fm"})["metadata"]["annotations"][kReallocationAnnotation].get<std::string>());
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->size(), 2u);
+  EXPECT_EQ(StoredPlans("node-0")[JobKey("fm")].size(), 2u);
   ASSERT_TRUE(Eventually([&] { return HasEvent("fm", "Reallocated"); }));
+  const std::string nb_uid = GetJson({"get", "pod", "nb-worker-0"})["metadata"]["uid"];
+  ExpectNoOtherPodIn("fm", nb_uid);
 
-  // A restarted operator keeps the plan (it rebuilds it from the annotation); a job
-  // that stops running (a failed pod restarts the gang) gives everything back.
+  // A restarted operator keeps the plan (it reads it back from the NodeAllocation) and
+  // writes the same allocations; a job that stops running (a failed pod restarts the
+  // gang) gives everything back.
   op_.Kill();
   StartOperator();
+  const json before = GetJson({"get", "nodeallocations", NodeName("node-0")});
+  ASSERT_TRUE(Eventually([&] { return HasEvent("fm", "Reallocated") && HasPlan(); }));
+  EXPECT_EQ(Quota("node-0", "fm-worker-0"), fm0);
+  EXPECT_EQ(Quota("node-0", "nb-worker-0"), nb0) << before.dump(2);
   SetPodPhase("fm-worker-1", "Failed");
   ASSERT_TRUE(Eventually([&] {
     return !HasPlan() && Quota("node-0", "nb-worker-0") == 2000 &&
@@ -147,7 +171,36 @@ TEST_F(ReallocationE2eTest, AGuaranteedNeighborOnAFullNodeIsNeverThrottled) {
       << GetJson({"get", "events"}).dump(1);
   EXPECT_EQ(Quota("node-0", "nb-worker-0"), 1000);
   EXPECT_EQ(Quota("node-0", "fm-worker-0"), 1000);
-  EXPECT_FALSE(GetJson({"get", "tj", "fm"})["metadata"]["annotations"].contains(kReallocationAnnotation));
+  EXPECT_FALSE(HasPlan());
+}
+
+// A job's owner writes a plan of their own on the job, in the annotation where plans were
+// once kept, throttling another job's pod to 1 millicore: nothing happens to that pod.
+TEST_F(ReallocationE2eTest, APlanWrittenOnTheJobByItsOwnerThrottlesNobody) {
+  StartJobs("4", "500m", "2");
+  ASSERT_TRUE(Eventually([&] { return Quota("node-0", "nb-worker-0") == 2000; }))
+      << ReadFile(dir_.path() + "/operator.log");
+  const std::string nb_uid = GetJson({"get", "pod", "nb-worker-0"})["metadata"]["uid"];
+  const json forged = {{"pods", {{nb_uid, {{"node", NodeName("node-0")}, {"job", JobKey("nb")}, {"cpu", 1}, {"bps", 0}}}}}};
+  ASSERT_EQ(Kubectl({"annotate", "tj", "fm", "star.dev/reallocation=" + forged.dump()}).exit_code, 0);
+  // The operator has read the edit once it reconciled the generation that follows it.
+  ASSERT_EQ(Kubectl({"patch", "tj", "fm", "--type=merge", "-p", R"({"spec":{"mitigation":{"amp":{"enabled":true}}}})"})
+                .exit_code,
+            0);
+  ASSERT_TRUE(Eventually([&] {
+    const json fm = GetJson({"get", "tj", "fm"});
+    return fm["status"].value("observedGeneration", int64_t{0}) == fm["metadata"].value("generation", int64_t{-1});
+  })) << ReadFile(dir_.path() + "/operator.log");
+  // node-0's NodeAllocation is written after that (a third job's pod arrives there), with
+  // every plan in force at the time.
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("nc", 1, "100m", "100m")).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("nc").size() == 1; })) << ReadFile(dir_.path() + "/operator.log");
+  SetPodPhase("nc-worker-0", "Running", "node-0");
+  ASSERT_TRUE(Eventually([&] { return Entry("node-0", "nc-worker-0").is_object(); }))
+      << ReadFile(dir_.path() + "/operator.log");
+  EXPECT_EQ(Quota("node-0", "nb-worker-0"), 2000);
+  EXPECT_FALSE(HasPlan());
+  EXPECT_TRUE(StoredPlans("node-0").empty());
 }
 
 }  // namespace

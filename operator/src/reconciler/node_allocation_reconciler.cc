@@ -1,5 +1,6 @@
 #include "star/operator/reconciler/node_allocation_reconciler.h"
 
+#include "reconciler/helpers.h"
 #include "star/kube/informer.h"
 #include "star/operator/reconciler/job_objects.h"
 
@@ -102,41 +103,108 @@ bool NodeAllocationReconciler::Lists(const std::string& job) const {
   return job_nodes_.count(job) > 0;
 }
 
+bool NodeAllocationReconciler::HasPlan(const std::string& job) const {
+  std::lock_guard lock(mu_);
+  return plans_.count(job) > 0;
+}
+
+bool NodeAllocationReconciler::InScope(const std::string& job) const {
+  return ns_.empty() || job.rfind(ns_ + "/", 0) == 0;
+}
+
+namespace {
+
+// The plans kept in NodeAllocation `na`'s annotation; none when absent or malformed.
+JobPlans StoredPlans(const json& na) {
+  const json annotations = na["metadata"].value("annotations", json::object());
+  const auto it = annotations.find(kReallocationPlansAnnotation);
+  if (it == annotations.end() || !it->is_string()) return {};
+  auto plans = PlansFromAnnotation(it->get<std::string>(), na["metadata"].value("name", ""));
+  if (!plans.ok()) {
+    Log("NodeAllocation " + na["metadata"].value("name", "") + ": " + plans.status().message() + " (ignored)");
+    return {};
+  }
+  return *std::move(plans);
+}
+
+}  // namespace
+
+std::map<std::string, PodOverride> NodeAllocationReconciler::StoredPlan(const std::string& job) const {
+  std::set<std::string> nodes;
+  {
+    std::lock_guard lock(mu_);
+    auto it = job_nodes_.find(job);
+    if (it != job_nodes_.end()) nodes = it->second;
+  }
+  std::map<std::string, PodOverride> plan;
+  for (const std::string& node : nodes) {
+    const auto na = manager_->cache().Get(Kind::kNodeAllocation, node);
+    if (!na) continue;
+    const JobPlans stored = StoredPlans(*na);
+    const auto mine = stored.find(job);
+    if (mine == stored.end()) continue;
+    for (const json& entry : (*na)["spec"].value("pods", json::array())) {
+      const std::string uid = entry.value("uid", "");
+      const auto o = mine->second.find(uid);
+      if (o == mine->second.end()) continue;
+      const auto pod =
+          manager_->cache().Get(Kind::kPod, entry.value("namespace", "") + "/" + entry.value("name", ""));
+      if (!pod || !IsStarPod(*pod) || (*pod)["metadata"].value("uid", "") != uid) continue;
+      plan[uid] = o->second;
+    }
+  }
+  return plan;
+}
+
 StatusOr<std::chrono::milliseconds> NodeAllocationReconciler::Reconcile(const std::string& key) {
   const std::string node = key.substr(sizeof kNodeKeyPrefix - 1);
-  Wants wants;
-  std::map<std::string, PodOverride> overrides;
+  Desired d;
   {
     std::lock_guard lock(mu_);
     auto it = node_wants_.find(node);
     if (it == node_wants_.end()) return std::chrono::milliseconds(0);
-    wants = it->second;
-    overrides = folded_;
+    d.wants = it->second;
+    d.plans = plans_;
+    d.overrides = folded_;
   }
   bool first = true;
   STAR_RETURN_IF_ERROR(kube::RetryOnConflict([&]() -> Status {
-    Status s = WriteOnce(node, wants, overrides, first);
+    Status s = WriteOnce(node, d, first);
     first = false;
     return s;
   }));
-  Settle(node, wants);
+  Settle(node, d.wants);
   return std::chrono::milliseconds(0);
 }
 
-api::NodeAllocationSpec NodeAllocationReconciler::Merge(const api::NodeAllocationSpec& current, const Wants& wants,
-                                                        const std::map<std::string, PodOverride>& overrides) const {
+api::NodeAllocationSpec NodeAllocationReconciler::Merge(const api::NodeAllocationSpec& current,
+                                                        const std::string& node, const Desired& d) const {
   api::NodeAllocationSpec merged = current;
-  for (const auto& [job, mine] : wants) {
+  for (const auto& [job, mine] : d.wants) {
     const auto slash = job.find('/');
-    merged = MergeJobAllocations(merged, job.substr(0, slash), job.substr(slash + 1), ApplyOverrides(mine, overrides));
+    // `mine` holds only the job's own pods on this node: overrides reach no other pod.
+    merged = MergeJobAllocations(merged, job.substr(0, slash), job.substr(slash + 1),
+                                 ApplyOverrides(mine, d.overrides, node));
   }
   return merged;
 }
 
+std::string NodeAllocationReconciler::PlansAnnotation(const json& current, const std::string& node,
+                                                      const api::NodeAllocationSpec& merged,
+                                                      const JobPlans& plans) const {
+  JobPlans all;
+  for (auto& [job, overrides] : StoredPlans(current)) {
+    if (!InScope(job)) all[job] = std::move(overrides);  // another operator's
+  }
+  for (const auto& [job, overrides] : plans) all[job] = overrides;
+  std::set<std::string> uids;
+  for (const api::PodAllocation& p : merged.pods) uids.insert(p.uid);
+  return PlansToAnnotation(all, node, uids);
+}
+
 // One attempt: the cached object first (`from_cache`), else a fresh read; created when
 // absent, updated when different.
-Status NodeAllocationReconciler::WriteOnce(const std::string& node, const Wants& wants,
-                                           const std::map<std::string, PodOverride>& overrides, bool from_cache) {
+Status NodeAllocationReconciler::WriteOnce(const std::string& node, const Desired& d, bool from_cache) {
   kube::Client* client = manager_->client();
   std::optional<json> current = from_cache ? manager_->cache().Get(Kind::kNodeAllocation, node) : std::nullopt;
   if (!current) {
@@ -147,9 +215,12 @@ Status NodeAllocationReconciler::WriteOnce(const std::string& node, const Wants&
   if (!current) {
     api::NodeAllocation a;
     a.name = node;
-    a.spec = Merge({}, wants, overrides);
+    a.spec = Merge({}, node, d);
     if (a.spec.pods.empty()) return Status::Ok();
-    auto created = client->Create(kube::NodeAllocations(), "", api::ToJson(a));
+    json object = api::ToJson(a);
+    const std::string plans = PlansAnnotation(json{{"metadata", json::object()}}, node, a.spec, d.plans);
+    if (!plans.empty()) object["metadata"]["annotations"] = {{kReallocationPlansAnnotation, plans}};
+    auto created = client->Create(kube::NodeAllocations(), "", object);
     if (!created.ok() && created.status().code() == StatusCode::kAlreadyExists) {
       return Status::Aborted("NodeAllocation " + node + " appeared");
     }
@@ -157,10 +228,19 @@ Status NodeAllocationReconciler::WriteOnce(const std::string& node, const Wants&
   }
   auto spec = api::NodeAllocationSpecFromJson((*current)["spec"]);
   if (!spec.ok()) return spec.status().WithPrefix("NodeAllocation " + node);
-  api::NodeAllocationSpec merged = Merge(*spec, wants, overrides);
-  if (merged == *spec) return Status::Ok();
+  const api::NodeAllocationSpec merged = Merge(*spec, node, d);
+  const std::string plans = PlansAnnotation(*current, node, merged, d.plans);
+  json annotations = (*current)["metadata"].value("annotations", json::object());
+  const json old_plans = annotations.value(kReallocationPlansAnnotation, json(""));
+  if (merged == *spec && old_plans == plans) return Status::Ok();
+  if (plans.empty()) {
+    annotations.erase(kReallocationPlansAnnotation);
+  } else {
+    annotations[kReallocationPlansAnnotation] = plans;
+  }
   json updated = *current;
   updated["spec"] = api::ToJson(merged);
+  updated["metadata"]["annotations"] = std::move(annotations);
   return client->Update(kube::NodeAllocations(), "", updated).status();
 }
 

@@ -207,39 +207,41 @@ StatusOr<ReallocationOutcome> PlanJobReallocation(const ReallocationInput& in) {
   return out;
 }
 
-std::string OverridesToAnnotation(const std::map<std::string, PodOverride>& overrides) {
-  json pods = json::object();
-  for (const auto& [uid, o] : overrides) {
-    pods[uid] = {{"node", o.node}, {"job", o.job}, {"cpu", o.cpu_millicores}, {"bps", o.bandwidth_bps}};
+std::string PlansToAnnotation(const JobPlans& plans, const std::string& node, const std::set<std::string>& pods) {
+  json out = json::object();
+  for (const auto& [job, overrides] : plans) {
+    for (const auto& [uid, o] : overrides) {
+      if (o.node != node || !pods.count(uid)) continue;
+      out[job][uid] = {{"job", o.job}, {"cpu", o.cpu_millicores}, {"bps", o.bandwidth_bps}};
+    }
   }
-  return json{{"pods", pods}}.dump();
+  return out.empty() ? "" : out.dump();
 }
 
-StatusOr<std::map<std::string, PodOverride>> OverridesFromAnnotation(const std::string& value) {
-  const std::string field = std::string("metadata.annotations[") + kReallocationAnnotation + "]";
-  json j;
-  try {
-    j = json::parse(value);
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(field + ": not JSON: " + e.what());
-  }
-  if (!j.is_object() || !j.contains("pods") || !j["pods"].is_object()) {
-    return Status::InvalidArgument(field + ": must be an object with a \"pods\" object");
-  }
-  std::map<std::string, PodOverride> out;
-  for (const auto& [uid, p] : j["pods"].items()) {
-    const std::string f = field + ".pods[" + uid + "]";
-    if (!p.is_object() || !p.contains("node") || !p["node"].is_string() || !p.contains("job") ||
-        !p["job"].is_string() || !p.contains("cpu") || !p["cpu"].is_number_integer()) {
-      return Status::InvalidArgument(f + ": needs node, job (strings) and cpu (integer)");
+StatusOr<JobPlans> PlansFromAnnotation(const std::string& value, const std::string& node) {
+  const std::string field = std::string("metadata.annotations[") + kReallocationPlansAnnotation + "]";
+  const json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(field + ": must be a JSON object");
+  JobPlans out;
+  for (const auto& [job, pods] : j.items()) {
+    if (!pods.is_object()) return Status::InvalidArgument(field + "." + job + ": must be an object");
+    for (const auto& [uid, p] : pods.items()) {
+      const std::string f = field + "." + job + "." + uid;
+      if (!p.is_object() || !p.contains("job") || !p["job"].is_string() || !p.contains("cpu") ||
+          !p["cpu"].is_number_integer() || !p.contains("bps") || !p["bps"].is_number_integer()) {
+        return Status::InvalidArgument(f + ": needs job (string), cpu and bps (integers)");
+      }
+      PodOverride o;
+      o.node = node;
+      o.job = p["job"];
+      o.cpu_millicores = p["cpu"];
+      o.bandwidth_bps = p["bps"];
+      if (o.cpu_millicores < 0 || o.cpu_millicores > api::kMaxQuotaMillicores || o.bandwidth_bps < 0 ||
+          o.bandwidth_bps > api::kMaxBitsPerSecond) {
+        return Status::InvalidArgument(f + ": cpu or bps out of range");
+      }
+      out[job][uid] = o;
     }
-    PodOverride o;
-    o.node = p["node"];
-    o.job = p["job"];
-    o.cpu_millicores = p["cpu"];
-    o.bandwidth_bps = p.value("bps", int64_t{0});
-    if (o.cpu_millicores < 0 || o.bandwidth_bps < 0) return Status::InvalidArgument(f + ": must be >= 0");
-    out[uid] = o;
   }
   return out;
 }
@@ -269,10 +271,11 @@ std::map<std::string, PodOverride> FoldOverrides(
 }
 
 std::vector<api::PodAllocation> ApplyOverrides(std::vector<api::PodAllocation> pods,
-                                               const std::map<std::string, PodOverride>& overrides) {
+                                               const std::map<std::string, PodOverride>& overrides,
+                                               const std::string& node) {
   for (api::PodAllocation& p : pods) {
     auto it = overrides.find(p.uid);
-    if (it == overrides.end()) continue;
+    if (it == overrides.end() || it->second.node != node) continue;
     p.cpu.quota_millicores = it->second.cpu_millicores;
     if (it->second.bandwidth_bps > 0) {
       p.network.egress_bits_per_second = it->second.bandwidth_bps;

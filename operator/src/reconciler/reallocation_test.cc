@@ -109,16 +109,28 @@ TEST(PlanJobReallocation, BadInputIsRefusedNamingTheField) {
   EXPECT_NE(out.status().message().find("horizon_seconds"), std::string::npos);
 }
 
-TEST(ReallocationAnnotation, RoundTripsAndRefusesMalformedValuesNamingTheField) {
-  std::map<std::string, PodOverride> o{{"a", {"n1", "default/j", 1500, 0}}, {"b", {"n2", "x/y", 300, 5000000}}};
-  auto back = OverridesFromAnnotation(OverridesToAnnotation(o));
+// The plans kept on NodeAllocation n1: only its own pods' entries, read back as written.
+TEST(ReallocationPlansAnnotation, KeepsOnlyTheNodesListedPodsAndRoundTrips) {
+  JobPlans plans;
+  plans["default/j"] = {{"a", {"n1", "default/j", 1500, 0}}, {"b", {"n2", "x/y", 300, 5000000}}};
+  plans["x/y"] = {{"c", {"n1", "default/j", 200, 7}}, {"gone", {"n1", "z/w", 100, 0}}};
+  const std::string value = PlansToAnnotation(plans, "n1", {"a", "c"});
+  auto back = PlansFromAnnotation(value, "n1");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(*back, o);
-  for (const std::string bad : {"{", "[]", R"({"pods":{"a":{"node":"n1"}}})",
-                                R"({"pods":{"a":{"node":"n","job":"j","cpu":-1}}})"}) {
-    auto r = OverridesFromAnnotation(bad);
+  JobPlans want;
+  want["default/j"] = {{"a", {"n1", "default/j", 1500, 0}}};
+  want["x/y"] = {{"c", {"n1", "default/j", 200, 7}}};
+  EXPECT_EQ(*back, want);
+  EXPECT_EQ(PlansToAnnotation(plans, "n3", {"a", "b", "c"}), "");
+}
+
+TEST(ReallocationPlansAnnotation, RefusesMalformedValuesNamingTheField) {
+  for (const std::string bad : {"{", "[]", R"({"j":[]})", R"({"j":{"a":{"job":"j"}}})",
+                                R"({"j":{"a":{"job":"j","cpu":-1,"bps":0}}})",
+                                R"({"j":{"a":{"job":"j","cpu":10000001,"bps":0}}})"}) {
+    auto r = PlansFromAnnotation(bad, "n1");
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find(kReallocationAnnotation), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(kReallocationPlansAnnotation), std::string::npos) << r.status().message();
   }
 }
 
@@ -135,11 +147,18 @@ TEST(FoldOverrides, APodsOwnJobWinsElseTheLowestAllocation) {
 
 TEST(ApplyOverrides, ChangesOnlyTheNamedPods) {
   std::vector<api::PodAllocation> pods{Alloc("x", "1", 1000), Alloc("y", "2", 500)};
-  auto out = ApplyOverrides(pods, {{"2", {"n", "j", 250, 1000000}}});
+  auto out = ApplyOverrides(pods, {{"2", {"n", "j", 250, 1000000}}, {"9", {"n", "j", 1, 1}}}, "n");
   EXPECT_EQ(out[0], pods[0]);
   EXPECT_EQ(out[1].cpu.quota_millicores, 250);
   EXPECT_EQ(out[1].network.egress_bits_per_second, 1000000);
   EXPECT_EQ(out[1].network.ingress_bits_per_second, 1000000);
+}
+
+// An override is for one node's pod: the same uid on another node is not touched.
+TEST(ApplyOverrides, AnOverrideForAnotherNodeIsNotApplied) {
+  std::vector<api::PodAllocation> pods{Alloc("x", "1", 1000)};
+  auto out = ApplyOverrides(pods, {{"1", {"elsewhere", "j", 1, 1}}}, "n");
+  EXPECT_EQ(out, pods);
 }
 
 }  // namespace

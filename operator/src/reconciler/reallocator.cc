@@ -9,32 +9,21 @@ namespace star::op {
 
 using nlohmann::json;
 
-std::map<std::string, PodOverride> Reallocator::PlanOf(const json& job) {
+std::map<std::string, PodOverride> Reallocator::StoredPlanOf(const json& job, const NodeAllocationReconciler& nodes) {
   const json& meta = job["metadata"];
   if (meta.contains("deletionTimestamp")) return {};
-  const std::string phase = job.value("status", json::object()).value("phase", "");
-  if (phase == "Succeeded" || phase == "Failed") return {};
-  const json annotations = meta.value("annotations", json::object());
-  if (!annotations.contains(kReallocationAnnotation) || !annotations[kReallocationAnnotation].is_string()) {
-    return {};
-  }
-  auto plan = OverridesFromAnnotation(annotations[kReallocationAnnotation].get<std::string>());
-  if (!plan.ok()) {
-    Log("trainingjob " + kube::KeyOf(job) + ": " + plan.status().message() + " (plan ignored)");
-    return {};
-  }
-  return *plan;
+  return nodes.StoredPlan(kube::KeyOf(job));
 }
 
 Status Reallocator::Reallocate(json* job, const std::string& key, const api::TrainingJobSpec& spec,
                                const PhaseDecision& d, const std::map<std::string, json>& observed) {
-  const bool has = (*job)["metadata"].value("annotations", json::object()).contains(kReallocationAnnotation);
+  const bool has = nodes_->HasPlan(key);
   const auto snap = registry_->Snapshot(key);
   const ReallocationStep step =
       NextReallocationStep(spec.mitigation.resource_reallocation.enabled, d.phase, snap, has, Acted(key));
   switch (step) {
-    case ReallocationStep::kUndo: STAR_RETURN_IF_ERROR(Undo(job, key, d)); break;
-    case ReallocationStep::kPlan: STAR_RETURN_IF_ERROR(Plan(job, key, *snap, observed)); break;
+    case ReallocationStep::kUndo: STAR_RETURN_IF_ERROR(Undo(*job, key, d)); break;
+    case ReallocationStep::kPlan: STAR_RETURN_IF_ERROR(Plan(*job, key, *snap, observed)); break;
     case ReallocationStep::kNone: return Status::Ok();
   }
   // Acted on once it is written (a planner's refusal included); a failed write is retried.
@@ -57,47 +46,38 @@ std::optional<NeedsRevision> Reallocator::Acted(const std::string& key) const {
   return it->second;
 }
 
-Status Reallocator::Annotate(json* job, const json& value) {
-  STAR_ASSIGN_OR_RETURN(json patched,
-                        manager_->client()->MergePatch(
-                            kube::TrainingJobs(), (*job)["metadata"].value("namespace", "default"),
-                            (*job)["metadata"]["name"].get<std::string>(),
-                            {{"metadata", {{"annotations", {{kReallocationAnnotation, value}}}}}}));
-  (*job)["metadata"] = patched["metadata"];
-  return Status::Ok();
-}
-
-Status Reallocator::Undo(json* job, const std::string& key, const PhaseDecision& d) {
-  STAR_RETURN_IF_ERROR(Annotate(job, nullptr));
+Status Reallocator::Undo(const json& job, const std::string& key, const PhaseDecision& d) {
   nodes_->SetPlan(key, {});
   manager_->metrics()->Reallocation(key, "undone");
   manager_->metrics()->CpuAllocations(key, {});
-  events_->Emit(*job, {"Normal", "ReallocationUndone",
+  events_->Emit(job, {"Normal", "ReallocationUndone",
                        std::string(d.phase == api::JobPhase::kRunning ? "no worker needs resources any more"
                                                                      : "job not running") +
                            ": the allocations from before the plan are restored"});
   return Status::Ok();
 }
 
-Status Reallocator::Plan(json* job, const std::string& key, const JobSnapshot& snap,
+Status Reallocator::Plan(const json& job, const std::string& key, const JobSnapshot& snap,
                          const std::map<std::string, json>& observed) {
   const ReallocationInput in = InputFor(key, snap, observed);
   auto out = PlanJobReallocation(in);
   OperatorMetrics* metrics = manager_->metrics();
   if (!out.ok()) {
-    events_->Emit(*job, {"Warning", "ReallocationSkipped", out.status().message()});
+    // The snapshot's problem may name pods of other namespaces: logged, not shown.
+    Log("trainingjob " + key + ": reallocation skipped: " + out.status().message());
+    events_->Emit(job, {"Warning", "ReallocationSkipped", "reallocation skipped: the nodes' allocations are "
+                                                          "inconsistent (see the operator's log)"});
     metrics->Reallocation(key, "error");
     return Status::Ok();
   }
   if (!out->apply) {
-    events_->Emit(*job, {"Normal", "ReallocationSkipped", out->message});
+    events_->Emit(job, {"Normal", "ReallocationSkipped", out->message});
     metrics->Reallocation(key, "skipped");
     return Status::Ok();
   }
-  // Written before it is acted on: a restarted operator finds the plan here.
-  STAR_RETURN_IF_ERROR(Annotate(job, OverridesToAnnotation(out->overrides)));
+  // Kept with the allocations it produces, in the same NodeAllocation writes.
   nodes_->SetPlan(key, out->overrides);
-  events_->Emit(*job, {"Normal", "Reallocated", out->message});
+  events_->Emit(job, {"Normal", "Reallocated", out->message});
   metrics->Reallocation(key, "applied");
   metrics->CpuAllocations(key, PodCpusOf(in, out->overrides));
   return Status::Ok();
@@ -151,10 +131,10 @@ void Reallocator::AddNode(const std::string& node, ReallocationInput* in) {
   for (const api::PodAllocation& p : a->spec.pods) {
     auto pod = manager_->cache().Get(Kind::kPod, p.namespace_ + "/" + p.name);
     if (!pod) continue;
-    const json labels = (*pod)["metadata"].value("labels", json::object());
-    if (!labels.contains(kJobLabel)) continue;
+    // Only pods STAR made count as a job's; a labelled look-alike is nobody's.
+    if (!IsStarPod(*pod) || (*pod)["metadata"].value("uid", "") != p.uid) continue;
     PodOwner owner;
-    owner.job = p.namespace_ + "/" + labels.value(kJobLabel, "");
+    owner.job = p.namespace_ + "/" + (*pod)["metadata"]["labels"].value(kJobLabel, "");
     owner.rank = WorkerRank(*pod);
     if (!in->loads.count(owner.job)) {
       if (auto other = registry_->Snapshot(owner.job)) in->loads[owner.job] = other->load;

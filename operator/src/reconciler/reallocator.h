@@ -1,5 +1,5 @@
-// Reallocator: a TrainingJob's reallocation plan (reallocation.h), kept in its
-// annotation star.dev/reallocation. Follows the job's loop's resource needs
+// Reallocator: a TrainingJob's reallocation plan (reallocation.h), kept by the
+// NodeAllocation reconciler in the NodeAllocations it changes. Follows the job's loop's resource needs
 // (NextReallocationStep): plans for the workers they list each time they change, undoes
 // when they become empty or the job stops running. The plan's overrides go to the
 // NodeAllocation reconciler (SetPlan). Part of the TrainingJob reconciler.
@@ -33,13 +33,13 @@ class Reallocator {
   Reallocator(Manager* manager, JobRegistry* registry, EventRecorder* events, NodeAllocationReconciler* nodes)
       : manager_(manager), registry_(registry), events_(events), nodes_(nodes) {}
 
-  // A job's plan as its annotation says, when the plan is in force (not while the job is
-  // being deleted or has finished); a malformed annotation is logged and ignored.
-  static std::map<std::string, PodOverride> PlanOf(const nlohmann::json& job);
+  // A job's plan as the NodeAllocations keep it (NodeAllocationReconciler::StoredPlan);
+  // none while the job is being deleted. For a job this operator has not seen yet.
+  static std::map<std::string, PodOverride> StoredPlanOf(const nlohmann::json& job,
+                                                         const NodeAllocationReconciler& nodes);
 
-  // Plans, undoes or leaves the plan of job `key` (`*job` follows the annotation writes).
-  // `observed`: the job's pods by name. The client's error when the annotation cannot be
-  // written; a plan the planner refuses is an Event, not an error. Thread-safe.
+  // Plans, undoes or leaves the plan of job `key`. `observed`: the job's own pods by name.
+  // A plan the planner refuses is an Event, not an error. Thread-safe.
   [[nodiscard]] Status Reallocate(nlohmann::json* job, const std::string& key, const api::TrainingJobSpec& spec,
                                   const PhaseDecision& d, const std::map<std::string, nlohmann::json>& observed);
   void Forget(const std::string& key);  // a job that is gone
@@ -50,13 +50,12 @@ class Reallocator {
                                        const std::map<std::string, PodOverride>& overrides);
 
  private:
-  Status Undo(nlohmann::json* job, const std::string& key, const PhaseDecision& d);
-  Status Plan(nlohmann::json* job, const std::string& key, const JobSnapshot& snap,
+  Status Undo(const nlohmann::json& job, const std::string& key, const PhaseDecision& d);
+  Status Plan(const nlohmann::json& job, const std::string& key, const JobSnapshot& snap,
               const std::map<std::string, nlohmann::json>& observed);
   ReallocationInput InputFor(const std::string& key, const JobSnapshot& snap,
                              const std::map<std::string, nlohmann::json>& observed);
   void AddNode(const std::string& node, ReallocationInput* in);
-  Status Annotate(nlohmann::json* job, const nlohmann::json& value);
   std::optional<int64_t> NodeCpu(const std::string& node);
   std::optional<NeedsRevision> Acted(const std::string& key) const;
 

@@ -103,7 +103,22 @@ void TrainingJobReconciler::Watch() {
 
 void TrainingJobReconciler::OnJob(const std::string& type, const json& job) {
   const std::string key = kube::KeyOf(job);
-  deps_.nodes->SetPlan(key, type == "DELETED" ? std::map<std::string, PodOverride>{} : Reallocator::PlanOf(job));
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    if (type == "DELETED") {
+      seen_.erase(key);
+    } else {
+      first = seen_.insert(key).second;
+    }
+  }
+  // The plan lives in the NodeAllocations: read back once per job (a restarted
+  // operator), then kept by the Reallocator. The job's annotations are never read for it.
+  if (type == "DELETED" || job["metadata"].contains("deletionTimestamp")) {
+    deps_.nodes->SetPlan(key, {});
+  } else if (first) {
+    deps_.nodes->SetPlan(key, Reallocator::StoredPlanOf(job, *deps_.nodes));
+  }
   manager_->Enqueue(key);
 }
 
@@ -138,7 +153,9 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", desired.status().message()));
     return milliseconds(0);
   }
-  STAR_ASSIGN_OR_RETURN(std::string token, EnsureToken(job));
+  auto ensured = EnsureToken(job);
+  if (!ensured.ok() && ensured.status().code() == StatusCode::kFailedPrecondition) return milliseconds(0);
+  STAR_ASSIGN_OR_RETURN(std::string token, std::move(ensured));
   // A restarted operator resumes from the decision recorded in status.
   STAR_RETURN_IF_ERROR(deps_.registry->Upsert(key, job["metadata"].value("generation", int64_t{0}), *spec, token,
                                               DecisionFromStatus(job.value("status", json::object())),
@@ -176,7 +193,7 @@ PhaseInput TrainingJobReconciler::Observe(const json& job, const std::string& ke
   const json status = job.value("status", json::object());
   in.current = api::ParseJobPhase(status.value("phase", "Pending")).value_or(api::JobPhase::kPending);
   for (const json& p : desired) in.desired.push_back(p["metadata"]["name"].get<std::string>());
-  in.observed = ObservedPods(key);
+  in.observed = ObservedPods(key, job["metadata"].value("uid", ""));
   in.outdated = Outdated(in.observed, desired);
   in.restarts = RestartsOf(job);
   in.max_restarts = options_.max_restarts;
@@ -191,7 +208,9 @@ PhaseInput TrainingJobReconciler::Observe(const json& job, const std::string& ke
   return in;
 }
 
-std::map<std::string, json> TrainingJobReconciler::ObservedPods(const std::string& key) {
+// The cached pods labelled with the job that it controls (ownerReference uid): a pod that
+// only carries the label is not the job's to count, delete or restart the gang for.
+std::map<std::string, json> TrainingJobReconciler::ObservedPods(const std::string& key, const std::string& job_uid) {
   std::set<std::string> names;
   {
     std::lock_guard lock(mu_);
@@ -201,7 +220,8 @@ std::map<std::string, json> TrainingJobReconciler::ObservedPods(const std::strin
   const std::string ns = key.substr(0, key.find('/'));
   std::map<std::string, json> out;
   for (const std::string& name : names) {
-    if (auto pod = manager_->cache().Get(Kind::kPod, ns + "/" + name)) out[name] = std::move(*pod);
+    auto pod = manager_->cache().Get(Kind::kPod, ns + "/" + name);
+    if (pod && IsControlledBy(*pod, job_uid)) out[name] = std::move(*pod);
   }
   return out;
 }
@@ -249,7 +269,16 @@ StatusOr<bool> TrainingJobReconciler::CreatePods(const json& job, const PhaseInp
       created.push_back(pod_name);
       continue;
     }
-    if (r.status().code() == StatusCode::kAlreadyExists) continue;
+    if (r.status().code() == StatusCode::kAlreadyExists) {
+      // The job's own, not cached yet; or someone else's, which is left alone.
+      auto existing = client_->Get(kube::Pods(), ns, pod_name);
+      if (existing.ok() && !IsControlledBy(*existing, job["metadata"].value("uid", ""))) {
+        deps_.events->Emit(job, {"Warning", "PodNameTaken",
+                                 "pod " + pod_name + " exists and is not controlled by this TrainingJob; "
+                                 "it is left alone and the job waits for the name"});
+      }
+      continue;
+    }
     if (RetryableApiError(r.status())) return r.status();
     // Refused for good: none of the gang stays.
     for (const std::string& c : created) (void)client_->Delete(kube::Pods(), ns, c);
@@ -330,9 +359,21 @@ StatusOr<std::string> TrainingJobReconciler::EnsureToken(const json& job) {
     }
   }
   if (!secret.ok()) return secret.status();
+  if (!IsControlledBy(*secret, job["metadata"].value("uid", ""))) return SecretNameTaken(job);
   auto token = SecretToken(*secret);
   if (!token) return Status::Internal("secret " + TokenSecretName(name) + ": no data.token");
   return *token;
+}
+
+// The token Secret's name is held by a Secret this job does not control: nothing is
+// overwritten or read from it; the job fails with a condition and Event saying so.
+// FailedPrecondition once recorded (the caller stops there), else the write's error.
+Status TrainingJobReconciler::SecretNameTaken(const json& job) {
+  const std::string secret = TokenSecretName(NameOf(job));
+  STAR_RETURN_IF_ERROR(Fail(job, "SecretNameTaken",
+                            "secret " + secret + " exists and is not controlled by this TrainingJob; "
+                            "delete or rename it, then create the job again"));
+  return Status::FailedPrecondition("secret " + secret + ": not controlled by the job");
 }
 
 // The headless Service, created again when it was deleted (its handler requeues the job).

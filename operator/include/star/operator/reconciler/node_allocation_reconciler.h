@@ -1,7 +1,9 @@
 // NodeAllocationReconciler: one NodeAllocation per node, written by one work-queue key
 // per node ("node:<name>"), so that the changes of many jobs to a node coalesce into
 // one write. It folds what every job wants on the node (SetJobWants, from the
-// TrainingJob reconciler) with the active reallocation plans' overrides (SetPlan);
+// TrainingJob reconciler) with the active reallocation plans' overrides (SetPlan),
+// and keeps each plan's entries for the node in the object's annotation
+// star.dev/reallocation-plans (reallocation.h), written in the same update;
 // entries of other jobs and pods STAR does not manage stay. It also keeps the index of
 // which nodes list which jobs (from the NodeAllocation informer and its own writes) and
 // queues a job whose entries appear on or leave a node: entries of a job that is gone are
@@ -43,6 +45,12 @@ class NodeAllocationReconciler : public Reconciler {
   void SetPlan(const std::string& job, const std::map<std::string, PodOverride>& plan);
   // Whether a NodeAllocation lists entries of `job` (as far as known). Thread-safe.
   bool Lists(const std::string& job) const;
+  // Whether `job` has a plan in force here (SetPlan). Thread-safe.
+  bool HasPlan(const std::string& job) const;
+  // `job`'s plan as the cached NodeAllocations that list its pods keep it: each override
+  // only when its pod is listed on that node and is a pod STAR created (IsStarPod, as the
+  // pod cache has it). For a restarted operator. Thread-safe.
+  std::map<std::string, PodOverride> StoredPlan(const std::string& job) const;
 
   // Writes the node's NodeAllocation when it differs from every job's wants with the
   // plans' overrides (compared with the cached object first; a 409 reads it again).
@@ -51,10 +59,18 @@ class NodeAllocationReconciler : public Reconciler {
  private:
   using Wants = std::map<std::string, std::vector<api::PodAllocation>>;  // job -> entries
   void OnAllocation(const std::string& type, const nlohmann::json& na);
-  api::NodeAllocationSpec Merge(const api::NodeAllocationSpec& current, const Wants& wants,
-                                const std::map<std::string, PodOverride>& overrides) const;
-  Status WriteOnce(const std::string& node, const Wants& wants, const std::map<std::string, PodOverride>& overrides,
-                   bool from_cache);
+  struct Desired {  // what Reconcile writes for one node
+    Wants wants;
+    JobPlans plans;                                // every active plan
+    std::map<std::string, PodOverride> overrides;  // folded
+  };
+  api::NodeAllocationSpec Merge(const api::NodeAllocationSpec& current, const std::string& node,
+                                const Desired& d) const;
+  // The annotation value after this operator's plans replace its jobs' entries.
+  std::string PlansAnnotation(const nlohmann::json& current, const std::string& node,
+                              const api::NodeAllocationSpec& merged, const JobPlans& plans) const;
+  bool InScope(const std::string& job) const;
+  Status WriteOnce(const std::string& node, const Desired& d, bool from_cache);
   void Settle(const std::string& node, const Wants& written);
 
   Manager* manager_;

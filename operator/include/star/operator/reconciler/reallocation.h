@@ -10,13 +10,23 @@
 // is applied only when the planner recommends it (every demand met, and the job loses
 // more by staying synchronous than it imposes on the others).
 //
-// An applied plan is written, before anything acts on it, as the annotation
-// star.dev/reallocation on the requesting TrainingJob: the pods whose allocation it
-// changes, with their new CPU quota and bandwidth. NodeAllocations are then written
-// level-based from the pods' own limits with every active plan's overrides on top, so
-// a restarted operator rebuilds the same allocations, and removing the annotation (no
-// worker needs resources any more, the job stopped running, or was deleted) restores
-// everybody's baseline (Undo).
+// Where a plan lives. A plan lowers pods of other jobs, possibly of other namespaces, so
+// it is kept where only the operator writes and no job's owner reads: in the
+// NodeAllocations it changes (cluster-scoped, written by the operator, read by the node
+// agent), as the annotation star.dev/reallocation-plans on each node's object:
+//   {"<requesting job ns/name>": {"<pod uid>": {"job": "<pod's job>", "cpu": m, "bps": b}}}
+// with the entries of the pods on that node. The annotation and the allocations it
+// produces are written in the same update, so they cannot disagree; a restarted operator
+// reads each job's plan back from the NodeAllocations that list the job's pods
+// (NodeAllocationReconciler::StoredPlan) and rebuilds the same allocations. Removing a
+// job's plan (no worker needs resources any more, the job stopped running, or was
+// deleted) restores everybody's baseline (Undo). Nothing about a plan is written to the
+// TrainingJob, its Events or its namespace but the requesting job's own totals; an
+// annotation star.dev/reallocation on a TrainingJob (where plans were once kept) is
+// ignored.
+// An override is applied only to a pod STAR created (controller ownerReference to a
+// TrainingJob, star.dev/job label) that its job wants on the override's node: an override
+// naming any other pod, or another node, is dropped.
 // Bandwidth is planned only for pods that already have a bandwidth allocation.
 #pragma once
 
@@ -36,7 +46,8 @@
 
 namespace star::op {
 
-inline constexpr char kReallocationAnnotation[] = "star.dev/reallocation";
+// On a NodeAllocation: the plans that change its pods (see above).
+inline constexpr char kReallocationPlansAnnotation[] = "star.dev/reallocation-plans";
 
 // How a job runs, as its control loop sees it.
 struct JobLoad {
@@ -94,10 +105,15 @@ struct ReallocationOutcome {
 // with a node) or the snapshot is inconsistent (the planner's Validate message).
 StatusOr<ReallocationOutcome> PlanJobReallocation(const ReallocationInput& in);
 
-// The annotation's value: {"pods": {uid: {"node","job","cpu","bps"}}}.
-std::string OverridesToAnnotation(const std::map<std::string, PodOverride>& overrides);
+// Plans by requesting job key: job -> pod uid -> override.
+using JobPlans = std::map<std::string, std::map<std::string, PodOverride>>;
+
+// kReallocationPlansAnnotation's value for node `node`: the overrides of `plans` on that
+// node whose pod is in `pods` (uids of the node's entries); "" when none is left.
+std::string PlansToAnnotation(const JobPlans& plans, const std::string& node, const std::set<std::string>& pods);
+// Reads the annotation of NodeAllocation `node` (each override's node is `node`).
 // InvalidArgument naming the field for a malformed value.
-StatusOr<std::map<std::string, PodOverride>> OverridesFromAnnotation(const std::string& value);
+StatusOr<JobPlans> PlansFromAnnotation(const std::string& value, const std::string& node);
 
 // Active plans of every job (job key -> its overrides) folded into one override per
 // pod: a pod's own job's plan wins (it was granted), else the lowest CPU (and bandwidth)
@@ -105,8 +121,10 @@ StatusOr<std::map<std::string, PodOverride>> OverridesFromAnnotation(const std::
 std::map<std::string, PodOverride> FoldOverrides(
     const std::map<std::string, std::map<std::string, PodOverride>>& plans);
 
-// `pods` with `overrides` applied (by uid).
+// `pods` (the entries STAR's own pods want on node `node`) with `overrides` applied by
+// uid; an override for another node is not applied.
 std::vector<api::PodAllocation> ApplyOverrides(std::vector<api::PodAllocation> pods,
-                                               const std::map<std::string, PodOverride>& overrides);
+                                               const std::map<std::string, PodOverride>& overrides,
+                                               const std::string& node);
 
 }  // namespace star::op

@@ -1,11 +1,15 @@
 // TrainingJobReconciler: the TrainingJob controller's Reconcile(key), key
 // "<namespace>/<name>". Level-based: it re-reads the job and its pods from the caches,
 // computes what should exist (job_objects.h) and applies it idempotently:
-//   finalizer star.dev/node-allocations on the job; token Secret; headless Service;
+//   finalizer star.dev/node-allocations on the job; token Secret (used only when the
+//   job controls it: a Secret of that name it does not control fails the job with
+//   reason SecretNameTaken and is left as it is); headless Service;
 //   pods (all desired pods are created together; AlreadyExists is fine; a pod the API
 //   refuses for good rolls the created ones back and fails the job: all or none);
+//   the job's pods are those it controls (ownerReference uid): a pod that only carries
+//   the star.dev/job label is never deleted, counted or a cause of a restart;
 //   phase and conditions (DecidePhase), gang restarts with backoff (annotation
-//   star.dev/restarts); the job's reallocation plan (annotation star.dev/reallocation,
+//   star.dev/restarts); the job's reallocation plan (kept in the NodeAllocations,
 //   reallocator.h); what the job wants in each NodeAllocation (its pods per node, handed
 //   to the NodeAllocation reconciler); on deletion the job's entries leave every
 //   NodeAllocation, then the finalizer goes. A job that no longer exists leaves the
@@ -80,6 +84,7 @@ class TrainingJobReconciler : public Reconciler {
   StatusOr<std::chrono::milliseconds> Finalize(const nlohmann::json& job);
   Status EnsureFinalizer(nlohmann::json* job);
   StatusOr<std::string> EnsureToken(const nlohmann::json& job);
+  Status SecretNameTaken(const nlohmann::json& job);
   Status EnsureService(const nlohmann::json& job);
 
   StatusOr<std::chrono::milliseconds> Converge(nlohmann::json* job, const std::string& key,
@@ -87,7 +92,7 @@ class TrainingJobReconciler : public Reconciler {
                                                const std::vector<nlohmann::json>& desired, const std::string& token);
   PhaseInput Observe(const nlohmann::json& job, const std::string& key, const std::vector<nlohmann::json>& desired,
                      std::chrono::milliseconds* wait);
-  std::map<std::string, nlohmann::json> ObservedPods(const std::string& key);
+  std::map<std::string, nlohmann::json> ObservedPods(const std::string& key, const std::string& job_uid);
   Status RecordRestart(nlohmann::json* job, const std::string& key, int restarts, std::chrono::milliseconds* wait);
   Status DeletePods(const nlohmann::json& job, const PhaseInput& in, const PhaseDecision& d);
   StatusOr<bool> CreatePods(const nlohmann::json& job, const PhaseInput& in, const PhaseDecision& d,
@@ -102,6 +107,7 @@ class TrainingJobReconciler : public Reconciler {
   std::unique_ptr<Reallocator> reallocator_;
   std::mutex mu_;  // guards the maps below
   std::map<std::string, std::set<std::string>> job_pods_;  // job key -> pod names (the pods informer)
+  std::set<std::string> seen_;  // jobs whose stored reallocation plan was read back
   std::map<std::string, std::chrono::steady_clock::time_point> restarted_at_;  // job key -> last restart
 };
 
