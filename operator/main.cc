@@ -3,7 +3,8 @@
 //
 //   star-operator [--kubeconfig FILE] [--namespace NS] [--report-listen HOST:PORT]
 //                 [--report-url URL] [--report-tls-cert-file FILE --report-tls-key-file FILE]
-//                 [--report-ca-file FILE] [--metrics-listen HOST:PORT] [--leader-elect]
+//                 [--report-ca-file FILE] [--report-tls-secret [NS/]NAME [--report-tls-host HOST]...]
+//                 [--metrics-listen HOST:PORT] [--leader-elect]
 //                 [--identity ID] [--lease-duration 15s] [--renew-period 5s]
 //                 [--retry-period 2s] [--status-interval 2s] [--max-restarts 3]
 //                 [--restart-backoff 1s] [--selector-model FILE]
@@ -25,6 +26,11 @@
 // --report-tls-key-file (PEM; the certificate must name the host of the URL pods use);
 // --report-url must then be https://. --report-ca-file (PEM) is the CA workers verify
 // it with: pods get its text as STAR_REPORT_CA (without it, their system's CAs).
+// --report-tls-secret instead has the operator make its own: a CA and a certificate it
+// signs for the host of --report-url (or of --report-listen) and each --report-tls-host,
+// kept in that Secret (NS defaults to the operator's namespace: in-cluster, its pod's),
+// which every replica and restart reuses while it fits; pods get that CA. Without any of
+// these flags the endpoint is plain HTTP.
 //
 // Without --kubeconfig it runs in-cluster (service account), else $KUBECONFIG or
 // ~/.kube/config. Prints, once each is up:
@@ -45,6 +51,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -54,6 +61,7 @@
 #include "star/operator/reconciler/manager.h"
 #include "star/operator/reconciler/metrics.h"
 #include "star/operator/reconciler/operator_controllers.h"
+#include "star/operator/reconciler/report_certificate.h"
 
 namespace {
 
@@ -64,6 +72,8 @@ void Log(const std::string& line) { std::cerr << "star-operator: " << line << st
 struct Flags {
   std::string kubeconfig, ns, report_listen = "0.0.0.0:8443", report_url;
   std::string report_tls_cert_file, report_tls_key_file, report_ca_file;
+  std::string report_tls_secret;                // [NS/]NAME of the managed certificate's Secret
+  std::vector<std::string> report_tls_hosts;    // more names for the managed certificate
   std::string metrics_listen = "0.0.0.0:8080", identity;
   std::string selector_model = op::DefaultSelectorModelPath();
   bool leader_elect = false;
@@ -89,6 +99,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--report-ca-file", f.report_ca_file,
                  "CA that workers verify the report endpoint with (PEM; pods get it as STAR_REPORT_CA; "
                  "default: their system's CAs)");
+  app.add_option("--report-tls-secret", f.report_tls_secret,
+                 "Serve the report endpoint over HTTPS with a certificate the operator makes and keeps in "
+                 "this Secret ([NS/]NAME; NS default: the operator's namespace); pods get its CA");
+  app.add_option("--report-tls-host", f.report_tls_hosts,
+                 "A host name (or IP) the managed certificate names besides --report-url's host (repeatable)");
   app.add_option("--metrics-listen", f.metrics_listen, "HOST:PORT for /metrics /healthz /readyz (\"\" = off)")
       ->capture_default_str();
   app.add_option("--selector-model", f.selector_model,
@@ -161,6 +176,28 @@ op::OperatorControllerOptions ControllerOptionsOf(const Flags& f) {
   return co;
 }
 
+// The managed certificate (--report-tls-secret) put into `report`: made, or read from
+// its Secret. Nothing without the flag.
+Status UseManagedCertificate(const Flags& f, const kube::ClientOptions& client_options, kube::Client* client,
+                             op::ReportEndpointOptions* report) {
+  if (f.report_tls_secret.empty()) return Status::Ok();
+  if (!f.report_tls_cert_file.empty() || !f.report_ca_file.empty()) {
+    return Status::InvalidArgument("--report-tls-secret: not with --report-tls-cert-file or --report-ca-file");
+  }
+  op::ReportCertificateOptions o;
+  const auto slash = f.report_tls_secret.find('/');
+  o.ns = slash == std::string::npos ? client_options.default_namespace : f.report_tls_secret.substr(0, slash);
+  o.name = slash == std::string::npos ? f.report_tls_secret : f.report_tls_secret.substr(slash + 1);
+  auto listen = op::SplitHostPort(f.report_listen, "--report-listen");
+  o.hosts = op::ReportCertificateHosts(f.report_url, listen.ok() ? listen->first : "", f.report_tls_hosts);
+  STAR_ASSIGN_OR_RETURN(report::ServingCertificate c, op::EnsureReportCertificate(client, o));
+  Log("report endpoint: the certificate of Secret " + o.ns + "/" + o.name);
+  report->tls_cert_pem = c.cert_pem;
+  report->tls_key_pem = c.key_pem;
+  report->ca_pem = c.ca_pem;
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<kube::Client>> Connect(const Flags& f, kube::ClientOptions* options) {
   StatusOr<kube::ClientOptions> o =
       f.kubeconfig.empty() ? kube::InClusterOptions() : kube::OptionsFromKubeconfig(f.kubeconfig);
@@ -205,6 +242,9 @@ int main(int argc, char** argv) {
   if (!manager.ok()) return Log(manager.status().ToString()), 2;
   op::Manager& m = **manager;
   op::OperatorControllerOptions controller_options = ControllerOptionsOf(flags);
+  if (Status s = UseManagedCertificate(flags, client_options, client->get(), &controller_options.report); !s.ok()) {
+    return Log(s.ToString()), 2;
+  }
   auto model = op::LoadSelectorModel(flags.selector_model);
   if (model.ok()) {
     Log("learned selector: loaded " + flags.selector_model);

@@ -24,11 +24,20 @@ StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& s, const 
 StatusOr<std::string> CheckReportTls(const ReportEndpointOptions& o) {
   STAR_RETURN_IF_ERROR(report::CheckServerCertificate(o.tls_cert_file, o.tls_key_file, "--report-tls-cert-file",
                                                       "--report-tls-key-file"));
-  const bool serves_https = !o.tls_cert_file.empty();
+  const bool managed = !o.tls_cert_pem.empty() || !o.tls_key_pem.empty();
+  if (managed && (!o.tls_cert_file.empty() || !o.ca_file.empty())) {
+    return Status::InvalidArgument("--report-tls-secret: not with --report-tls-cert-file or --report-ca-file "
+                                   "(the operator's own certificate or one given, not both)");
+  }
+  const bool serves_https = !o.tls_cert_file.empty() || managed;
   const bool url_https = o.url.empty() ? serves_https : o.url.rfind("https://", 0) == 0;
   if (serves_https && !url_https) {
     return Status::InvalidArgument("--report-url: must be https:// when the endpoint serves HTTPS "
                                    "(--report-tls-cert-file), got \"" + o.url + "\"");
+  }
+  if (!o.ca_pem.empty()) {
+    if (Status s = report::CheckCaBundle(o.ca_pem); !s.ok()) return Status::InvalidArgument("ca.crt: " + s.message());
+    return o.ca_pem;
   }
   if (o.ca_file.empty()) return std::string();
   if (!url_https) {
@@ -79,6 +88,8 @@ Status ReportEndpoint::Start() {
   ro.serialize_handler = false;  // OnReport is thread-safe
   ro.tls_cert_file = options_.tls_cert_file;
   ro.tls_key_file = options_.tls_key_file;
+  ro.tls_cert_pem = options_.tls_cert_pem;
+  ro.tls_key_pem = options_.tls_key_pem;
   STAR_ASSIGN_OR_RETURN(server_,
                         report::ReportServer::Start(ro, [this](const api::WorkerReport& r) { return OnReport(r); }));
   return Status::Ok();

@@ -41,12 +41,19 @@ struct ReportEndpointOptions {
   // its text reaches them as STAR_REPORT_CA. Default "" = none (pods use their system's
   // CAs).
   std::string ca_file{};
+  // The same as PEM text (the managed certificate of --report-tls-secret,
+  // report_certificate.h): the certificate and key instead of the files, the CA instead
+  // of ca_file. Default "" = none.
+  std::string tls_cert_pem{};
+  std::string tls_key_pem{};
+  std::string ca_pem{};
 };
 
 // Checks that the TLS options fit together, as star-operator checks its flags before it
 // starts: the certificate and key load (CheckServerCertificate), the CA file is a PEM CA
-// bundle, --report-url is https:// when the endpoint serves HTTPS, and a CA is given
-// only for an https endpoint. Returns the CA's PEM text ("" without one), or
+// bundle, --report-url is https:// when the endpoint serves HTTPS, a CA is given only for
+// an https endpoint, and the managed certificate (PEM text) comes without files.
+// Returns the CA's PEM text ("" without one), or
 // InvalidArgument naming the flag ("--report-tls-key-file: must be set with
 // --report-tls-cert-file").
 StatusOr<std::string> CheckReportTls(const ReportEndpointOptions& options);
@@ -65,7 +72,8 @@ class ReportEndpoint : public Runnable {
   // What pods get as STAR_CONTROLLER_URL: options.url, else the endpoint's own URL once
   // started, else "".
   std::string url() const;
-  // What pods get as STAR_REPORT_CA: the PEM text of options.ca_file; "" = nothing.
+  // What pods get as STAR_REPORT_CA: options.ca_pem, or the PEM text of
+  // options.ca_file; "" = nothing.
   const std::string& report_ca() const { return report_ca_; }
 
   // One report (what the server calls; thread-safe; never waits on the API server): the
