@@ -50,7 +50,7 @@ void AddJobFlags(CLI::App& app, Flags* flags) {
       ->envname("STAR_JOB")->capture_default_str();
   app.add_option("--controller", flags->controller, "controller base URL for WorkerReports")
       ->envname("STAR_CONTROLLER_URL");
-  app.add_option("--token", flags->token, "bearer token for the report endpoint")
+  app.add_option("--token", flags->token, "the job's bearer token: reports, and the rendezvous store")
       ->envname("STAR_JOB_TOKEN");
   app.add_option("--report-ca", flags->report_ca,
                  "CA (PEM text, or a PEM file) an https controller is verified with (default: the system's)")
