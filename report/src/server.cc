@@ -6,10 +6,13 @@
 #define _TURN_OFF_PLATFORM_STRING
 #include <cpprest/http_listener.h>
 
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -58,6 +61,13 @@ std::unique_ptr<Listener> MakeListener(const std::string& url, const std::option
 }
 }  // namespace
 
+// Requests are handled on threads of the server's own: handling blocks (reading the body,
+// the report handler), and cpprest's shared threads must stay free to deliver bodies and
+// replies (64 reports at once would otherwise hold all of them waiting for bodies that
+// only they can deliver) and to serve the process's other listeners (the probes).
+constexpr int kHandlerThreads = 16;
+constexpr size_t kMaxQueued = 4096;  // requests waiting beyond it get a 503
+
 struct ReportServer::Impl {
   ReportServerOptions options;
   ReportHandler handler;
@@ -65,6 +75,45 @@ struct ReportServer::Impl {
   std::mutex handler_mu;  // serialises handler calls
   const std::string unknown_job_token = RandomToken();  // compared with for unknown jobs
   std::unique_ptr<Listener> listener;
+  std::mutex queue_mu;
+  std::condition_variable queue_cv;
+  std::deque<http::http_request> queue;  // guarded by queue_mu
+  bool stopping = false;                 // guarded by queue_mu
+  std::vector<std::thread> workers;
+
+  // On a cpprest thread: queues the request for the handler threads.
+  void Enqueue(http::http_request r) {
+    {
+      std::lock_guard lock(queue_mu);
+      if (queue.size() < kMaxQueued) {
+        queue.push_back(std::move(r));
+        queue_cv.notify_one();
+        return;
+      }
+    }
+    Reply(r, http::status_codes::ServiceUnavailable, ErrorBody("busy: too many reports waiting"));
+  }
+  // A handler thread: handles queued requests until StopWorkers.
+  void Serve() {
+    for (;;) {
+      std::unique_lock lock(queue_mu);
+      queue_cv.wait(lock, [this] { return stopping || !queue.empty(); });
+      if (queue.empty()) return;  // stopping
+      http::http_request r = std::move(queue.front());
+      queue.pop_front();
+      lock.unlock();
+      Handle(r);
+    }
+  }
+  void StopWorkers() {
+    {
+      std::lock_guard lock(queue_mu);
+      stopping = true;
+      queue_cv.notify_all();
+    }
+    for (std::thread& t : workers) t.join();
+    workers.clear();
+  }
 
   std::string Url(int port) const {
     return (identity ? "https://" : "http://") + options.host + ":" + std::to_string(port);
@@ -159,9 +208,10 @@ ReportServer::ReportServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 ReportServer::~ReportServer() {
   try {
-    impl_->listener->close().wait();
+    impl_->listener->close().wait();  // waits for the requests in flight: handled first
   } catch (const std::exception&) {
   }
+  impl_->StopWorkers();
 }
 
 int ReportServer::port() const { return impl_->options.port; }
@@ -177,11 +227,12 @@ StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions 
   impl->options = std::move(options);
   impl->handler = std::move(handler);
   Impl* self = impl.get();
+  for (int i = 0; i < kHandlerThreads; ++i) impl->workers.emplace_back([self] { self->Serve(); });
   StatusOr<int> port = ListenOnPort(self->options.host, self->options.port, [self](int p) {
     const std::string url = self->Url(p);
     try {
       std::unique_ptr<Listener> listener = MakeListener(url, self->identity);
-      listener->support([self](http::http_request r) { self->Handle(r); });
+      listener->support([self](http::http_request r) { self->Enqueue(std::move(r)); });
       listener->open().wait();
       self->listener = std::move(listener);
       return Status::Ok();
@@ -190,6 +241,7 @@ StatusOr<std::unique_ptr<ReportServer>> ReportServer::Start(ReportServerOptions 
     }
   });
   if (!port.ok()) {  // InvalidArgument naming "port", or Unavailable
+    impl->StopWorkers();
     return Status(port.status().code(), "report server: " + port.status().message());
   }
   impl->options.port = *port;
