@@ -146,10 +146,12 @@ TEST_F(OperatorE2eTest, AnInvalidManifestIsRefusedNamingTheField) {
   EXPECT_TRUE(GetJson({"get", "tj", "bad"}).is_null());
 }
 
-TEST_F(OperatorE2eTest, AFailedPodRestartsTheGangWithNewPods) {
+TEST_F(OperatorE2eTest, AFailedPodRestartsTheGangWithNewPodsWhoseReportsAreAccepted) {
   StartOperator({"--max-restarts", "1"});
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, JobYaml("rs", 2)).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return Pods("rs").size() == 2; }));
+  // The first gang reaches iteration 60.
+  e2e::SendReports(report_url_, Token("rs"), {JobKey("rs"), 2, 60, 1, 1000, 1.0, 7, 0.05});
   std::set<std::string> first_uids;
   for (const json& p : Pods("rs")) first_uids.insert(p["metadata"]["uid"].get<std::string>());
   SetPodPhase("rs-worker-1", "Failed");
@@ -163,6 +165,24 @@ TEST_F(OperatorE2eTest, AFailedPodRestartsTheGangWithNewPods) {
   })) << ReadFile(dir_.path() + "/operator.log");
   json job = GetJson({"get", "tj", "rs"});
   EXPECT_EQ(job["metadata"]["annotations"][kRestartsAnnotation], "1");
+  // Regression: the new gang counts iterations from 1 again, and the old loop refused its
+  // reports until it passed iteration 60. The restart's loop takes them.
+  report::ReportClientOptions co;
+  co.base_url = report_url_;
+  co.token = Token("rs");
+  auto client = report::ReportClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+  api::WorkerReport rep;
+  rep.job = JobKey("rs");
+  rep.local_batch = 64;
+  rep.compute_seconds = 0.1;
+  rep.iteration = 1;
+  StatusOr<std::optional<api::Decision>> first = Status::Internal("none sent");
+  ASSERT_TRUE(Eventually([&] {
+    first = (*client)->Send(rep);
+    return first.ok();
+  })) << first.status() << "\n" << ReadFile(dir_.path() + "/operator.log");
+  e2e::SendReports(report_url_, Token("rs"), {JobKey("rs"), 2, 20, 1, 1000, 1.0, 8, 0.05, 2});
   // A second failure exceeds --max-restarts 1.
   SetPodPhase("rs-worker-0", "Failed");
   ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "rs"})["status"].value("phase", "") == "Failed"; }));
