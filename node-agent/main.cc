@@ -3,6 +3,16 @@
 //   star-agent --node NAME (--allocation-file PATH | --kubeconfig PATH | --in-cluster)
 //              [--cgroup-root PATH] [--journal PATH] [--driver cgroupfs|systemd]
 //              [--metrics-address HOST:PORT] [--poll-ms N] [--once]
+//              [--mode reconcile|release] [--release]
+//   star-agent --node NAME (--kubeconfig PATH | --in-cluster)
+//              --release-daemonset NAME [--daemonset-namespace NS] [--release-timeout-s N]
+//
+// --mode release (or $STAR_AGENT_MODE=release, which the chart's DaemonSet takes from its
+// pod template's annotation star.dev/agent-mode): restore every journalled original, then
+// hold without touching anything until stopped; ready (/readyz) once all is restored, and
+// retried every --poll-ms until then. --release-daemonset: the chart's pre-delete hook;
+// switches the agent DaemonSet NAME to release mode and waits until every node is restored
+// (release_daemonset.h), exit 0 then, 1 on timeout or an API error.
 //
 // The allocation comes from a file (re-read when it changed) or from the API server
 // (--kubeconfig / --in-cluster: the NodeAllocation named NAME is watched, and its status
@@ -46,6 +56,7 @@
 #include "star/agent/pod_cgroup.h"
 #include "star/agent/real_node_os.h"
 #include "star/agent/reconciler.h"
+#include "star/agent/release_daemonset.h"
 #include "star/kube/client.h"
 #include "star/kube/probe_server.h"
 
@@ -82,7 +93,9 @@ struct Flags {
   std::string node, file, kubeconfig, cgroup_root, driver_name = "cgroupfs";
   std::string journal_path = "/var/lib/star-agent/journal.json";
   std::string metrics_address = "127.0.0.1:9401";
-  int poll_ms = 500;
+  std::string mode = "reconcile";
+  std::string release_daemonset, daemonset_namespace = "default";
+  int poll_ms = 500, release_timeout_s = 240;
   bool once = false, release = false, in_cluster = false;
 };
 
@@ -111,6 +124,16 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags& f) {
       ->capture_default_str()->check(CLI::Range(10, 3'600'000));
   app.add_flag("--once", f.once, "Reconcile once and exit");
   app.add_flag("--release", f.release, "Restore every journalled original and exit");
+  app.add_option("--mode", f.mode, "reconcile, or release: restore every original, then hold")
+      ->envname("STAR_AGENT_MODE")->capture_default_str()
+      ->check(CLI::IsMember({"", "reconcile", "release"}));
+  app.add_option("--release-daemonset", f.release_daemonset,
+                 "Switch this agent DaemonSet to release mode and wait for every node");
+  app.add_option("--daemonset-namespace", f.daemonset_namespace,
+                 "Namespace of --release-daemonset")->capture_default_str();
+  app.add_option("--release-timeout-s", f.release_timeout_s,
+                 "How long --release-daemonset waits for every node")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -168,6 +191,43 @@ int Release(Reconciler& reconciler) {
   const std::string s = Summary(r);
   if (!s.empty()) Log(s);
   return r.ok() && r->all_ok() ? 0 : 1;
+}
+
+// --mode release: restores every journalled original (retried every `poll_ms` until all
+// is restored, /readyz turning ready then), then holds until SIGINT or SIGTERM. Returns
+// the exit status.
+int ReleaseAndHold(Reconciler& reconciler, Health& health, const sigset_t& stop_signals,
+                   int poll_ms) {
+  bool done = false;
+  for (;;) {
+    if (!done) {
+      auto r = reconciler.ReleaseAll();
+      const std::string s = Summary(r);
+      done = r.ok() && r->all_ok();
+      health.Set(done, done ? "" : s);
+      Log(done ? "release mode: every original restored; holding" : "release mode: " + s);
+    }
+    timespec wait{poll_ms / 1000, static_cast<long>(poll_ms % 1000) * 1'000'000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) return 0;
+  }
+}
+
+// --release-daemonset: the chart's pre-delete hook. Returns the exit status.
+int ReleaseNodes(const Flags& flags) {
+  auto options = flags.in_cluster ? kube::InClusterOptions()
+                                  : kube::OptionsFromKubeconfig(flags.kubeconfig);
+  if (!options.ok()) return Log(options.status().ToString()), 2;
+  options->user_agent = "star-agent";
+  auto client = kube::Client::Create(*options);
+  if (!client.ok()) return Log(client.status().ToString()), 2;
+  ReleaseOptions release;
+  release.timeout = std::chrono::seconds(flags.release_timeout_s);
+  Status s = ReleaseDaemonSet(**client, flags.daemonset_namespace, flags.release_daemonset, release);
+  Log(s.ok() ? "every node of daemonset " + flags.daemonset_namespace + "/" +
+                   flags.release_daemonset + " restored"
+             : s.ToString());
+  return s.ok() ? 0 : 1;
 }
 
 // /metrics, /healthz and /readyz on `address`; borrows `metrics` and `health`.
@@ -293,6 +353,11 @@ bool RunLoop(Source& source, Reconciler& reconciler, AgentMetrics& metrics, Heal
 int main(int argc, char** argv) {
   Flags flags;
   if (std::optional<int> rc = ParseFlags(argc, argv, flags)) return *rc;
+  if (!flags.release_daemonset.empty()) {
+    if (!flags.file.empty()) return Log("--release-daemonset needs --kubeconfig or --in-cluster"), 2;
+    return ReleaseNodes(flags);
+  }
+  const bool hold_released = flags.mode == "release";
 
   auto driver = ParseCgroupDriver(flags.driver_name);
   if (!driver.ok()) return Log(driver.status().ToString()), 2;
@@ -323,6 +388,8 @@ int main(int argc, char** argv) {
     if (!started.ok()) return Log(started.status().ToString()), 2;
     server = std::move(started).value();
   }
+  if (hold_released && flags.once) return Release(reconciler);
+  if (hold_released) return ReleaseAndHold(reconciler, health, stop_signals, flags.poll_ms);
 
   auto source = OpenSource(flags);
   if (!source.ok()) return Log(source.status().ToString()), 2;

@@ -65,6 +65,13 @@ class Child {
   }
   ~Child() { Kill(SIGKILL); }
   bool running() const { return pid_ > 0; }
+  // True when the process has ended (it is reaped then).
+  bool Exited() {
+    int status = 0;
+    if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) != pid_) return pid_ <= 0;
+    pid_ = -1;
+    return true;
+  }
   // Sends `sig` and reaps; returns the wait status (or -1).
   int Kill(int sig) {
     if (pid_ <= 0) return -1;
@@ -216,6 +223,28 @@ TEST_F(AgentBinaryTest, CorruptJournalIsMovedAsideAndOriginalsAreRebuilt) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(Quota(), 100000) << "the rebuilt original is restored";
   EXPECT_EQ(ReadFile(journal()).find(kUid), std::string::npos) << ReadFile(journal());
+}
+
+// The chart's uninstall path: $STAR_AGENT_MODE=release (set by the DaemonSet from its
+// pod template's annotation) restores every original although the allocation still lists
+// the pod, and the agent holds until it is stopped.
+TEST_F(AgentBinaryTest, ReleaseModeRestoresEveryOriginalThenHolds) {
+  WriteAtomically(dir_ + "/a.json", Alloc(true));
+  Child apply(Args(/*once=*/true));
+  ASSERT_TRUE(WIFEXITED(apply.Wait()));
+  ASSERT_EQ(Quota(), 50000);
+  ASSERT_NE(ReadFile(journal()).find(kUid), std::string::npos);
+
+  ::setenv("STAR_AGENT_MODE", "release", 1);
+  Child agent(Args());
+  ::unsetenv("STAR_AGENT_MODE");
+  ASSERT_TRUE(agent.running());
+  EXPECT_TRUE(WaitFor([&] {
+    return Quota() == 200000 && ReadFile(journal()).find(kUid) == std::string::npos;
+  })) << "original not restored; quota " << Quota();
+  EXPECT_FALSE(agent.Exited()) << "release mode holds until stopped";
+  const int status = agent.Kill(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "k8s_test_util.h"
 #include "star/test_support/process.h"
 #include "star/test_support/temp_dir.h"
+#include "star/agent/release_daemonset.h"
 #include "star/kube/client.h"
 #include "star/test_support/tls.h"
 
@@ -433,6 +434,40 @@ TEST_F(K8sAgentRunningTest, CorruptJournalIsMovedAsideWithAnEventOnTheNode) {
   EXPECT_EQ(ev["reason"], "CorruptJournal");
   EXPECT_EQ(ev["type"], "Warning");
   EXPECT_NE(ev["message"].get<std::string>().find("journal.json.corrupt-"), std::string::npos) << ev.dump();
+}
+
+// The chart's pre-delete hook: --release-daemonset switches the agent DaemonSet to release
+// mode (all at once) and returns once it rolled out; a missing DaemonSet is nothing to do.
+TEST_F(K8sAgentBinaryTest, ReleaseDaemonSetSwitchesTheAgentsToReleaseMode) {
+  const json ds = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "DaemonSet"},
+      {"metadata", {{"name", "star-agent"}, {"namespace", node_}}},
+      {"spec",
+       {{"selector", {{"matchLabels", {{"app", "star-agent"}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", "star-agent"}}}}},
+          {"spec",
+           {{"nodeSelector", {{"star.dev/no-such-node", "true"}}},
+            {"containers", {{{"name", "agent"}, {"image", "star-agent:test"}}}}}}}}}}};
+  ProcessResult r = Kubectl({"apply", "-f", "-"}, ds.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> args = {STAR_AGENT_BINARY, "--node", node_, "--kubeconfig", admin_kubeconfig_,
+                                         "--release-daemonset", "star-agent", "--daemonset-namespace", node_,
+                                         "--release-timeout-s", "60"};
+  r = RunProcess(args, "", 90s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto got = client_->Get(star::agent::DaemonSets(), node_, "star-agent");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->value(json::json_pointer("/spec/template/metadata/annotations/star.dev~1agent-mode"), ""),
+            "release") << got->dump();
+  EXPECT_EQ(got->value(json::json_pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"), ""), "100%");
+  EXPECT_TRUE(star::agent::RolledOut(*got)) << got->dump();
+
+  auto missing = args;
+  missing[6] = "no-such-daemonset";
+  r = RunProcess(missing, "", 90s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 }  // namespace
