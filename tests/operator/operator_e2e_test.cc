@@ -325,7 +325,9 @@ TEST_F(OperatorE2eTest, ALabelSquattingPodIsNeitherDeletedNorCountedNorARestart)
                          {"metadata",
                           {{"name", "sq-worker-7"},
                            {"labels", {{kJobLabel, "sq"}, {kRoleLabel, "worker"}, {kRankLabel, "0"}}}}},
-                         {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+                         {"spec",
+                          {{"schedulerName", TestPods().scheduler_name},
+                           {"containers", {{{"name", "c"}, {"image", TestPods().image}}}}}}};
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, squatter.dump()).exit_code, 0);
   SetPodPhase("sq-worker-7", "Failed", "node-0");
   // The operator has seen the failed pod once it reconciled the generation after it.
