@@ -210,6 +210,10 @@ std::vector<std::pair<std::string, json>> InvalidJobs() {
   with("spec.mitigation.detection.threshold", "/spec/mitigation/detection/threshold", 0);
   with("spec.mitigation.detection.window", "/spec/mitigation/detection/window", 2);
   with("spec.workers.replicas", "/spec/workers/replicas", "four");
+  // Oversized: the operator would build this many pods in memory.
+  with("spec.workers.replicas", "/spec/workers/replicas", 50000000);
+  with("spec.parameterServers.replicas", "/spec/parameterServers/replicas", 50000000);
+  with("spec.mitigation.detection.window", "/spec/mitigation/detection/window", 50000000);
   json no_training = example;
   no_training["spec"].erase("training");
   out.emplace_back("spec.training", std::move(no_training));
@@ -299,6 +303,37 @@ TEST(NodeAllocationKubectlTest, TheExampleIsAcceptedAndReadBack) {
   ASSERT_TRUE(ours.ok()) << ours.status();
   ASSERT_TRUE(theirs.ok()) << theirs.status();
   EXPECT_EQ((*theirs)["spec"], (*ours)["spec"]);
+}
+
+// A quota the agent would overflow (quota x CFS period) and a list longer than a node
+// holds pods are refused by the server, naming the field.
+TEST(NodeAllocationKubectlTest, OversizedAllocationsAreRefused) {
+  if (!HaveCluster()) GTEST_SKIP() << "KUBECONFIG names no cluster (the k8s_cluster fixture)";
+  const Kind kind = NodeAllocationKind();
+  json example = kind.model.example;
+  example.erase("status");
+  example["metadata"]["name"] = UniqueName("crd-kubectl-oversized");
+  json quota = example;
+  quota["spec"]["pods"][0]["cpu"]["quotaMillicores"] = int64_t{9007199254740991};
+  json pods = example;
+  json& list = pods["spec"]["pods"];
+  const json first = list[0];
+  list = json::array();
+  for (int i = 0; i <= 1024; ++i) {
+    json p = first;
+    p["uid"] = "uid-" + std::to_string(i);
+    list.push_back(std::move(p));
+  }
+  for (const auto& [field, doc] : {std::pair{std::string("quotaMillicores"), quota},
+                                   std::pair{std::string("spec.pods"), pods}}) {
+    SCOPED_TRACE(field);
+    EXPECT_FALSE(kind.round_trip(doc).ok()) << "C++ accepts it";
+    const KubectlResult r = Kubectl({"create", "-f", "-"}, doc.dump());
+    EXPECT_NE(r.exit_code, 0) << "accepted";
+    EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+    const KubectlResult got = Kubectl({"get", "na", doc["metadata"]["name"], "--ignore-not-found"});
+    EXPECT_EQ(got.out, "") << "a refused create left it behind";
+  }
 }
 
 }  // namespace
