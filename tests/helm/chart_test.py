@@ -573,6 +573,7 @@ class LintTest(unittest.TestCase):
 # OwnerReferencesPermissionEnforcement admission plugin allows only with it.
 OPERATOR_CALLS = {
     ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "create"), ("", "pods", "delete"),
+    ("", "pods", "get"),
     ("", "services", "list"), ("", "services", "watch"), ("", "services", "create"),
     ("", "secrets", "get"), ("", "secrets", "create"), ("", "secrets", "update"),
     ("", "events", "create"),
