@@ -270,7 +270,12 @@ Status ReconcilePass::JournalOriginals() {
     const JournalEntry* old = journal_.Find(uid);
     JournalEntry e = old ? *old : JournalEntry{};
     if (plan.write_cpu && !e.cpu) e.cpu = CpuOriginal{plan.cgroup, *plan.observed_cpu};
-    if (plan.write_net && (!e.net || e.net->interface != plan.interface) && !plan.stale_net) {
+    // After a lost journal, shaping already in force may be the agent's own: journalled
+    // (as unshaped) even when nothing is written, so that a restore removes it.
+    const bool shaped_before = options_.unshaped_net_originals && plan.observed_net &&
+                               !(*plan.observed_net == NetLimits{});
+    if ((plan.write_net || shaped_before) && (!e.net || e.net->interface != plan.interface) &&
+        !plan.stale_net) {
       e.net = NetOriginal{plan.interface, NetOriginalOf(plan)};
     }
     if (old ? !(e == *old) : (e.cpu || e.net)) record[uid] = e;

@@ -164,6 +164,14 @@ TEST(ReconcilerTest, UnshapedNetOriginalsRemoveShapingOnRestore) {
   EXPECT_EQ(journal.Find(Uid(0))->net->limits, NetLimits{});
   ASSERT_TRUE(r.ReleaseAll().ok());
   EXPECT_EQ(Net(os, 0), NetLimits{});
+
+  // Already at its allocation: nothing is written, but the shaping is still journalled.
+  ASSERT_TRUE(os.WriteNet(Veth(0), DesiredNet(Pod(0, 500, 2'000'000).network)).ok());
+  ASSERT_TRUE(r.Reconcile(Alloc({Pod(0, 500, 2'000'000)}), Veths(1)).ok());
+  ASSERT_NE(journal.Find(Uid(0)), nullptr);
+  ASSERT_TRUE(journal.Find(Uid(0))->net.has_value());
+  ASSERT_TRUE(r.ReleaseAll().ok());
+  EXPECT_EQ(Net(os, 0), NetLimits{});
 }
 
 TEST(ReconcilerTest, AppliesThenIsIdempotentThenRestoresOnRemoval) {

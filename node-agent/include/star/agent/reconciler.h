@@ -54,9 +54,9 @@ struct ReconcilerOptions {
   // inject a recorder so that no test really sleeps.
   std::function<void(std::chrono::milliseconds)> sleep;
   // Journal an interface's original as unshaped (no limits, which removes the agent's
-  // qdiscs and IFB device on restore) instead of what it shows. Set once the journal was
-  // lost: what an interface shows may then be the agent's own earlier shaping. Default
-  // false.
+  // qdiscs and IFB device on restore) instead of what it shows, also when it already shows
+  // its allocation. Set once the journal was lost: what an interface shows may then be the
+  // agent's own earlier shaping. Default false.
   bool unshaped_net_originals = false;
 };
 
