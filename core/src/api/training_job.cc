@@ -310,13 +310,23 @@ StatusOr<std::optional<ContainerSummary>> FirstContainer(const json& pod_templat
 
 // ---- spec ----
 
+// The template's container checks (FirstContainer) and its size bound.
+Status CheckPodTemplate(const json& pod_template, const std::string& path) {
+  const size_t bytes = pod_template.dump().size();
+  if (bytes > kMaxPodTemplateBytes) {
+    return Invalid(path, "must be at most " + std::to_string(kMaxPodTemplateBytes) +
+                             " bytes of JSON, got " + std::to_string(bytes));
+  }
+  return FirstContainer(pod_template, path).status();
+}
+
 Status Validate(const TrainingJobSpec& s, const std::string& path) {
   const auto at = [&path](std::string_view field) { return JoinPath(path, field); };
   const int64_t n = s.workers.replicas;
 
   STAR_RETURN_IF_ERROR(InRange(at("workers.replicas"), n, 1, kMaxReplicas));
   if (s.workers.pod_template) {
-    STAR_RETURN_IF_ERROR(FirstContainer(*s.workers.pod_template, at("workers.template")).status());
+    STAR_RETURN_IF_ERROR(CheckPodTemplate(*s.workers.pod_template, at("workers.template")));
   }
 
   if (s.parameter_servers) {
@@ -324,8 +334,7 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
     STAR_RETURN_IF_ERROR(InRange(at("parameterServers.replicas"), ps, 0, kMaxReplicas));
     if (s.parameter_servers->pod_template) {
       STAR_RETURN_IF_ERROR(
-          FirstContainer(*s.parameter_servers->pod_template, at("parameterServers.template"))
-              .status());
+          CheckPodTemplate(*s.parameter_servers->pod_template, at("parameterServers.template")));
     }
     if (s.architecture == Architecture::kParameterServer && ps < 1) {
       return Invalid(at("parameterServers.replicas"), "must be >= 1 when " + at("architecture") +

@@ -504,6 +504,13 @@ INSTANTIATE_TEST_SUITE_P(
                   d["spec"]["parameterServers"] = {{"replicas", 1025}};
                 },
                 "spec.parameterServers.replicas: must be <= 1024, got 1025"},
+        BadCase{"PodTemplateAboveMaximum",
+                [](json& d) {
+                  // {"metadata":{"name":""}} is 24 bytes: one more than the bound in all.
+                  d["spec"]["workers"]["template"] = {
+                      {"metadata", {{"name", std::string(kMaxPodTemplateBytes + 1 - 24, 'x')}}}};
+                },
+                "spec.workers.template: must be at most 65536 bytes of JSON, got 65537"},
         BadCase{"WindowAboveMaximum",
                 [](json& d) { d["spec"]["mitigation"]["detection"]["window"] = 1001; },
                 "spec.mitigation.detection.window: must be <= 1000, got 1001"},

@@ -39,6 +39,11 @@ inline constexpr double kMaxDetectionThreshold = 1000;
 // and keeps per-worker state in its control loop: 1024 pods of a 64 KiB template are
 // 64 MiB, which a 512 MiB operator holds beside its caches.
 inline constexpr int kMaxReplicas = 1024;
+// Upper bound of a pod template's size as compact JSON (spec.workers.template,
+// spec.parameterServers.template), which keeps the 64 MiB above true. The API server
+// would take templates up to its object size limit (about 1.5 MiB); the codec refuses
+// larger ones, so such a job fails with a condition naming the field.
+inline constexpr size_t kMaxPodTemplateBytes = 64 * 1024;
 // Upper bound of spec.mitigation.detection.window: the detector keeps `window`
 // iterations per worker, so kMaxReplicas * kMaxDetectionWindow samples per job.
 inline constexpr int kMaxDetectionWindow = 1000;
@@ -76,7 +81,8 @@ struct ReplicaSpec {
   int replicas = 1;  // required on the wire; <= kMaxReplicas
   // The PodTemplateSpec, kept verbatim (unknown fields allowed). Absent = nullopt.
   // When present it is an object, and template.spec.containers, when present, is a
-  // non-empty array of container objects each with a string "name" (see FirstContainer).
+  // non-empty array of container objects each with a string "name" (see FirstContainer),
+  // and its compact JSON is at most kMaxPodTemplateBytes.
   std::optional<nlohmann::json> pod_template;  // wire: "template"
 
   friend bool operator==(const ReplicaSpec&, const ReplicaSpec&) = default;
