@@ -34,7 +34,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s  # noqa: E402
-from daemon import ChartRbac, Daemon, token_kubeconfig  # noqa: E402
+from daemon import ChartRbac, DaemonStack  # noqa: E402
 from tenant import Tenant  # noqa: E402
 
 OPERATOR = os.environ.get("STAR_OPERATOR_BINARY", "")
@@ -117,7 +117,7 @@ class Http:
             return 0, str(e)
 
 
-class Abuse(contextlib.ExitStack):
+class Abuse(DaemonStack):
     """Namespaces O (the operator's), A (the attacker's) and B (the victim's); the chart's
     RBAC for a cluster-wide operator; star-agent and star-operator."""
 
@@ -125,7 +125,6 @@ class Abuse(contextlib.ExitStack):
         super().__enter__()
         self.tmp = self.enter_context(tempfile.TemporaryDirectory())
         self.numbers = {}
-        self.daemons = {}
         self.ops = self.enter_context(k8s.Namespace("abuse-op"))
         self.a = self.enter_context(k8s.Namespace("abuse-a"))
         self.b = self.enter_context(k8s.Namespace("abuse-b"))
@@ -136,36 +135,12 @@ class Abuse(contextlib.ExitStack):
         self.tenant = Tenant(self.a.name, self.tmp)
         return self
 
-    def release_jobs(self, ns):
-        """After the daemons stop: a finalizer they could not remove must not hold a namespace."""
-        for tj in (k8s.get_json("tj", "-n", ns) or {}).get("items", []):
-            k8s.kubectl("patch", "tj", tj["metadata"]["name"], "-n", ns, "--type", "merge",
-                        "-p", '{"metadata":{"finalizers":null}}')
-
-    def start(self, name, argv):
-        d = Daemon(argv, os.path.join(self.tmp, name + ".log"))
-        self.daemons[name] = d
-        self.callback(d.stop)
-        return d
-
     def start_daemons(self):
-        with open(os.path.join(k8s.CLUSTER, "subnet")) as f:
-            subnet = f.read().strip()
-        kc = token_kubeconfig(os.path.join(self.tmp, "agent.kubeconfig"), self.rbac.accounts["agent"], self.ops.name)
-        self.start("agent", [AGENT, "--node", k8s.node_name(), "--kubeconfig", kc,
-                             "--cgroup-root", f"star-node-{subnet}", "--driver", "cgroupfs",
-                             "--journal", os.path.join(self.tmp, "journal.json"),
-                             "--metrics-address", "", "--poll-ms", "200"])
-        kc = token_kubeconfig(os.path.join(self.tmp, "operator.kubeconfig"), self.rbac.accounts["operator"],
-                              self.ops.name)
-        op = self.start("operator", [OPERATOR, "--kubeconfig", kc, "--namespace", "",
-                                     "--report-listen", k8s.node_ip() + ":0", "--metrics-listen", "",
-                                     "--status-interval", "500ms"])
-        self.report_url = op.wait_line("report-url ", 60)
-        if self.report_url is None:
-            raise AssertionError("star-operator did not start:\n" + op.logs())
-        for ns in (self.a.name, self.b.name):
-            self.callback(k8s.kubectl, "delete", "tj", "--all", "-n", ns, "--timeout=60s")
+        self.start_agent(AGENT, self.ops.name)
+        # As the chart runs it: HTTPS with the operator's own certificate, in the Secret its
+        # RBAC names.
+        self.report_url = self.start_operator(OPERATOR, self.ops.name, "", [self.a.name, self.b.name],
+                                              ["--report-tls-secret", self.tls_secret()])
 
     def operator_pid(self):
         return self.daemons["operator"].proc.pid
@@ -283,8 +258,11 @@ class AbuseTest(unittest.TestCase):
     def annotation_edits(self):
         """The attacker's job's annotation naming the victim's pod changes nothing: the
         operator reconciles the edit (its observedGeneration follows a spec change made in
-        the same patch) and the victim's allocation stays."""
+        the same patch) and the victim's allocation stays. Where the plans live (the
+        NodeAllocations) is out of the tenant's reach."""
         env = self.env
+        for verb in ("get", "patch", "update"):
+            self.assertFalse(env.tenant.can(verb, "nodeallocations.star.dev", env.a.name), verb)
         target = self.victim_pods[0]
         plan = {"pods": {target["metadata"]["uid"]: {"node": k8s.node_name(), "job": f"{env.b.name}/{VICTIM}",
                                                        "cpu": 1, "bps": 0}}}

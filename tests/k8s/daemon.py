@@ -1,5 +1,6 @@
 """STAR's daemons (star-operator, star-agent) as child processes of a k8s test, with the
 ServiceAccounts and RBAC that the chart renders and tokens from the TokenRequest API."""
+import contextlib
 import json
 import os
 import select
@@ -75,6 +76,10 @@ class ChartRbac:
         docs = [d for d in yaml.safe_load_all(p.stdout) if d]
         self.objects = [d for d in docs if d["kind"] in RBAC_KINDS]
         self.release = release
+        # The Secret of the operator's own report certificate (named before `drop` applies).
+        self.report_tls_secret = next(
+            (r["resourceNames"][0] for d in self.objects if d["kind"] == "Role" for r in d.get("rules", [])
+             if "secrets" in r.get("resources", []) and r.get("resourceNames")), None)
         if drop:
             kind, name, index = drop
             del self.rules(kind, name.replace("RELEASE", release))["rules"][index]
@@ -118,3 +123,55 @@ def token_kubeconfig(path, account, ns):
     with open(path, "w") as f:
         yaml.safe_dump(config, f)
     return path
+
+
+class DaemonStack(contextlib.ExitStack):
+    """star-agent and star-operator run by a test under the chart's RBAC (self.rbac, a
+    ChartRbac the subclass makes), with their logs and journal in self.tmp; stopped on exit."""
+
+    def __init__(self):
+        super().__init__()
+        self.daemons = {}
+
+    def start(self, name, argv):
+        d = Daemon(argv, os.path.join(self.tmp, name + ".log"))
+        self.daemons[name] = d
+        self.callback(d.stop)
+        return d
+
+    def start_agent(self, binary, ns):
+        """star-agent on the test node, as the chart's agent ServiceAccount of `ns`."""
+        kc = token_kubeconfig(os.path.join(self.tmp, "agent.kubeconfig"), self.rbac.accounts["agent"], ns)
+        return self.start("agent", [binary, "--node", k8s.node_name(), "--kubeconfig", kc,
+                                    "--cgroup-root", f"star-node-{k8s.subnet()}", "--driver", "cgroupfs",
+                                    "--journal", os.path.join(self.tmp, "journal.json"),
+                                    "--metrics-address", "", "--poll-ms", "200"])
+
+    def start_operator(self, binary, ns, watch, jobs_in, extra=()):
+        """star-operator as the chart's operator ServiceAccount of `ns`, watching `watch`
+        ("" = every namespace), its report endpoint on the node's address; returns its
+        report URL. Before it stops, the TrainingJobs of `jobs_in` (namespaces) are deleted
+        (it handles their finalizer)."""
+        kc = token_kubeconfig(os.path.join(self.tmp, "operator.kubeconfig"), self.rbac.accounts["operator"], ns)
+        op = self.start("operator", [binary, "--kubeconfig", kc, "--namespace", watch,
+                                     "--report-listen", k8s.node_ip() + ":0", "--metrics-listen", "",
+                                     "--status-interval", "500ms", *extra])
+        url = op.wait_line("report-url ", 60)
+        if url is None:
+            raise AssertionError("star-operator did not start:\n" + op.logs())
+        for jobs_ns in jobs_in:
+            self.callback(k8s.kubectl, "delete", "tj", "--all", "-n", jobs_ns, "--timeout=60s")
+        return url
+
+    def tls_secret(self):
+        """The Secret the chart's RBAC lets the operator keep its certificate in."""
+        if not self.rbac.report_tls_secret:
+            raise AssertionError("the chart's RBAC names no report certificate Secret")
+        return self.rbac.report_tls_secret
+
+    @staticmethod
+    def release_jobs(ns):
+        """After the daemons stop: a finalizer they could not remove must not hold `ns`."""
+        for tj in (k8s.get_json("tj", "-n", ns) or {}).get("items", []):
+            k8s.kubectl("patch", "tj", tj["metadata"]["name"], "-n", ns, "--type", "merge",
+                        "-p", '{"metadata":{"finalizers":null}}')

@@ -85,3 +85,9 @@ def node_name():
 def node_ip():
     """The test node's address: where pods reach processes on this machine."""
     return next(a["address"] for a in test_node()["status"]["addresses"] if a["type"] == "InternalIP")
+
+
+def subnet():
+    """The test node's pod subnet number S (pods in 10.214.S.0/24; cgroups under star-node-S)."""
+    with open(os.path.join(CLUSTER, "subnet")) as f:
+        return f.read().strip()

@@ -15,13 +15,12 @@ import re
 import signal
 import subprocess
 import sys
-import contextlib
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s  # noqa: E402
-from daemon import ChartRbac, Daemon, token_kubeconfig  # noqa: E402
+from daemon import ChartRbac, DaemonStack  # noqa: E402
 
 OPERATOR = os.environ.get("STAR_OPERATOR_BINARY", "")
 AGENT = os.environ.get("STAR_AGENT_BINARY", "")
@@ -47,14 +46,9 @@ def job_manifest(ns):
     }
 
 
-def subnet():
-    with open(os.path.join(k8s.CLUSTER, "subnet")) as f:
-        return f.read().strip()
-
-
 def pod_cgroup(pod):
     qos = {"Guaranteed": "", "Burstable": "burstable/", "BestEffort": "besteffort/"}[pod["status"]["qosClass"]]
-    return f"/sys/fs/cgroup/cpu/star-node-{subnet()}/kubepods/{qos}pod{pod['metadata']['uid']}"
+    return f"/sys/fs/cgroup/cpu/star-node-{k8s.subnet()}/kubepods/{qos}pod{pod['metadata']['uid']}"
 
 
 def read(path):
@@ -66,57 +60,33 @@ class Forbidden(AssertionError):
     """A daemon was refused by the API server."""
 
 
-class Life(contextlib.ExitStack):
+class Life(DaemonStack):
     """One job's life in a namespace of its own, with the chart's RBAC (less the rule
     `drop`, a (kind, name, index) of ChartRbac.rules(), when given)."""
 
     def __init__(self, drop=None, wait_namespace=True):
         super().__init__()
         self.drop, self.wait_namespace = drop, wait_namespace
-        self.daemons = {}
 
     def __enter__(self):
         super().__enter__()
         self.tmp = self.enter_context(tempfile.TemporaryDirectory())
         self.ns = k8s.Namespace("life", wait=self.wait_namespace)
         self.enter_context(self.ns)
-        self.callback(self.release_jobs)
+        self.callback(self.release_jobs, self.ns.name)
         self.rbac = ChartRbac("star-" + self.ns.name, self.ns.name,
                               [f"operator.watchNamespace={self.ns.name}"], drop=self.drop)
         self.callback(self.rbac.delete)
         return self
 
-    def release_jobs(self):
-        """After the daemons stop: a finalizer they could not remove must not hold the
-        namespace."""
-        for tj in (k8s.get_json("tj", "-n", self.ns.name) or {}).get("items", []):
-            k8s.kubectl("patch", "tj", tj["metadata"]["name"], "-n", self.ns.name, "--type", "merge",
-                        "-p", '{"metadata":{"finalizers":null}}')
-
-    def start(self, name, argv):
-        d = Daemon(argv, os.path.join(self.tmp, name + ".log"))
-        self.daemons[name] = d
-        self.callback(d.stop)
-        return d
-
     def start_agent(self):
-        kc = token_kubeconfig(os.path.join(self.tmp, "agent.kubeconfig"), self.rbac.accounts["agent"], self.ns.name)
-        self.start("agent", [AGENT, "--node", k8s.node_name(), "--kubeconfig", kc,
-                             "--cgroup-root", f"star-node-{subnet()}", "--driver", "cgroupfs",
-                             "--journal", os.path.join(self.tmp, "journal.json"),
-                             "--metrics-address", "", "--poll-ms", "200"])
+        super().start_agent(AGENT, self.ns.name)
 
     def start_operator(self):
-        kc = token_kubeconfig(os.path.join(self.tmp, "operator.kubeconfig"),
-                              self.rbac.accounts["operator"], self.ns.name)
-        op = self.start("operator", [OPERATOR, "--kubeconfig", kc, "--namespace", self.ns.name,
-                                     "--report-listen", k8s.node_ip() + ":0", "--metrics-listen", "",
-                                     "--status-interval", "500ms", "--restart-backoff", "100ms",
-                                     "--max-restarts", "3"])
-        if op.wait_line("report-url ", 60) is None:
-            raise AssertionError("star-operator did not start:\n" + op.logs())
-        # Runs before the operator stops: its finalizer is handled while it runs.
-        self.callback(k8s.kubectl, "delete", "tj", "--all", "-n", self.ns.name, "--timeout=60s")
+        # As the chart runs it: HTTPS with the operator's own certificate.
+        super().start_operator(OPERATOR, self.ns.name, self.ns.name, [self.ns.name],
+                               ["--restart-backoff", "100ms", "--max-restarts", "3",
+                                "--report-tls-secret", self.tls_secret()])
 
     def forbidden(self):
         """Raises Forbidden when a daemon's log shows a 403."""
