@@ -299,6 +299,16 @@ class OperatorTest : public ClusterTest {
     return SecretToken(GetJson({"get", "secret", TokenSecretName(job)})).value_or("");
   }
 
+  // Merge-patches job `name` (a spec change) and waits until the operator has reconciled
+  // that generation: whatever changed before the patch has been seen by then.
+  void PatchAndAwaitReconcile(const std::string& name, const std::string& merge_patch) {
+    ASSERT_EQ(Kubectl({"patch", "tj", name, "--type=merge", "-p", merge_patch}).exit_code, 0);
+    ASSERT_TRUE(Eventually([&] {
+      const nlohmann::json j = GetJson({"get", "tj", name});
+      return j["status"].value("observedGeneration", int64_t{0}) == j["metadata"].value("generation", int64_t{-1});
+    })) << ReadFile(OperatorLog());
+  }
+
   OperatorProcess op_;
   std::string report_url_;
   std::string metrics_listen_;  // star-operator's --metrics-listen ("" = none), set before StartOperator

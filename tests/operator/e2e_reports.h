@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -34,6 +35,30 @@ struct StragglerReports {
   // Sees every report once it has been accepted (e.g. a worker's metrics); may be empty.
   std::function<void(const api::WorkerReport&)> observe = nullptr;
 };
+
+// A report client for `report_url` with `token`; null, with a test failure, when it
+// cannot be made.
+inline std::unique_ptr<report::ReportClient> NewReportClient(const std::string& report_url, const std::string& token) {
+  report::ReportClientOptions co;
+  co.base_url = report_url;
+  co.token = token;
+  auto client = report::ReportClient::Create(co);
+  if (!client.ok()) {
+    ADD_FAILURE() << client.status();
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+// Worker 0 of `job` ("<namespace>/<name>") at `iteration`: 64 samples, 0.1 s of compute.
+inline api::WorkerReport OneReport(const std::string& job, int64_t iteration) {
+  api::WorkerReport rep;
+  rep.job = job;
+  rep.local_batch = 64;
+  rep.compute_seconds = 0.1;
+  rep.iteration = iteration;
+  return rep;
+}
 
 // Sends `r` to `report_url` with `token`; *last (if not null) gets the newest decision
 // the responses carried.

@@ -167,19 +167,12 @@ TEST_F(OperatorE2eTest, AFailedPodRestartsTheGangWithNewPodsWhoseReportsAreAccep
   EXPECT_EQ(job["metadata"]["annotations"][kRestartsAnnotation], "1");
   // Regression: the new gang counts iterations from 1 again, and the old loop refused its
   // reports until it passed iteration 60. The restart's loop takes them.
-  report::ReportClientOptions co;
-  co.base_url = report_url_;
-  co.token = Token("rs");
-  auto client = report::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok()) << client.status();
-  api::WorkerReport rep;
-  rep.job = JobKey("rs");
-  rep.local_batch = 64;
-  rep.compute_seconds = 0.1;
-  rep.iteration = 1;
+  auto client = e2e::NewReportClient(report_url_, Token("rs"));
+  ASSERT_NE(client, nullptr);
+  const api::WorkerReport rep = e2e::OneReport(JobKey("rs"), 1);
   StatusOr<std::optional<api::Decision>> first = Status::Internal("none sent");
   ASSERT_TRUE(Eventually([&] {
-    first = (*client)->Send(rep);
+    first = client->Send(rep);
     return first.ok();
   })) << first.status() << "\n" << ReadFile(dir_.path() + "/operator.log");
   e2e::SendReports(report_url_, Token("rs"), {JobKey("rs"), 2, 20, 1, 1000, 1.0, 8, 0.05, 2});
@@ -207,22 +200,14 @@ TEST_F(OperatorE2eTest, AKilledOperatorResumesTheJobsDecisionsWithTheirEpochs) {
 
   op_.Kill();
   StartOperator();
-  report::ReportClientOptions co;
-  co.base_url = report_url_;
-  co.token = Token("rd");
-  auto client = report::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok()) << client.status();
-  api::WorkerReport rep;
-  rep.job = JobKey("rd");
-  rep.local_batch = 64;
-  rep.compute_seconds = 0.1;
+  auto client = e2e::NewReportClient(report_url_, Token("rd"));
+  ASSERT_NE(client, nullptr);
+  const api::WorkerReport rep = e2e::OneReport(JobKey("rd"), 81);
   // The restarted operator answers with the decision in force, not a new epoch 1 that
   // the workers would ignore.
   std::optional<api::Decision> resumed;
   ASSERT_TRUE(Eventually([&] {
-    rep.worker = 0;
-    rep.iteration = 81;
-    auto sent = (*client)->Send(rep);
+    auto sent = client->Send(rep);
     if (!sent.ok() || !*sent) return false;
     resumed = **sent;
     return true;
@@ -331,13 +316,7 @@ TEST_F(OperatorE2eTest, ALabelSquattingPodIsNeitherDeletedNorCountedNorARestart)
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, squatter.dump()).exit_code, 0);
   SetPodPhase("sq-worker-7", "Failed", "node-0");
   // The operator has seen the failed pod once it reconciled the generation after it.
-  ASSERT_EQ(Kubectl({"patch", "tj", "sq", "--type=merge", "-p", R"({"spec":{"mitigation":{"amp":{"enabled":false}}}})"})
-                .exit_code,
-            0);
-  ASSERT_TRUE(Eventually([&] {
-    const json sq = GetJson({"get", "tj", "sq"});
-    return sq["status"].value("observedGeneration", int64_t{0}) == sq["metadata"].value("generation", int64_t{-1});
-  })) << ReadFile(dir_.path() + "/operator.log");
+  PatchAndAwaitReconcile("sq", R"({"spec":{"mitigation":{"amp":{"enabled":false}}}})");
 
   const json job = GetJson({"get", "tj", "sq"});
   EXPECT_EQ(job["status"].value("phase", ""), "Running");

@@ -184,13 +184,7 @@ TEST_F(ReallocationE2eTest, APlanWrittenOnTheJobByItsOwnerThrottlesNobody) {
   const json forged = {{"pods", {{nb_uid, {{"node", NodeName("node-0")}, {"job", JobKey("nb")}, {"cpu", 1}, {"bps", 0}}}}}};
   ASSERT_EQ(Kubectl({"annotate", "tj", "fm", "star.dev/reallocation=" + forged.dump()}).exit_code, 0);
   // The operator has read the edit once it reconciled the generation that follows it.
-  ASSERT_EQ(Kubectl({"patch", "tj", "fm", "--type=merge", "-p", R"({"spec":{"mitigation":{"amp":{"enabled":true}}}})"})
-                .exit_code,
-            0);
-  ASSERT_TRUE(Eventually([&] {
-    const json fm = GetJson({"get", "tj", "fm"});
-    return fm["status"].value("observedGeneration", int64_t{0}) == fm["metadata"].value("generation", int64_t{-1});
-  })) << ReadFile(dir_.path() + "/operator.log");
+  PatchAndAwaitReconcile("fm", R"({"spec":{"mitigation":{"amp":{"enabled":true}}}})");
   // node-0's NodeAllocation is written after that (a third job's pod arrives there), with
   // every plan in force at the time.
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("nc", 1, "100m", "100m")).exit_code, 0);
