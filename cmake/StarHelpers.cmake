@@ -134,3 +134,16 @@ function(star_k8s_gtest name)
   endif()
   star_k8s_test(${name} ${_lock} LABELS ${ARG_LABELS} TIMEOUT ${ARG_TIMEOUT} COMMAND $<TARGET_FILE:${name}>)
 endfunction()
+
+# star_go_test(NAME LABELS l...): `go test ./...` of the Go module in the calling
+# directory (a Go test tool's own tests); not registered where go is missing.
+function(star_go_test name)
+  cmake_parse_arguments(ARG "" "" "LABELS" ${ARGN})
+  find_program(STAR_GO go PATHS /usr/local/go/bin)
+  if(NOT STAR_GO)
+    message(STATUS "${CMAKE_CURRENT_SOURCE_DIR}: no go, ${name} not registered")
+    return()
+  endif()
+  add_test(NAME ${name} COMMAND ${STAR_GO} test -count=1 ./... WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT 300 ENVIRONMENT "GOFLAGS=-mod=mod")
+endfunction()
