@@ -1,5 +1,7 @@
 #include "star/operator/reconciler/status_records.h"
 
+#include <algorithm>
+
 #include "reconciler/helpers.h"
 #include "star/kube/informer.h"
 
@@ -18,6 +20,12 @@ std::pair<std::string, std::string> SplitKey(const std::string& key) {
 
 std::shared_ptr<std::mutex> StatusRecords::JobLock(const std::string& key) {
   std::lock_guard lock(mu_);
+  if (locks_.size() >= prune_at_) {
+    // Locks nobody holds (only the map refers to them) belong to no write in flight: drop
+    // them, so that deleted jobs' locks do not pile up. Amortised O(1) per call.
+    std::erase_if(locks_, [](const auto& entry) { return entry.second.use_count() == 1; });
+    prune_at_ = std::max(kMinPruneAt, 2 * locks_.size());
+  }
   std::shared_ptr<std::mutex>& m = locks_[key];
   if (!m) m = std::make_shared<std::mutex>();
   return m;

@@ -5,6 +5,7 @@
 // different jobs do not wait on each other.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,8 +43,10 @@ class StatusRecords {
 
   kube::Client* client_;
   JobRegistry* registry_;
-  std::mutex mu_;  // guards locks_
+  static constexpr size_t kMinPruneAt = 64;
+  std::mutex mu_;  // guards locks_ and prune_at_
   std::map<std::string, std::shared_ptr<std::mutex>> locks_;  // by job key
+  size_t prune_at_ = kMinPruneAt;  // JobLock drops idle locks once locks_ reaches this size
 };
 
 }  // namespace star::op
