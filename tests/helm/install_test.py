@@ -41,11 +41,14 @@ STAR_CRDS = ("trainingjobs.star.dev", "nodeallocations.star.dev")
 MONITORING_CRDS = os.path.join(HERE, "testdata", "crds")
 
 _tmp = tempfile.TemporaryDirectory(prefix="star-helm-install-")
-# Keeps the operator's and the agent's pods Pending (see the module's comment).
+# Keeps the operator's and the agent's pods Pending (see the module's comment). No agent
+# runs, so no node has anything to restore: the uninstall hook (whose Job would stay
+# Pending too) is off here; tests/helm/agent_hook_test.py tests what it renders.
 OFF_NODE = os.path.join(_tmp.name, "off-node.yaml")
 with open(OFF_NODE, "w") as f:
     yaml.safe_dump({"operator": {"nodeSelector": {"star.dev/helm-install-test": "no-such-node"}},
-                    "agent": {"nodeSelector": {"star.dev/helm-install-test": "no-such-node"}}}, f)
+                    "agent": {"nodeSelector": {"star.dev/helm-install-test": "no-such-node"},
+                              "restoreOnUninstall": False}}, f)
 
 
 def release_name(prefix):
@@ -231,7 +234,11 @@ class InstallTest(unittest.TestCase):
                         ("ClusterRole.rbac.authorization.k8s.io", None, operator),
                         ("ClusterRole.rbac.authorization.k8s.io", None, agent),
                         ("ClusterRoleBinding.rbac.authorization.k8s.io", None, operator),
-                        ("ClusterRoleBinding.rbac.authorization.k8s.io", None, agent)}
+                        ("ClusterRoleBinding.rbac.authorization.k8s.io", None, agent),
+                        # The report endpoint's own certificate (reportTLS on by default).
+                        ("Role.rbac.authorization.k8s.io", ns.name, operator + "-report-tls"),
+                        ("RoleBinding.rbac.authorization.k8s.io", ns.name, operator + "-report-tls"),
+                        ("NetworkPolicy.networking.k8s.io", ns.name, operator)}
             self.assertEqual(set(first), expected)
             dep = first[("Deployment.apps", ns.name, operator)]
             self.assertEqual(dep["spec"]["replicas"], 1)
