@@ -80,7 +80,13 @@ class Life(DaemonStack):
         return self
 
     def start_agent(self):
+        # The agent starts on a journal it cannot read: it moves it aside, says so in an
+        # Event on the Node, and goes on.
+        with open(os.path.join(self.tmp, "journal.json"), "w") as f:
+            f.write("{not json")
         super().start_agent(AGENT, self.ns.name)
+        self.wait(lambda: any(n.startswith("journal.json.corrupt-") for n in os.listdir(self.tmp)), 60,
+                  "the corrupt journal moved aside")
 
     def start_operator(self):
         # As the chart runs it: HTTPS with the operator's own certificate.
@@ -186,12 +192,26 @@ class LifecycleTest(unittest.TestCase):
             life.run()
 
 
+# Rules of the chart that a job's life cannot use, and where they are needed instead.
+OUTSIDE_THE_LIFE = {
+    ("Role", "RELEASE-operator-report-tls", 0):
+        "creating the report certificate's Secret where the operator watches other namespaces than its "
+        "own (here its namespaced Role covers it)",
+    ("Role", "RELEASE-operator-report-tls", 1):
+        "renewing the report certificate (update), due only 30 days before it expires",
+    ("Role", "RELEASE-agent-release", 0):
+        "the uninstall hook's Job (star-agent --release-daemonset; tests/helm/agent_hook_test.py)",
+}
+
+
 @unittest.skipUnless(OPERATOR and AGENT, "STAR_OPERATOR_BINARY and STAR_AGENT_BINARY are needed")
 class RbacMinimalityTest(unittest.TestCase):
     def test_without_any_one_rule_the_life_fails(self):
         with Life() as probe:
             rules = probe.rbac.all_rules()
         self.assertGreater(len(rules), 5)
+        self.assertLessEqual(set(OUTSIDE_THE_LIFE), set(rules), "exempt rules the chart no longer has")
+        rules = [r for r in rules if r not in OUTSIDE_THE_LIFE]
         unneeded = []
         for rule in rules:
             with self.subTest(rule=rule), Life(drop=rule, wait_namespace=False) as life:
