@@ -21,9 +21,8 @@
 // (NodeAllocationReconciler::StoredPlan) and rebuilds the same allocations. Removing a
 // job's plan (no worker needs resources any more, the job stopped running, or was
 // deleted) restores everybody's baseline (Undo). Nothing about a plan is written to the
-// TrainingJob, its Events or its namespace but the requesting job's own totals; an
-// annotation star.dev/reallocation on a TrainingJob (where plans were once kept) is
-// ignored.
+// TrainingJob, its Events or its namespace but the requesting job's own totals, and
+// nothing a job's owner writes (its annotations included) is read as a plan.
 // An override is applied only to a pod STAR created (controller ownerReference to a
 // TrainingJob, star.dev/job label) that its job wants on the override's node: an override
 // naming any other pod, or another node, is dropped.
