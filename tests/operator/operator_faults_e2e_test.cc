@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster_util.h"
+#include "e2e_reports.h"
 #include "e2e_util.h"
 #include "star/test_support/fault_proxy.h"
 #include "star/operator/reconciler/job_objects.h"
@@ -128,16 +129,10 @@ TEST_F(OperatorFaultsE2eTest, AStalledApiServerWedgesNeitherTheReportEndpointNor
   }, 60s)) << Logs();
   // Both jobs are registered once a report of each is answered (iteration 0 goes back for none).
   for (const auto& [job, token] : {std::pair{JobKey("st"), st_token}, std::pair{JobKey("crowd"), crowd_token}}) {
-    report::ReportClientOptions co;
-    co.base_url = report_url_;
-    co.token = token;
-    auto client = report::ReportClient::Create(co);
-    ASSERT_TRUE(client.ok());
-    api::WorkerReport rep;
-    rep.job = job;
-    rep.local_batch = 64;
-    rep.compute_seconds = 0.1;
-    ASSERT_TRUE(Eventually([&] { return (*client)->Send(rep).ok(); }, 60s)) << job << "\n" << Logs();
+    auto client = e2e::NewReportClient(report_url_, token);
+    ASSERT_NE(client, nullptr);
+    const api::WorkerReport rep = e2e::OneReport(job, 0);
+    ASSERT_TRUE(Eventually([&] { return client->Send(rep).ok(); }, 60s)) << job << "\n" << Logs();
   }
   ASSERT_TRUE(Eventually([&] {
     return GetJson({"get", "tj", "st"})["status"].value("phase", "") != "";
@@ -175,18 +170,9 @@ TEST_F(OperatorFaultsE2eTest, AStalledApiServerWedgesNeitherTheReportEndpointNor
     return st.is_object() && st.value("decisionEpoch", int64_t{0}) >= 1;
   }, 120s)) << st.dump(2) << "\n" << Logs();
   // The workers now get the recorded decision.
-  report::ReportClientOptions co;
-  co.base_url = report_url_;
-  co.token = st_token;
-  auto client = report::ReportClient::Create(co);
-  ASSERT_TRUE(client.ok());
-  api::WorkerReport rep;
-  rep.job = JobKey("st");
-  rep.worker = 0;
-  rep.iteration = 81;
-  rep.local_batch = 64;
-  rep.compute_seconds = 0.1;
-  auto sent = (*client)->Send(rep);
+  auto client = e2e::NewReportClient(report_url_, st_token);
+  ASSERT_NE(client, nullptr);
+  auto sent = client->Send(e2e::OneReport(JobKey("st"), 81));
   ASSERT_TRUE(sent.ok()) << sent.status();
   ASSERT_TRUE(sent->has_value());
   EXPECT_EQ((*sent)->epoch, st.value("decisionEpoch", int64_t{0}));
