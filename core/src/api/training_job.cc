@@ -34,6 +34,8 @@ constexpr Table<DetectionRule, 4> kRule{{{DetectionRule::kMad, "MAD"},
                                          {DetectionRule::kChangePoint, "ChangePoint"}}};
 constexpr Table<AmpDtype, 2> kDtype{
     {{AmpDtype::kBfloat16, "bfloat16"}, {AmpDtype::kFloat16, "float16"}}};
+constexpr Table<MitigationMode, 2> kMitigationMode{
+    {{MitigationMode::kMitigate, "Mitigate"}, {MitigationMode::kObserve, "Observe"}}};
 constexpr Table<JobPhase, 6> kPhase{{{JobPhase::kPending, "Pending"},
                                      {JobPhase::kCreated, "Created"},
                                      {JobPhase::kRunning, "Running"},
@@ -51,6 +53,10 @@ std::string_view ToString(DetectionRule r) { return internal::EnumName(kRule, r)
 std::optional<DetectionRule> ParseDetectionRule(std::string_view s) { return internal::EnumParse(kRule, s); }
 std::string_view ToString(AmpDtype d) { return internal::EnumName(kDtype, d); }
 std::optional<AmpDtype> ParseAmpDtype(std::string_view s) { return internal::EnumParse(kDtype, s); }
+std::string_view ToString(MitigationMode m) { return internal::EnumName(kMitigationMode, m); }
+std::optional<MitigationMode> ParseMitigationMode(std::string_view s) {
+  return internal::EnumParse(kMitigationMode, s);
+}
 std::string_view ToString(JobPhase p) { return internal::EnumName(kPhase, p); }
 std::optional<JobPhase> ParseJobPhase(std::string_view s) { return internal::EnumParse(kPhase, s); }
 
@@ -128,6 +134,20 @@ void ReadCpu(ObjectReader& rd, std::string_view key, std::optional<int64_t>* out
   *out = m;
 }
 
+// Reads the optional "nvidia.com/gpu" limit of `rd`: a whole number of GPUs.
+void ReadGpus(ObjectReader& rd, std::optional<int64_t>* out) {
+  constexpr std::string_view kKey = "nvidia.com/gpu";
+  const json* q = Section(rd, kKey, Need::kOptional);
+  if (q == nullptr) return;
+  std::optional<int64_t> millis;
+  if (q->is_string() || q->is_number()) millis = ParseCpuMillicores(*q);
+  if (!millis || *millis % 1000 != 0) {
+    rd.Fail(kKey, "must be a whole number of GPUs like \"1\" or 8, got " + q->dump());
+    return;
+  }
+  *out = *millis / 1000;
+}
+
 StatusOr<ContainerSummary> ContainerFromJson(const json& j, const std::string& path) {
   ContainerSummary c;
   ObjectReader rd(j, path);
@@ -142,6 +162,7 @@ StatusOr<ContainerSummary> ContainerFromJson(const json& j, const std::string& p
       if (const json* sec = Section(rr, key, Need::kOptional)) {
         ObjectReader sr(*sec, rr.FieldPath(key));
         ReadCpu(sr, "cpu", out);
+        if (out == &c.cpu_limit_millicores) ReadGpus(sr, &c.gpus);
         rr.Merge(sr.status());
       }
     }
@@ -153,17 +174,27 @@ StatusOr<ContainerSummary> ContainerFromJson(const json& j, const std::string& p
 
 // ---- spec decoding ----
 
-void ReadReplicas(ObjectReader& parent, std::string_view key, ReplicaSpec* out) {
+// Reads a role's section; only workers have procsPerPod (`procs`).
+enum class Procs { kAllowed, kNone };
+
+void ReadReplicas(ObjectReader& parent, std::string_view key, ReplicaSpec* out, Procs procs) {
   const json* f = Section(parent, key, Need::kRequired);
   if (f == nullptr) return;
   ObjectReader rd(*f, parent.FieldPath(key));
-  rd.Int("replicas", &out->replicas).RejectUnknown({"replicas", "template"});
+  rd.Int("replicas", &out->replicas);
+  if (procs == Procs::kAllowed) {
+    rd.Int("procsPerPod", &out->procs_per_pod, Need::kOptional)
+        .RejectUnknown({"replicas", "procsPerPod", "template"});
+  } else {
+    rd.RejectUnknown({"replicas", "template"});
+  }
   if (const json* t = rd.Get("template"); rd.ok() && t != nullptr) out->pod_template = *t;
   parent.Merge(rd.status());
 }
 
-json ReplicasToJson(const ReplicaSpec& r) {
+json ReplicasToJson(const ReplicaSpec& r, Procs procs) {
   json j = {{"replicas", r.replicas}};
+  if (procs == Procs::kAllowed) j["procsPerPod"] = r.procs_per_pod;
   if (r.pod_template) j["template"] = *r.pod_template;
   return j;
 }
@@ -320,14 +351,80 @@ Status CheckPodTemplate(const json& pod_template, const std::string& path) {
   return FirstContainer(pod_template, path).status();
 }
 
+int WorldSize(const TrainingJobSpec& spec) {
+  return spec.workers.replicas * spec.workers.procs_per_pod;
+}
+
+namespace {
+
+// workers: replicas, procsPerPod (against the pod's GPUs), template, and the world size.
+Status ValidateWorkers(const ReplicaSpec& w, const std::string& path) {
+  const auto at = [&path](std::string_view field) { return JoinPath(path, field); };
+  STAR_RETURN_IF_ERROR(InRange(at("workers.replicas"), w.replicas, 1, kMaxReplicas));
+  STAR_RETURN_IF_ERROR(InRange(at("workers.procsPerPod"), w.procs_per_pod, 1, kMaxProcsPerPod));
+  const int64_t world = int64_t{w.replicas} * w.procs_per_pod;
+  if (world > kMaxReplicas) {
+    return Invalid(at("workers.procsPerPod"),
+                   "workers.replicas * workers.procsPerPod must be <= " +
+                       std::to_string(kMaxReplicas) + ", got " + std::to_string(world));
+  }
+  if (!w.pod_template) return Status::Ok();
+  STAR_RETURN_IF_ERROR(CheckPodTemplate(*w.pod_template, at("workers.template")));
+  STAR_ASSIGN_OR_RETURN(std::optional<ContainerSummary> c,
+                        FirstContainer(*w.pod_template, at("workers.template")));
+  if (c && c->gpus && w.procs_per_pod > *c->gpus) {
+    return Invalid(at("workers.procsPerPod"),
+                   "must be <= the pod's GPUs (nvidia.com/gpu limit " +
+                       std::to_string(*c->gpus) + "), got " + std::to_string(w.procs_per_pod));
+  }
+  return Status::Ok();
+}
+
+// A DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', alphanumeric at both ends.
+bool IsDnsSubdomain(const std::string& s) {
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > kMaxSchedulerNameLength) return false;
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  for (char c : s) {
+    if (!alnum(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+Status ValidateRunPolicy(const RunPolicySpec& r, const std::string& path) {
+  const auto at = [&path](std::string_view field) { return JoinPath(path, field); };
+  if (r.backoff_limit) {
+    STAR_RETURN_IF_ERROR(
+        InRange(at("runPolicy.backoffLimit"), *r.backoff_limit, 0, kMaxBackoffLimit));
+  }
+  if (r.active_deadline_seconds) {
+    STAR_RETURN_IF_ERROR(InRange(at("runPolicy.activeDeadlineSeconds"),
+                                 *r.active_deadline_seconds, 1, kMaxRunPolicySeconds));
+  }
+  if (r.ttl_seconds_after_finished) {
+    STAR_RETURN_IF_ERROR(InRange(at("runPolicy.ttlSecondsAfterFinished"),
+                                 *r.ttl_seconds_after_finished, 0, kMaxRunPolicySeconds));
+  }
+  if (!r.scheduler_name.empty() && !IsDnsSubdomain(r.scheduler_name)) {
+    return Invalid(at("runPolicy.schedulerName"),
+                   "must be a DNS-1123 subdomain of at most " +
+                       std::to_string(kMaxSchedulerNameLength) +
+                       " characters (lowercase letters, digits, '-', '.'), got \"" +
+                       r.scheduler_name + "\"");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(const TrainingJobSpec& s, const std::string& path) {
   const auto at = [&path](std::string_view field) { return JoinPath(path, field); };
-  const int64_t n = s.workers.replicas;
-
-  STAR_RETURN_IF_ERROR(InRange(at("workers.replicas"), n, 1, kMaxReplicas));
-  if (s.workers.pod_template) {
-    STAR_RETURN_IF_ERROR(CheckPodTemplate(*s.workers.pod_template, at("workers.template")));
-  }
+  STAR_RETURN_IF_ERROR(ValidateWorkers(s.workers, path));
+  const int64_t n = WorldSize(s);
+  // How errors name the world size: the field when there is one process per pod.
+  const std::string world = s.workers.procs_per_pod == 1
+                                ? at("workers.replicas")
+                                : at("workers.replicas") + " * " + at("workers.procsPerPod");
 
   if (s.parameter_servers) {
     const int64_t ps = s.parameter_servers->replicas;
@@ -355,7 +452,7 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
   STAR_RETURN_IF_ERROR(
       InRange(at("training.globalBatchSize"), t.global_batch_size, 1, kMaxBatchSize));
   if (t.global_batch_size < n) {
-    return Invalid(at("training.globalBatchSize"), "must be >= " + at("workers.replicas") + " (" +
+    return Invalid(at("training.globalBatchSize"), "must be >= " + world + " (" +
                                                        std::to_string(n) + "), got " +
                                                        std::to_string(t.global_batch_size));
   }
@@ -376,7 +473,7 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
   if (sync.min_k) {
     STAR_RETURN_IF_ERROR(AtLeast(at("synchronization.minK"), *sync.min_k, 1));
     if (*sync.min_k > n) {
-      return Invalid(at("synchronization.minK"), "must be <= " + at("workers.replicas") + " (" +
+      return Invalid(at("synchronization.minK"), "must be <= " + world + " (" +
                                                      std::to_string(n) + "), got " +
                                                      std::to_string(*sync.min_k));
     }
@@ -399,11 +496,16 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
       InRange(at("mitigation.batchAdaptation.minLocalBatch"), min_local, 1, kMaxBatchSize));
   if (min_local > t.global_batch_size / n) {
     return Invalid(at("mitigation.batchAdaptation.minLocalBatch"),
-                   "must be <= " + at("training.globalBatchSize") + " / " + at("workers.replicas") +
+                   "must be <= " + at("training.globalBatchSize") + " / " + world +
                        " (" + std::to_string(t.global_batch_size / n) + "), got " +
                        std::to_string(min_local));
   }
-  return Status::Ok();
+  if (m.amp.dtype == AmpDtype::kFloat16) {
+    return Invalid(at("mitigation.amp.dtype"),
+                   "float16 is not supported (it needs a loss scale that every worker "
+                   "applies alike); use bfloat16");
+  }
+  return ValidateRunPolicy(s.run_policy, path);
 }
 
 namespace {
@@ -463,6 +565,7 @@ void ReadMitigation(ObjectReader& parent, MitigationSpec* m) {
   const json* f = Section(parent, "mitigation", Need::kOptional);
   if (f == nullptr) return;
   ObjectReader mr(*f, parent.FieldPath("mitigation"));
+  ReadEnum(mr, "mode", kMitigationMode, &m->mode);
   ReadDetection(mr, &m->detection);
   if (const json* a = Section(mr, "amp", Need::kOptional)) {
     ObjectReader ar(*a, mr.FieldPath("amp"));
@@ -484,8 +587,33 @@ void ReadMitigation(ObjectReader& parent, MitigationSpec* m) {
         .RejectUnknown({"enabled"});
     mr.Merge(rr.status());
   }
-  mr.RejectUnknown({"detection", "amp", "batchAdaptation", "resourceReallocation"});
+  mr.RejectUnknown({"mode", "detection", "amp", "batchAdaptation", "resourceReallocation"});
   parent.Merge(mr.status());
+}
+
+void ReadRunPolicy(ObjectReader& parent, RunPolicySpec* out) {
+  const json* f = Section(parent, "runPolicy", Need::kOptional);
+  if (f == nullptr) return;
+  ObjectReader rr(*f, parent.FieldPath("runPolicy"));
+  if (rr.ok() && rr.Has("backoffLimit")) rr.Int("backoffLimit", &out->backoff_limit.emplace());
+  for (auto [name, field] :
+       {std::pair{"activeDeadlineSeconds", &out->active_deadline_seconds},
+        std::pair{"ttlSecondsAfterFinished", &out->ttl_seconds_after_finished}}) {
+    if (rr.ok() && rr.Has(name)) rr.Int(name, &field->emplace());
+  }
+  rr.String("schedulerName", &out->scheduler_name, Need::kOptional)
+      .RejectUnknown(
+          {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "schedulerName"});
+  parent.Merge(rr.status());
+}
+
+json ToJson(const RunPolicySpec& r) {
+  json j = json::object();
+  if (r.backoff_limit) j["backoffLimit"] = *r.backoff_limit;
+  if (r.active_deadline_seconds) j["activeDeadlineSeconds"] = *r.active_deadline_seconds;
+  if (r.ttl_seconds_after_finished) j["ttlSecondsAfterFinished"] = *r.ttl_seconds_after_finished;
+  if (!r.scheduler_name.empty()) j["schedulerName"] = r.scheduler_name;
+  return j;
 }
 
 }  // namespace
@@ -494,17 +622,19 @@ StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const json& j, const std::stri
   TrainingJobSpec s;
   ObjectReader rd(j, path);
   ReadEnum(rd, "architecture", kArch, &s.architecture);
-  ReadReplicas(rd, "workers", &s.workers);
+  rd.Bool("suspend", &s.suspend, Need::kOptional);
+  ReadReplicas(rd, "workers", &s.workers, Procs::kAllowed);
   if (rd.ok() && rd.Has("parameterServers")) {
     ReplicaSpec ps;
-    ReadReplicas(rd, "parameterServers", &ps);
+    ReadReplicas(rd, "parameterServers", &ps, Procs::kNone);
     s.parameter_servers = std::move(ps);
   }
   ReadTraining(rd, &s.training);
   ReadSynchronization(rd, &s.synchronization);
   ReadMitigation(rd, &s.mitigation);
-  rd.RejectUnknown(
-      {"architecture", "workers", "parameterServers", "training", "synchronization", "mitigation"});
+  ReadRunPolicy(rd, &s.run_policy);
+  rd.RejectUnknown({"suspend", "architecture", "workers", "parameterServers", "training",
+                    "synchronization", "mitigation", "runPolicy"});
   if (rd.ok()) rd.Merge(Validate(s, path));
   if (!rd.ok()) return rd.status();
   return s;
@@ -522,18 +652,23 @@ json ToJson(const TrainingJobSpec& s) {
   if (m.detection.threshold) detection["threshold"] = *m.detection.threshold;
   json j = {
       {"architecture", ToString(s.architecture)},
-      {"workers", ReplicasToJson(s.workers)},
+      {"suspend", s.suspend},
+      {"workers", ReplicasToJson(s.workers, Procs::kAllowed)},
       {"training", std::move(training)},
       {"synchronization", std::move(sync)},
       {"mitigation",
-       {{"detection", std::move(detection)},
+       {{"mode", ToString(m.mode)},
+        {"detection", std::move(detection)},
         {"amp", {{"enabled", m.amp.enabled}, {"dtype", ToString(m.amp.dtype)}}},
         {"batchAdaptation",
          {{"enabled", m.batch_adaptation.enabled},
           {"minLocalBatch", m.batch_adaptation.min_local_batch}}},
         {"resourceReallocation", {{"enabled", m.resource_reallocation.enabled}}}}},
   };
-  if (s.parameter_servers) j["parameterServers"] = ReplicasToJson(*s.parameter_servers);
+  if (s.parameter_servers) {
+    j["parameterServers"] = ReplicasToJson(*s.parameter_servers, Procs::kNone);
+  }
+  j["runPolicy"] = ToJson(s.run_policy);
   return j;
 }
 

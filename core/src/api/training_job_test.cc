@@ -27,9 +27,11 @@ json FmnistJob() {
       "annotations": {"star.dev/owner": "team-a"}
     },
     "spec": {
+      "suspend": false,
       "architecture": "AllReduce",
       "workers": {
         "replicas": 4,
+        "procsPerPod": 1,
         "template": {
           "metadata": {"labels": {"app": "fmnist"}},
           "spec": {
@@ -51,11 +53,14 @@ json FmnistJob() {
       "training": {"globalBatchSize": 256, "targetAccuracy": 0.88, "maxIterations": 20000},
       "synchronization": {"policy": "Auto", "selector": "Heuristic", "minK": 2},
       "mitigation": {
+        "mode": "Mitigate",
         "detection": {"rule": "MAD", "window": 20, "threshold": 3.0},
         "amp": {"enabled": true, "dtype": "bfloat16"},
         "batchAdaptation": {"enabled": true, "minLocalBatch": 8},
         "resourceReallocation": {"enabled": true}
-      }
+      },
+      "runPolicy": {"backoffLimit": 3, "activeDeadlineSeconds": 3600,
+                    "ttlSecondsAfterFinished": 600, "schedulerName": "volcano"}
     },
     "status": {
       "phase": "Running",
@@ -131,14 +136,17 @@ TEST(TrainingJob, ParameterServerDocumentRoundTripsExactly) {
       json::parse(R"({"replicas": 2, "template": {"spec": {"containers": [{"name": "ps"}]}}})");
   doc["spec"]["synchronization"]["policy"] = "ASGD";
   doc["spec"]["mitigation"]["detection"]["rule"] = "ChangePoint";
-  doc["spec"]["mitigation"]["amp"] = {{"enabled", false}, {"dtype", "float16"}};
+  doc["spec"]["mitigation"]["amp"] = {{"enabled", false}, {"dtype", "bfloat16"}};
+  doc["spec"]["mitigation"]["mode"] = "Observe";
+  doc["spec"]["suspend"] = true;
   doc["status"]["syncMode"] = "asgd";
   doc["status"]["groups"] = {{0, 1}, {2, 3}};
   auto job = TrainingJobFromJson(doc);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->spec.parameter_servers->replicas, 2);
   EXPECT_EQ(job->spec.synchronization.policy, SyncPolicy::kAsgd);
-  EXPECT_EQ(job->spec.mitigation.amp.dtype, AmpDtype::kFloat16);
+  EXPECT_EQ(job->spec.mitigation.mode, MitigationMode::kObserve);
+  EXPECT_TRUE(job->spec.suspend);
   EXPECT_EQ(ToJson(*job), doc);
 }
 
@@ -152,7 +160,11 @@ TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
   s.training = {1024, 0.93, 100000};
   s.synchronization = {SyncPolicy::kGroups, ModeSelector::kMl, 4};
   s.mitigation.detection = {DetectionRule::kRelativeScore, 50, 0.75};
-  s.mitigation.amp = {false, AmpDtype::kFloat16};
+  s.mitigation.amp = {false, AmpDtype::kBfloat16};
+  s.mitigation.mode = MitigationMode::kObserve;
+  s.suspend = true;
+  s.workers.procs_per_pod = 2;
+  s.run_policy = {5, 60, 0, "volcano"};
   s.mitigation.batch_adaptation = {false, 16};
   s.mitigation.resource_reallocation = {false};
   TrainingJobStatus st;
@@ -214,6 +226,10 @@ TEST(TrainingJob, DefaultsAreAppliedOnDecode) {
   EXPECT_TRUE(s.mitigation.batch_adaptation.enabled);
   EXPECT_EQ(s.mitigation.batch_adaptation.min_local_batch, 1);
   EXPECT_TRUE(s.mitigation.resource_reallocation.enabled);
+  EXPECT_EQ(s.mitigation.mode, MitigationMode::kMitigate);
+  EXPECT_FALSE(s.suspend);
+  EXPECT_EQ(s.workers.procs_per_pod, 1);
+  EXPECT_EQ(s.run_policy, RunPolicySpec{});
   EXPECT_FALSE(job->status.has_value());
 
   // Defaults are written back explicitly; no status appears.
@@ -227,12 +243,12 @@ TEST(TrainingJob, DefaultsAreAppliedOnDecode) {
 
 TEST(TrainingJob, PartialSectionsKeepDefaultsForMissingFields) {
   json doc = MinimalJob();
-  doc["spec"]["mitigation"] = {{"amp", {{"dtype", "float16"}}}, {"detection", {{"window", 5}}}};
+  doc["spec"]["mitigation"] = {{"amp", {{"enabled", false}}}, {"detection", {{"window", 5}}}};
   doc["status"] = json::object();
   auto job = TrainingJobFromJson(doc);
   ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_TRUE(job->spec.mitigation.amp.enabled);
-  EXPECT_EQ(job->spec.mitigation.amp.dtype, AmpDtype::kFloat16);
+  EXPECT_FALSE(job->spec.mitigation.amp.enabled);
+  EXPECT_EQ(job->spec.mitigation.amp.dtype, AmpDtype::kBfloat16);
   EXPECT_EQ(job->spec.mitigation.detection.window, 5);
   EXPECT_EQ(job->spec.mitigation.detection.rule, DetectionRule::kMad);
   ASSERT_TRUE(job->status.has_value());
@@ -430,6 +446,64 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.mitigation.amp.enabled: must be a boolean, got string"},
         BadCase{"BadDtype", [](json& d) { Spec(d)["mitigation"]["amp"]["dtype"] = "fp8"; },
                 "spec.mitigation.amp.dtype: must be one of bfloat16, float16, got \"fp8\""},
+        BadCase{"Float16", [](json& d) { Spec(d)["mitigation"]["amp"]["dtype"] = "float16"; },
+                "spec.mitigation.amp.dtype: float16 is not supported (it needs a loss scale "
+                "that every worker applies alike); use bfloat16"},
+        BadCase{"BadMitigationMode", [](json& d) { Spec(d)["mitigation"]["mode"] = "observe"; },
+                "spec.mitigation.mode: must be one of Mitigate, Observe, got \"observe\""},
+        BadCase{"SuspendNotBool", [](json& d) { Spec(d)["suspend"] = "true"; },
+                "spec.suspend: must be a boolean, got string"},
+        BadCase{"ZeroProcsPerPod", [](json& d) { Spec(d)["workers"]["procsPerPod"] = 0; },
+                "spec.workers.procsPerPod: must be >= 1, got 0"},
+        BadCase{"ProcsPerPodAboveMaximum", [](json& d) { Spec(d)["workers"]["procsPerPod"] = 65; },
+                "spec.workers.procsPerPod: must be <= 64, got 65"},
+        BadCase{"WorldAboveMaximum",
+                [](json& d) {
+                  Spec(d)["workers"]["replicas"] = 512;
+                  Spec(d)["workers"]["procsPerPod"] = 4;
+                },
+                "spec.workers.procsPerPod: workers.replicas * workers.procsPerPod must be <= "
+                "1024, got 2048"},
+        BadCase{"ProcsPerPodAboveGpus",
+                [](json& d) {
+                  Spec(d)["workers"]["procsPerPod"] = 4;
+                  Container(d)["resources"]["limits"]["nvidia.com/gpu"] = 2;
+                },
+                "spec.workers.procsPerPod: must be <= the pod's GPUs (nvidia.com/gpu limit 2), "
+                "got 4"},
+        BadCase{"FractionalGpus",
+                [](json& d) { Container(d)["resources"]["limits"]["nvidia.com/gpu"] = "500m"; },
+                "spec.workers.template.spec.containers[0].resources.limits.nvidia.com/gpu: must "
+                "be a whole number of GPUs like \"1\" or 8, got \"500m\""},
+        BadCase{"GlobalBatchBelowWorldSize",
+                [](json& d) {
+                  Spec(d)["workers"]["procsPerPod"] = 8;
+                  Spec(d)["training"]["globalBatchSize"] = 16;
+                  Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 1;
+                },
+                "spec.training.globalBatchSize: must be >= spec.workers.replicas * "
+                "spec.workers.procsPerPod (32), got 16"},
+        BadCase{"ProcsPerPodOnServers",
+                [](json& d) {
+                  Spec(d)["architecture"] = "ParameterServer";
+                  Spec(d)["parameterServers"] = {{"replicas", 1}, {"procsPerPod", 2}};
+                },
+                "spec.parameterServers.procsPerPod: unknown field"},
+        BadCase{"NegativeBackoffLimit", [](json& d) { Spec(d)["runPolicy"]["backoffLimit"] = -1; },
+                "spec.runPolicy.backoffLimit: must be >= 0, got -1"},
+        BadCase{"BackoffLimitAboveMaximum",
+                [](json& d) { Spec(d)["runPolicy"]["backoffLimit"] = 1001; },
+                "spec.runPolicy.backoffLimit: must be <= 1000, got 1001"},
+        BadCase{"ZeroDeadline", [](json& d) { Spec(d)["runPolicy"]["activeDeadlineSeconds"] = 0; },
+                "spec.runPolicy.activeDeadlineSeconds: must be >= 1, got 0"},
+        BadCase{"NegativeTtl", [](json& d) { Spec(d)["runPolicy"]["ttlSecondsAfterFinished"] = -5; },
+                "spec.runPolicy.ttlSecondsAfterFinished: must be >= 0, got -5"},
+        BadCase{"BadSchedulerName",
+                [](json& d) { Spec(d)["runPolicy"]["schedulerName"] = "Volcano"; },
+                "spec.runPolicy.schedulerName: must be a DNS-1123 subdomain of at most 253 "
+                "characters (lowercase letters, digits, '-', '.'), got \"Volcano\""},
+        BadCase{"UnknownRunPolicyField", [](json& d) { Spec(d)["runPolicy"]["restarts"] = 1; },
+                "spec.runPolicy.restarts: unknown field"},
         BadCase{"ZeroMinLocalBatch",
                 [](json& d) { Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 0; },
                 "spec.mitigation.batchAdaptation.minLocalBatch: must be >= 1, got 0"},

@@ -47,6 +47,15 @@ inline constexpr size_t kMaxPodTemplateBytes = 64 * 1024;
 // Upper bound of spec.mitigation.detection.window: the detector keeps `window`
 // iterations per worker, so kMaxReplicas * kMaxDetectionWindow samples per job.
 inline constexpr int kMaxDetectionWindow = 1000;
+// Upper bound of spec.workers.procsPerPod: processes (GPUs) in one worker pod.
+inline constexpr int kMaxProcsPerPod = 64;
+// Upper bound of spec.runPolicy.backoffLimit.
+inline constexpr int kMaxBackoffLimit = 1000;
+// Upper bound of spec.runPolicy.activeDeadlineSeconds and ttlSecondsAfterFinished (int32,
+// as batch/v1 Job has them).
+inline constexpr int64_t kMaxRunPolicySeconds = 2147483647;
+// Upper bound of spec.runPolicy.schedulerName's length (a DNS-1123 subdomain).
+inline constexpr size_t kMaxSchedulerNameLength = 253;
 
 // spec.synchronization.policy. Wire: "Auto", "SSGD", "ASGD", "FixedK", "Groups".
 enum class SyncPolicy { kAuto, kSsgd, kAsgd, kFixedK, kGroups };
@@ -64,10 +73,18 @@ enum class DetectionRule { kMad, kRelativeScore, kStar, kChangePoint };
 std::string_view ToString(DetectionRule r);
 std::optional<DetectionRule> ParseDetectionRule(std::string_view s);
 
-// spec.mitigation.amp.dtype. Wire: "bfloat16", "float16".
+// spec.mitigation.amp.dtype. Wire: "bfloat16", "float16". The codec refuses float16:
+// fp16 needs a loss scale, and a scale applied on the contended workers only would mix
+// scaled and unscaled gradients in one all-reduce.
 enum class AmpDtype { kBfloat16, kFloat16 };
 std::string_view ToString(AmpDtype d);
 std::optional<AmpDtype> ParseAmpDtype(std::string_view s);
+
+// spec.mitigation.mode. Wire: "Mitigate", "Observe". Observe detects and reports
+// stragglers (status, Events, metrics) and changes nothing in training or on nodes.
+enum class MitigationMode { kMitigate, kObserve };
+std::string_view ToString(MitigationMode m);
+std::optional<MitigationMode> ParseMitigationMode(std::string_view s);
 
 // status.phase. Wire: "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed".
 enum class JobPhase { kPending, kCreated, kRunning, kRestarting, kSucceeded, kFailed };
@@ -84,6 +101,10 @@ struct ReplicaSpec {
   // non-empty array of container objects each with a string "name" (see FirstContainer),
   // and its compact JSON is at most kMaxPodTemplateBytes.
   std::optional<nlohmann::json> pod_template;  // wire: "template"
+  // Processes per pod, each a worker with a rank of its own (torchrun's nproc-per-node;
+  // one per GPU). In [1, kMaxProcsPerPod], at most the first container's nvidia.com/gpu
+  // limit when it has one; workers only (parameter servers run one process per pod).
+  int procs_per_pod = 1;  // wire: "procsPerPod"
 
   friend bool operator==(const ReplicaSpec&, const ReplicaSpec&) = default;
 };
@@ -137,6 +158,7 @@ struct ResourceReallocationSpec {
 };
 
 struct MitigationSpec {
+  MitigationMode mode = MitigationMode::kMitigate;  // default Mitigate
   DetectionSpec detection;
   AmpSpec amp;
   BatchAdaptationSpec batch_adaptation;            // wire: "batchAdaptation"
@@ -145,7 +167,26 @@ struct MitigationSpec {
   friend bool operator==(const MitigationSpec&, const MitigationSpec&) = default;
 };
 
+// How the job runs as a whole, as batch/v1 Job and Kubeflow name it.
+struct RunPolicySpec {
+  // Gang restarts before the job fails; unset = the operator's --max-restarts.
+  std::optional<int> backoff_limit;  // wire "backoffLimit"; in [0, kMaxBackoffLimit]
+  // Seconds from the job's first start after which it fails (DeadlineExceeded) and its
+  // pods go; time suspended does not count.
+  std::optional<int64_t> active_deadline_seconds;  // in [1, kMaxRunPolicySeconds]
+  // Seconds after the job finished (Succeeded or Failed) after which it is deleted.
+  std::optional<int64_t> ttl_seconds_after_finished;  // in [0, kMaxRunPolicySeconds]
+  // The pods' schedulerName ("" = the cluster's default). "volcano" also makes a
+  // PodGroup for the gang. A DNS-1123 subdomain.
+  std::string scheduler_name;
+
+  friend bool operator==(const RunPolicySpec&, const RunPolicySpec&) = default;
+};
+
 struct TrainingJobSpec {
+  // No pods while true; a running job suspended loses its pods and keeps its status.
+  // Kueue and other queues admit jobs through it.
+  bool suspend = false;
   Architecture architecture = Architecture::kAllReduce;  // default AllReduce
   ReplicaSpec workers;                                   // required
   // Required (replicas >= 1) for ParameterServer; absent or replicas 0 for AllReduce.
@@ -153,9 +194,13 @@ struct TrainingJobSpec {
   TrainingSpec training;                         // required
   SynchronizationSpec synchronization;           // optional section: all defaults
   MitigationSpec mitigation;                     // optional section: all defaults
+  RunPolicySpec run_policy;                      // wire "runPolicy"; optional, all unset
 
   friend bool operator==(const TrainingJobSpec&, const TrainingJobSpec&) = default;
 };
+
+// The number of worker processes (ranks): workers.replicas * workers.procsPerPod.
+int WorldSize(const TrainingJobSpec& spec);
 
 // ---- status ----
 
@@ -239,9 +284,9 @@ StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const nlohmann::json& j,
 nlohmann::json ToJson(const TrainingJobSpec& spec);
 
 // Checks every rule on a spec built in code or decoded: single-field ranges (as
-// documented on the fields) and the cross-field rules: globalBatchSize >=
-// workers.replicas; minK <= workers.replicas; minLocalBatch * workers.replicas <=
-// globalBatchSize; ParameterServer needs parameterServers.replicas >= 1; AllReduce
+// documented on the fields) and the cross-field rules, with N = WorldSize(spec) <=
+// kMaxReplicas: globalBatchSize >= N; minK <= N; minLocalBatch * N <= globalBatchSize; procsPerPod <= the first worker container's nvidia.com/gpu limit;
+// amp.dtype bfloat16; ParameterServer needs parameterServers.replicas >= 1; AllReduce
 // allows parameterServers only with replicas 0; policy ASGD needs ParameterServer;
 // pod templates well-formed. `path` prefixes the field paths in errors.
 [[nodiscard]] Status Validate(const TrainingJobSpec& spec, const std::string& path = "spec");
@@ -263,6 +308,7 @@ struct ContainerSummary {
   std::vector<std::string> args;                  // empty when not set
   std::optional<int64_t> cpu_limit_millicores;    // resources.limits.cpu
   std::optional<int64_t> cpu_request_millicores;  // resources.requests.cpu
+  std::optional<int64_t> gpus;                    // resources.limits["nvidia.com/gpu"]
 
   friend bool operator==(const ContainerSummary&, const ContainerSummary&) = default;
 };
