@@ -2,8 +2,12 @@
 """Lint of the chart's Grafana dashboards (helm/star/dashboards/*.json) and of the metric
 names its Prometheus rules use (ctest -L helm).
 
-- Every dashboard parses, has its stable uid (the file's name), schemaVersion 39, and the
-  variables datasource -> namespace -> job -> worker, each query chained on the one before.
+- Every dashboard parses, has its stable uid (the file's name), schemaVersion 39; the
+  per-job dashboards have the variables datasource -> namespace -> trainingjob -> worker,
+  each query chained on the one before; the fleet dashboard only datasource.
+- Per-job panels select their job exactly: every selector of a star_ metric names
+  namespace="$namespace" and trainingjob="$trainingjob" (or an anchored pod regex built
+  from them); none uses the label `job` or a `pod=~"...-.*"` prefix.
 - Every panel and target uses the data source `${datasource}`; every target has an expr.
 - Every PromQL expression (targets and variable queries, template variables replaced by
   values) parses: promtool check rules, with each as a recording rule (skipped without
@@ -12,6 +16,9 @@ names its Prometheus rules use (ctest -L helm).
   sources of the training shim, the operator or the node agent) or is listed in
   METRICS_TO_ADD; every entry there is still missing from the code and used by a panel.
   The alert rules use only metrics the code registers.
+- Evaluated by Prometheus's engine (promtool test rules, promql_expr_test): with jobs a and
+  ab in the same namespace (and a job a in another), each per-job panel of job a returns
+  exactly job a's series.
 """
 
 import glob
@@ -30,8 +37,9 @@ DASHBOARDS = os.path.join(CHART, "dashboards")
 RULES = os.path.join(CHART, "rules", "star-rules.yaml")
 CODE_DIRS = ["training-shim", "operator", "node-agent", "kube", "report", "cli"]
 
-UIDS = {"star-job", "star-workers", "star-nodes"}
-VARIABLES = ["datasource", "namespace", "job", "worker"]
+UIDS = {"star-job", "star-workers", "star-nodes", "star-fleet"}
+FLEET = "star-fleet"  # every job and node at once: no job variables
+VARIABLES = ["datasource", "namespace", "trainingjob", "worker"]
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 # Metrics panels query that the code does not register yet. Each is a proposal: its type,
@@ -42,7 +50,7 @@ METRICS_TO_ADD = {}
 # Values the template variables take when an expression is checked.
 VALUES = {
     "namespace": "team",
-    "job": "team/fm",
+    "trainingjob": "fm",
     "worker": "0",
     "datasource": "prometheus",
     "__rate_interval": "1m",
@@ -143,7 +151,7 @@ class DashboardsTest(unittest.TestCase):
     def setUp(self):
         self.dashboards = load_dashboards()
 
-    def test_the_three_dashboards_with_their_stable_uids(self):
+    def test_the_four_dashboards_with_their_stable_uids(self):
         self.assertEqual(set(self.dashboards), UIDS)
         for name, d in self.dashboards.items():
             self.assertEqual(d["uid"], name)
@@ -151,25 +159,55 @@ class DashboardsTest(unittest.TestCase):
             self.assertTrue(d["title"].startswith("STAR / "), name)
             self.assertIn("star", d["tags"], name)
 
-    def test_variables_chain_datasource_namespace_job_worker(self):
+    def test_variables_chain_datasource_namespace_trainingjob_worker(self):
+        fleet = self.dashboards[FLEET]["templating"]["list"]
+        self.assertEqual([v["name"] for v in fleet], ["datasource"])
         for name, d in self.dashboards.items():
+            if name == FLEET:
+                continue
             variables = d["templating"]["list"]
             self.assertEqual([v["name"] for v in variables], VARIABLES, name)
             ds, namespace, job, worker = variables
             self.assertEqual((ds["type"], ds["query"]), ("datasource", "prometheus"), name)
-            previous = None
+            previous = []  # each query selects by every variable before it
             for v in (namespace, job, worker):
                 self.assertEqual(v["type"], "query", (name, v["name"]))
                 self.assertEqual(v["datasource"], DATASOURCE, (name, v["name"]))
                 selector, label = label_values_selector(v["query"])
                 self.assertTrue(selector, (name, v["name"], v["query"]))
-                self.assertEqual(label, "worker" if v is worker else "job", (name, v["name"]))
+                self.assertEqual(label, v["name"], (name, v["name"]))
                 used = set(re.findall(r"\$\{?(\w+)", v["query"]))
-                self.assertEqual(used, {previous} if previous else set(), (name, v["name"]))
-                previous = v["name"]
-            # The operator's job label is "<namespace>/<name>": namespace is its prefix.
-            self.assertEqual(re.match(namespace["regex"].strip("/"), "team/fm").group(1), "team")
+                self.assertEqual(used, set(previous), (name, v["name"]))
+                previous.append(v["name"])
             self.assertTrue(worker["multi"] and worker["includeAll"], name)
+
+    def test_per_job_panels_select_the_job_exactly(self):
+        job = 'namespace="$namespace", trainingjob="$trainingjob"'
+        pod = 'pod=~"$namespace/$trainingjob-(worker|ps)-[0-9]+"'
+        for name, d in self.dashboards.items():
+            for where, expr in expressions(d):
+                self.assertNotRegex(expr, r'[{,]\s*job\s*=', (name, where))
+                self.assertNotRegex(expr, r'pod=~"[^"]*\.\*"', (name, where))
+                if name == FLEET:
+                    self.assertNotIn("$", expr.replace("$__rate_interval", ""), (name, where))
+                    continue
+                for selector in re.findall(r"star_\w+(\{[^}]*\})?", expr):
+                    if where.startswith("variable"):
+                        continue
+                    self.assertTrue(job in selector or pod in selector,
+                                    "%s, %s: %s does not select the job" % (name, where, expr))
+
+    def test_fleet_shows_stragglers_by_node_and_the_operator(self):
+        titles = {p["title"]: p for p in panels_of(self.dashboards[FLEET])}
+        self.assertIn("by (node)", titles["Stragglers by node"]["targets"][0]["expr"])
+        for moved in ("Reconciles by result", "Reconcile duration", "Decision latency",
+                      "Apply outcomes"):
+            self.assertIn(moved, titles)
+            for name, d in self.dashboards.items():
+                if name != FLEET:
+                    self.assertNotIn(moved, [p["title"] for p in panels_of(d)], name)
+        job = {p["title"]: p for p in panels_of(self.dashboards["star-job"])}
+        self.assertIn("star_job_accuracy{", job["Accuracy"]["targets"][0]["expr"])
 
     def test_every_panel_uses_the_datasource_variable(self):
         for name, d in self.dashboards.items():
@@ -238,6 +276,91 @@ class PromqlTest(unittest.TestCase):
             if rc != 0:
                 failed = [exprs[int(i)][0] for i in re.findall(r'group "lint (\d+)"', out)]
                 self.fail("%s: %s\n%s" % (name, failed, out))
+
+
+# Jobs whose names share a prefix with job a (and a job a in another namespace): a per-job
+# panel of team/a must select none of their series.
+JOB = ("team", "a")
+NEIGHBOURS = [("team", "ab"), ("team", "a-2"), ("other", "a")]
+SELECTOR = re.compile(r"(star_\w+)\{([^}]*)\}")
+MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
+
+
+def series_of(metric, matchers, namespace, name):
+    """A series of job namespace/name that the selector's other matchers accept."""
+    pod = "%s/%s-worker-0" % (namespace, name)
+    labels = {"pod": pod}
+    if not metric.startswith("star_node_"):  # the agents know pods, not jobs
+        labels.update(namespace=namespace, trainingjob=name)
+    for label, op, value in matchers:
+        if label in ("namespace", "trainingjob", "pod"):
+            continue
+        if op == "=":
+            labels[label] = value
+        elif op == "=~":
+            labels[label] = value.split("|")[0].replace(".*", "0")
+    if metric.endswith("_bucket"):
+        labels["le"] = "1"
+    return metric + "{" + ", ".join('%s="%s"' % kv for kv in sorted(labels.items())) + "}"
+
+
+def selector_tests(dashboards):
+    """One promtool test per selector of a per-job panel: with job a and its neighbours'
+    series, `group by (namespace, trainingjob, pod)` of the selector is job a's series."""
+    values = dict(VALUES, namespace=JOB[0], trainingjob=JOB[1], worker=".*")
+    tests = []
+    for name, d in sorted(dashboards.items()):
+        if name == FLEET:
+            continue
+        for where, expr in expressions(d):
+            if where.startswith("variable"):
+                continue
+            text = re.sub(r"\$\{?(\w+)\}?", lambda m: values[m.group(1)], expr)
+            for metric, body in SELECTOR.findall(text):
+                matchers = MATCHER.findall(body)
+                mine = series_of(metric, matchers, *JOB)
+                expect = {"pod": "%s/%s-worker-0" % JOB}
+                if not metric.startswith("star_node_"):
+                    expect.update(namespace=JOB[0], trainingjob=JOB[1])
+                tests.append({
+                    "name": "%s, %s: %s{%s}" % (name, where, metric, body),
+                    "interval": "1m",
+                    "input_series": [{"series": series_of(metric, matchers, *j), "values": "1x5"}
+                                     for j in [JOB] + NEIGHBOURS],
+                    "promql_expr_test": [{
+                        "expr": "group by (namespace, trainingjob, pod) (%s{%s})" % (metric, body),
+                        "eval_time": "2m",
+                        "exp_samples": [{"labels": "{" + ", ".join(
+                            '%s="%s"' % kv for kv in sorted(expect.items())) + "}", "value": 1}],
+                    }],
+                })
+    return tests
+
+
+@unittest.skipUnless(shutil.which("promtool"), "promtool unavailable (apt-get install prometheus)")
+class ExactJobTest(unittest.TestCase):
+    def run_tests(self, tests):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "selectors_test.json")
+            with open(path, "w") as f:
+                json.dump({"rule_files": [], "evaluation_interval": "1m", "tests": tests}, f)
+            p = subprocess.run(["promtool", "test", "rules", path], capture_output=True,
+                               text=True, timeout=120)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_jobs_a_ab_and_a_2_do_not_mix(self):
+        tests = selector_tests(load_dashboards())
+        self.assertGreaterEqual(len(tests), 30)
+        rc, out = self.run_tests(tests)
+        self.assertEqual(rc, 0, out)
+
+    def test_a_prefix_match_is_caught(self):
+        # Regression: the Nodes dashboard selected pod=~"$job-.*", which catches job a-2.
+        d = {"star-nodes": {"templating": {"list": []}, "panels": [{"title": "old", "targets": [
+            {"refId": "A", "expr": 'max by (pod) (star_node_cpu_quota{pod=~"$namespace/$trainingjob-.*"})'}]}]}}
+        rc, out = self.run_tests(selector_tests(d))
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("a-2-worker-0", out)
 
 
 class RulesMetricsTest(unittest.TestCase):
