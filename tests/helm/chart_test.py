@@ -209,7 +209,8 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(sm["apiVersion"], "monitoring.coreos.com/v1")
         self.assertEqual(sm["metadata"]["labels"]["release"], "prom")
         self.assertEqual(sm["spec"]["endpoints"][0]["port"], "metrics")
-        self.assertIs(sm["spec"]["endpoints"][0]["honorLabels"], True, "the metrics' own job label is kept")
+        self.assertIs(sm["spec"]["endpoints"][0]["honorLabels"], True,
+                      "the metrics' own namespace label (the TrainingJob's) is kept")
         # It selects both Services, and each has a port named metrics.
         sel = sm["spec"]["selector"]
         selected = []
@@ -251,6 +252,39 @@ class RenderMatrixTest(unittest.TestCase):
         docs = render(*MATRIX["monitoring"], "--set", "serviceMonitor.workers=false")
         self.assertEqual(find(docs, "PodMonitor"), [])
         one(docs, "ServiceMonitor")
+
+    @unittest.skipUnless(shutil.which("promtool"), "promtool unavailable (apt-get install prometheus)")
+    def test_operator_absent_alert_works_with_fullname_override(self):
+        # Regression: StarOperatorAbsent matched up{job=~".*star-operator.*"}; with
+        # fullnameOverride the operator's Service (so the scrape job) is named otherwise.
+        docs = render(*MATRIX["monitoring"], "--set", "fullnameOverride=acme-ml", namespace="ml")
+        service = [d["metadata"]["name"] for d in find(docs, "Service")
+                   if d["metadata"]["labels"].get("app.kubernetes.io/component") == "operator"]
+        self.assertEqual(service, ["acme-ml-operator"])
+        target = 'job="%s", namespace="ml", instance="10.0.0.9:9402"' % service[0]
+        rule = [r for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"]
+                if r.get("alert") == "StarOperatorAbsent"][0]
+        tests = [{"name": "operator up under its override name", "interval": "1m",
+                  "input_series": [{"series": "up{%s}" % target, "values": "1x20"},
+                                   {"series": 'star_operator_reconcile_total{result="success", %s}' % target,
+                                    "values": "0+1x20"}],
+                  "alert_rule_test": [{"eval_time": "20m", "alertname": "StarOperatorAbsent",
+                                       "exp_alerts": []}]},
+                 {"name": "operator gone", "interval": "1m",
+                  "input_series": [{"series": "up{%s}" % target, "values": "0x20"}],
+                  "alert_rule_test": [{"eval_time": "20m", "alertname": "StarOperatorAbsent",
+                                       "exp_alerts": [{"exp_labels": {"severity": "critical"},
+                                                       "exp_annotations": rule["annotations"]}]}]}]
+        with tempfile.TemporaryDirectory() as tmp:
+            rules = os.path.join(tmp, "rules.yaml")
+            with open(rules, "w") as f:
+                yaml.safe_dump({"groups": one(docs, "PrometheusRule")["spec"]["groups"]}, f)
+            test = os.path.join(tmp, "test.yaml")
+            with open(test, "w") as f:
+                yaml.safe_dump({"rule_files": [rules], "evaluation_interval": "1m", "tests": tests}, f)
+            p = subprocess.run(["promtool", "test", "rules", test], capture_output=True, text=True,
+                               timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_monitoring_off_by_default(self):
         docs = render()
