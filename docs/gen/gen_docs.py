@@ -271,9 +271,13 @@ def metrics_md():
                              "helm/star/rules/star-rules.yaml"),
            "# Metrics and alerts reference\n",
            "Every Prometheus metric the code registers, by the component that serves it. "
-           "The `job` label is the TrainingJob's `<namespace>/<name>`: scrape with "
-           "`honorLabels: true`, or Prometheus renames it `exported_job`. Histograms also "
-           "serve `_bucket`, `_sum` and `_count`.\n"]
+           "A job's series carry the labels `namespace` and `trainingjob` (the TrainingJob's "
+           "namespace and name; not `job`, which stays Prometheus's scrape job); per-worker "
+           "series also `worker` and `node` (the node the worker's pod runs on). The "
+           "operator's series name the job's namespace rather than the operator's: scrape "
+           "it with `honorLabels: true`, as the chart's ServiceMonitor does. The agent's "
+           "`pod` label is `<namespace>/<name>`. Histograms also serve `_bucket`, `_sum` and "
+           "`_count`.\n"]
     by_dir = {}
     for name, (kind, help_, rel, d) in metrics.items():
         by_dir.setdefault(d, []).append((name, kind, help_, rel))
