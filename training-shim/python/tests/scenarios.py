@@ -181,9 +181,24 @@ def kill():
     return {"error": None}
 
 
+def torchrun():
+    """SSGD launched by torchrun (no STAR_* variables), and the default group the script
+    may use beside STAR: an all-reduce of the ranks over it."""
+    ds = data()
+    model = st.DistributedDataParallel(make_model())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    before = full_loss(model.module, ds)
+    train(model, ds, opt, st.AdaptiveBatchSampler(ds, batch_size=8, shuffle=False))
+    ranks = torch.tensor([float(st.rank())])
+    dist.all_reduce(ranks)
+    return {"params": flat(model.module), "iteration": st.iteration(), "rank": st.rank(),
+            "world_size": st.world_size(), "local_rank": st.local_rank(), "rank_sum": ranks.item(),
+            "loss_before": before, "loss_after": full_loss(model.module, ds)}
+
+
 def main():
     name, out_dir = sys.argv[1], sys.argv[2]
-    rank = os.environ["STAR_RANK"]
+    rank = os.environ.get("STAR_RANK", os.environ.get("RANK", "0"))
     if DEVICE == "cuda":  # one device per worker where there are several
         torch.cuda.set_device(int(rank) % torch.cuda.device_count())
     if name != "plain_ddp":

@@ -3,7 +3,7 @@ sync engine, per-worker batches and mixed precision from the job's decisions, an
 job's accuracy curve.
 
     import star.torch as st
-    st.init()                                  # STAR_* environment, or keyword arguments
+    st.init()                                  # STAR_* or torchrun's environment, or none
     model = st.DistributedDataParallel(model)  # gradients go through STAR's engine
     sampler = st.AdaptiveBatchSampler(dataset, batch_size=64)
     for x, y in torch.utils.data.DataLoader(dataset, batch_sampler=sampler):
@@ -18,13 +18,13 @@ job's accuracy curve.
 
 from star.errors import ConfigError, PeerError, StarError, StateError
 from star.torch._ddp import DistributedDataParallel
-from star.torch._runtime import (init, is_initialized, iteration, mode, rank, report_accuracy,
-                                 shutdown, world_size)
+from star.torch._runtime import (global_batch, init, is_initialized, iteration, local_rank,
+                                 max_iterations, mode, rank, report_accuracy, shutdown, world_size)
 from star.torch._sampler import AdaptiveBatchSampler
 from star.torch._step import step
 
 __all__ = [
     "AdaptiveBatchSampler", "ConfigError", "DistributedDataParallel", "PeerError", "StarError",
-    "StateError", "init", "is_initialized", "iteration", "mode", "rank", "report_accuracy",
-    "shutdown", "step", "world_size",
+    "StateError", "global_batch", "init", "is_initialized", "iteration", "local_rank",
+    "max_iterations", "mode", "rank", "report_accuracy", "shutdown", "step", "world_size",
 ]

@@ -2,12 +2,15 @@
 wrapped its gradient engine. One per process: init() makes it, shutdown() ends it."""
 
 import os
+import sys
 import warnings
 
 import torch
+import torch.distributed as dist
 
 from star import _star
 from star.errors import ConfigError, PeerError, StarError, StateError
+from star.torch import _environment, _process_group
 
 # init() keyword -> the STAR_* variable it overrides (the C++ shim's WorkerConfig reads them).
 ENV_NAMES = {
@@ -19,7 +22,7 @@ ENV_NAMES = {
     "metrics_address": "STAR_METRICS_ADDRESS",
     "timeout_ms": "STAR_TIMEOUT_MS", "clock_origin": "STAR_CLOCK_ORIGIN", "backend": "STAR_BACKEND",
 }
-AMP_DTYPES = {"bfloat16": torch.bfloat16}
+AMP_DTYPES = {"bfloat16": torch.bfloat16}  # _environment.AMP_DTYPES, as torch types
 
 _runtime = None
 
@@ -27,9 +30,12 @@ _runtime = None
 class Runtime:
     """What init() set up; the wrapped model and the engine join later."""
 
-    def __init__(self, config, amp_dtype):
+    def __init__(self, config, amp_dtype, settings, placement, made_group):
         self.config = config
         self.amp_dtype = amp_dtype
+        self.settings = settings    # _environment.TrainingSettings: the job's global batch, ...
+        self.placement = placement  # _environment.Placement: where the rank came from
+        self.made_group = made_group  # init() made torch.distributed's default group
         self.session = _star.Session(config, local_batch=1)
         self.model = None       # the star.torch.DistributedDataParallel
         self.engine = None      # _star.Engine, made by the model
@@ -60,12 +66,18 @@ def require(what):
 def init(**overrides):
     """Joins this process to its STAR job. Reads the STAR_* environment the operator and
     `star local` set (STAR_RANK, STAR_WORLD_SIZE, STAR_STORE_URL, STAR_CONTROLLER_URL, ...);
-    keyword arguments override it: rank, world_size, job, store_url, host_store,
+    where STAR_RANK / STAR_WORLD_SIZE are absent, torchrun's RANK / WORLD_SIZE (the job
+    then meets at MASTER_ADDR:MASTER_PORT); with neither, this process trains alone (rank
+    0 of 1, a one-line notice on stderr). STAR_* win where both are set. Keyword arguments
+    override the environment: rank, world_size, job, store_url, host_store,
     listen_host, controller_url, token, report_ca, report_every, report_seconds, metrics_address,
     timeout_ms, clock_origin, backend ("gloo", the default, or "nccl": all-reduces on the
     current CUDA device through NCCL, messages over Gloo), and amp_dtype (the autocast type when a decision turns AMP
     on: "bfloat16", on CPU and CUDA; default STAR_AMP_DTYPE or "bfloat16"; float16 would
-    need a loss scale the workers agree on, which star.torch does not keep). ConfigError names a missing or bad variable or
+    need a loss scale the workers agree on, which star.torch does not keep).
+    Afterwards torch.distributed has a default process group the script may use (see
+    _process_group.py for when it cannot), and with LOCAL_RANK set and CUDA present the
+    current device is LOCAL_RANK's. ConfigError names a missing or bad variable or
     argument; StateError if already initialised."""
     global _runtime
     if _runtime is not None:
@@ -80,11 +92,25 @@ def init(**overrides):
         if isinstance(value, bool):
             value = "1" if value else "0"
         env[ENV_NAMES[key]] = str(value)
-    amp_name = amp_name or os.environ.get("STAR_AMP_DTYPE") or "bfloat16"
-    if amp_name not in AMP_DTYPES:
-        raise ConfigError(f"amp_dtype: must be one of {', '.join(AMP_DTYPES)}, got {amp_name!r}")
+    settings = _environment.training_settings(os.environ, amp_name)
+    place = _environment.placement(env, os.environ)
+    env = place.env
+    if place.master is not None and "STAR_LISTEN_HOST" not in env and "STAR_LISTEN_HOST" not in os.environ:
+        env["STAR_LISTEN_HOST"] = _environment.address_towards(*place.master)
     config = _star.config_from_environment(env)
-    _runtime = Runtime(config, AMP_DTYPES[amp_name])
+    made_group = _process_group.ensure_default_group(config, place)
+    try:
+        if _process_group.rendezvous_store(config, place, env):
+            config = _star.config_from_environment(env)
+        if place.local_rank is not None and torch.cuda.is_available():
+            torch.cuda.set_device(place.local_rank % torch.cuda.device_count())
+        _runtime = Runtime(config, AMP_DTYPES[settings.amp_dtype], settings, place, made_group)
+    except BaseException:
+        if made_group:
+            dist.destroy_process_group()
+        raise
+    if place.notice:
+        print(place.notice, file=sys.stderr, flush=True)
 
 
 def is_initialized():
@@ -99,6 +125,25 @@ def rank():
 def world_size():
     """The number of workers in the job."""
     return require("world_size()").config.world_size
+
+
+def local_rank():
+    """This process's rank on its machine (torchrun's LOCAL_RANK: its GPU when the pod
+    runs one process per GPU); 0 when LOCAL_RANK is not set."""
+    rt = require("local_rank()")
+    return rt.placement.local_rank or 0
+
+
+def global_batch():
+    """The job's global batch (spec.training.globalBatchSize, STAR_GLOBAL_BATCH: the sum of
+    every worker's batch), or None when the job does not set one."""
+    return require("global_batch()").settings.global_batch
+
+
+def max_iterations():
+    """The job's iteration limit (spec.training.maxIterations, STAR_MAX_ITERATIONS), or None
+    when the job sets none. The script stops when iteration() reaches it."""
+    return require("max_iterations()").settings.max_iterations
 
 
 def iteration():
@@ -153,5 +198,7 @@ def shutdown():
         rt.model._star_detach()
     rt.engine = None
     rt.session = None
+    if rt.made_group and dist.is_initialized():
+        dist.destroy_process_group()
     if error is not None:
         raise error

@@ -17,19 +17,25 @@ from star.torch import _runtime
 class AdaptiveBatchSampler(torch.utils.data.Sampler):
     """A batch_sampler for DataLoader: `DataLoader(dataset, batch_sampler=sampler)`.
     batch_size is this worker's batch until a decision changes it (the job's global batch
-    is batch_size x world_size). shuffle with seed (+ the epoch) the same on every worker;
+    is batch_size x world_size); left out, it is the job's global batch (STAR_GLOBAL_BATCH)
+    / world_size. A batch_size whose global batch is not the job's is refused (ConfigError
+    naming both). shuffle with seed (+ the epoch) the same on every worker;
     set_epoch(e) as with DistributedSampler, else each pass over it is the next epoch."""
 
-    def __init__(self, dataset, batch_size, shuffle=True, seed=0):
+    def __init__(self, dataset, batch_size=None, shuffle=True, seed=0):
         rt = _runtime.require("AdaptiveBatchSampler")
+        workers = rt.config.world_size
+        if batch_size is None:
+            batch_size = _batch_from_job(rt.settings.global_batch, workers)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size: must be an integer >= 1, got {batch_size!r}")
+        check_global_batch(rt.settings.global_batch, batch_size, workers)
         self.size = dataset if isinstance(dataset, int) else len(dataset)
-        self.global_batch = batch_size * rt.config.world_size
+        self.global_batch = batch_size * workers
         self.steps = self.size // self.global_batch
         if self.steps < 1:
             raise ConfigError(f"batch_size: a global batch of {self.global_batch} ({batch_size} x "
-                              f"{rt.config.world_size} workers) is larger than the dataset ({self.size})")
+                              f"{workers} workers) is larger than the dataset ({self.size})")
         rt.default_batch = batch_size
         self.shuffle = shuffle
         self.seed = seed
@@ -65,3 +71,22 @@ class AdaptiveBatchSampler(torch.utils.data.Sampler):
             first = taken + sum(batches[:me])
             rt.drawn_batch = batches[me]
             yield [order[(first + j) % self.size] for j in range(batches[me])]
+
+
+def _batch_from_job(global_batch, workers):
+    """batch_size when the script gives none: the job's global batch shared equally."""
+    if global_batch is None:
+        raise ConfigError("batch_size: not given, and the job sets no global batch (STAR_GLOBAL_BATCH)")
+    if global_batch % workers:
+        raise ConfigError(f"spec.training.globalBatchSize {global_batch} (STAR_GLOBAL_BATCH) does not divide "
+                          f"equally among {workers} workers; give batch_size, or a multiple of {workers}")
+    return global_batch // workers
+
+
+def check_global_batch(global_batch, batch_size, workers):
+    """ConfigError when the script's global batch (batch_size x workers) is not the job's
+    (STAR_GLOBAL_BATCH; None: the job sets none, nothing to check)."""
+    if global_batch is not None and batch_size * workers != global_batch:
+        raise ConfigError(f"the script's global batch {batch_size * workers} (batch_size {batch_size} x "
+                          f"{workers} workers) disagrees with spec.training.globalBatchSize {global_batch} "
+                          "(STAR_GLOBAL_BATCH)")
