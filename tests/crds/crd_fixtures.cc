@@ -24,9 +24,11 @@ json TrainingJobExample() {
     "kind": "TrainingJob",
     "metadata": {"name": "fmnist", "namespace": "research"},
     "spec": {
+      "suspend": true,
       "architecture": "ParameterServer",
       "workers": {
         "replicas": 4,
+        "procsPerPod": 2,
         "template": {
           "metadata": {"labels": {"app": "fmnist"}},
           "spec": {"containers": [{
@@ -39,10 +41,13 @@ json TrainingJobExample() {
       "training": {"globalBatchSize": 256, "targetAccuracy": 0.88, "maxIterations": 10000},
       "synchronization": {"policy": "FixedK", "selector": "ML", "minK": 2},
       "mitigation": {
+        "mode": "Observe",
         "detection": {"rule": "STAR", "window": 30, "threshold": 2.5},
-        "amp": {"enabled": false, "dtype": "float16"},
+        "amp": {"enabled": false, "dtype": "bfloat16"},
         "batchAdaptation": {"enabled": false, "minLocalBatch": 8},
-        "resourceReallocation": {"enabled": false}}
+        "resourceReallocation": {"enabled": false}},
+      "runPolicy": {"backoffLimit": 2, "activeDeadlineSeconds": 7200,
+                    "ttlSecondsAfterFinished": 300, "schedulerName": "volcano"}
     },
     "status": {
       "phase": "Running",
@@ -133,6 +138,18 @@ void RepairTrainingJob(json& doc, const Path& changed) {
     }
     global = std::max(global, workers * min_local);
   }
+  // workers.procsPerPod: 1 unless it is the field under test, then few enough pods that
+  // the world size stays within 1024 and the global batch covers it.
+  if (spec["workers"].contains("procsPerPod")) {
+    const json procs = spec["workers"]["procsPerPod"];
+    if (at != "spec.workers.procsPerPod") {
+      spec["workers"]["procsPerPod"] = 1;
+    } else if (is_int(procs) && procs >= 1) {
+      const int64_t p = procs.get<int64_t>();
+      workers = std::clamp<int64_t>(api::kMaxReplicas / p, 1, workers);
+      global = std::max(global, workers * p * min_local);
+    }
+  }
   if (at != "spec.synchronization.minK" && is_int(min_k)) {
     spec["synchronization"]["minK"] = std::min(min_k.get<int64_t>(), workers);
   }
@@ -152,12 +169,16 @@ std::vector<std::pair<std::string, json>> TrainingJobViolations() {
     out.emplace_back(field, std::move(doc));
   };
   with("spec.training.globalBatchSize", [](json& s) {
-    s["training"]["globalBatchSize"] = 3;  // < 4 workers
+    s["training"]["globalBatchSize"] = 7;  // < 4 pods * 2 processes
     s["mitigation"]["batchAdaptation"]["minLocalBatch"] = 1;
   });
-  with("spec.synchronization.minK", [](json& s) { s["synchronization"]["minK"] = 5; });
+  with("spec.synchronization.minK", [](json& s) { s["synchronization"]["minK"] = 9; });  // > 8
   with("spec.mitigation.batchAdaptation.minLocalBatch",
-       [](json& s) { s["mitigation"]["batchAdaptation"]["minLocalBatch"] = 65; });  // 256/4 = 64
+       [](json& s) { s["mitigation"]["batchAdaptation"]["minLocalBatch"] = 33; });  // 256/8 = 32
+  with("spec.workers.procsPerPod", [](json& s) {
+    s["workers"]["replicas"] = 1024;  // * 2 processes per pod = 2048 workers
+    s["training"]["globalBatchSize"] = 4096;
+  });
   with("spec.parameterServers", [](json& s) { s.erase("parameterServers"); });
   with("spec.parameterServers.replicas", [](json& s) { s["parameterServers"]["replicas"] = 0; });
   with("spec.parameterServers.replicas", [](json& s) { s["architecture"] = "AllReduce"; });

@@ -601,8 +601,11 @@ void ReadRunPolicy(ObjectReader& parent, RunPolicySpec* out) {
         std::pair{"ttlSecondsAfterFinished", &out->ttl_seconds_after_finished}}) {
     if (rr.ok() && rr.Has(name)) rr.Int(name, &field->emplace());
   }
-  rr.String("schedulerName", &out->scheduler_name, Need::kOptional)
-      .RejectUnknown(
+  rr.String("schedulerName", &out->scheduler_name, Need::kOptional);
+  if (rr.ok() && rr.Has("schedulerName") && out->scheduler_name.empty()) {
+    rr.Fail("schedulerName", "must not be empty (leave it out for the cluster's default)");
+  }
+  rr.RejectUnknown(
           {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "schedulerName"});
   parent.Merge(rr.status());
 }
