@@ -617,6 +617,9 @@ OPERATOR_CALLS = {
     ("star.dev", "nodeallocations", "list"), ("star.dev", "nodeallocations", "watch"),
     ("star.dev", "nodeallocations", "get"), ("star.dev", "nodeallocations", "create"),
     ("star.dev", "nodeallocations", "update"),
+    ("kueue.x-k8s.io", "workloads", "get"),
+    ("scheduling.volcano.sh", "podgroups", "create"), ("scheduling.volcano.sh", "podgroups", "get"),
+    ("scheduling.volcano.sh", "podgroups", "patch"),
 }
 OPERATOR_NOT_CALLS = {("star.dev", "trainingjobs/finalizers", "update")}
 LEASE_CALLS = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}

@@ -194,6 +194,10 @@ class LifecycleTest(unittest.TestCase):
 
 # Rules of the chart that a job's life cannot use, and where they are needed instead.
 OUTSIDE_THE_LIFE = {
+    ("Role", "RELEASE-operator", 7):
+        "reading the Kueue Workload of a job queued by Kueue (tests/k8s/kueue_test.py)",
+    ("Role", "RELEASE-operator", 8):
+        "the PodGroup of a job whose pods go to Volcano (tests/k8s/kueue_test.py)",
     ("Role", "RELEASE-operator-report-tls", 0):
         "creating the report certificate's Secret where the operator watches other namespaces than its "
         "own (here its namespaced Role covers it)",

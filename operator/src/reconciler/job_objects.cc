@@ -11,6 +11,8 @@
 
 #include "star/core/api/json_reader.h"
 #include "star/core/api/training_job.h"
+#include "star/operator/reconciler/pod_group.h"
+#include "star/operator/reconciler/queueing.h"
 
 namespace star::op {
 namespace {
@@ -249,6 +251,8 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
     pods.push_back(std::move(pod));
   }
   for (json& pod : pods) pod["metadata"]["annotations"][kPodTemplateHashAnnotation] = hash;
+  ApplySchedulerName(job, spec, &pods);
+  ApplyKueuePodGroup(job, &pods);
   return pods;
 }
 

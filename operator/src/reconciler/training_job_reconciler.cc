@@ -2,6 +2,8 @@
 
 #include "reconciler/helpers.h"
 #include "reconciler/reallocator.h"
+#include "star/operator/reconciler/pod_group.h"
+#include "star/operator/reconciler/queueing.h"
 #include "star/kube/informer.h"
 #include "star/kube/time.h"
 #include "star/report/token.h"
@@ -161,6 +163,9 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
                                               DecisionFromStatus(job.value("status", json::object())),
                                               RestartsOf(job)));
   STAR_RETURN_IF_ERROR(EnsureService(job));
+  // A job whose pods go to Volcano waits (and says why) until its PodGroup exists.
+  STAR_ASSIGN_OR_RETURN(const bool grouped, EnsurePodGroup(client_, deps_.records, &job, *desired));
+  if (!grouped) return milliseconds(30000);
   return Converge(&job, key, *spec, *desired, token);
 }
 
@@ -175,6 +180,7 @@ StatusOr<milliseconds> TrainingJobReconciler::Converge(json* job, const std::str
   STAR_RETURN_IF_ERROR(DeletePods(*job, in, d));
   STAR_ASSIGN_OR_RETURN(const bool refused, CreatePods(*job, in, d, desired, token));
   if (refused) return milliseconds(0);
+  STAR_RETURN_IF_ERROR(SyncAdmittedCondition(client_, deps_.records, job, in.observed));
   STAR_RETURN_IF_ERROR(WritePhase(*job, d));
   deps_.registry->SetWorkerNodes(key, WorkerNodes(in.observed, spec.workers.replicas));
   STAR_RETURN_IF_ERROR(reallocator_->Reallocate(job, key, spec, d, in.observed));
