@@ -174,7 +174,12 @@ class ReconcilePass {
   std::optional<PodPlan> PlanPod(const api::PodAllocation& p, const InterfaceMap& interfaces,
                                  std::vector<std::string>& violations);
   // Reads the pod's interface (if it has one) into `plan`; false when the read failed.
-  bool PlanNet(const api::PodAllocation& p, const InterfaceMap& interfaces, PodPlan& plan);
+  bool PlanNet(const api::PodAllocation& p, const InterfaceMap& interfaces,
+               const JournalEntry* journalled, PodPlan& plan);
+  // The pod's interface as NodeOs::PodInterface finds it, refusing one that another pod
+  // of this allocation already has.
+  StatusOr<std::string> DiscoverInterface(const api::PodAllocation& p, const PodPlan& plan,
+                                          const InterfaceMap& interfaces);
   Status RestoreCpu(const CpuOriginal& o);
   Status RestoreNet(const NetOriginal& o);
   // Restores the stale interface of `plan` and journals its new one; false on failure.
@@ -191,6 +196,7 @@ class ReconcilePass {
   ReconcileResult result_;
   std::vector<PodPlan> plans_;
   std::map<std::string, std::optional<JournalEntry>> forget_;
+  std::map<std::string, std::string> discovered_;  // interface -> uid, found this pass
 };
 
 void ReconcilePass::Fail(size_t idx, Status s) {
@@ -239,19 +245,50 @@ std::optional<PodPlan> ReconcilePass::PlanPod(const api::PodAllocation& p,
       journalled && journalled->cpu ? journalled->cpu->limits : *cpu;
   if (auto v = GuaranteeViolation(p, original)) violations.push_back(std::move(*v));
 
-  if (!PlanNet(p, interfaces, plan)) return std::nullopt;
+  if (!PlanNet(p, interfaces, journalled, plan)) return std::nullopt;
   if (journalled && journalled->net && journalled->net->interface != plan.interface) {
     plan.stale_net = journalled->net;
   }
   return plan;
 }
 
+StatusOr<std::string> ReconcilePass::DiscoverInterface(const api::PodAllocation& p,
+                                                       const PodPlan& plan,
+                                                       const InterfaceMap& interfaces) {
+  STAR_ASSIGN_OR_RETURN(std::string ifname, Retry([&] { return os_.PodInterface(plan.cgroup); }));
+  STAR_RETURN_IF_ERROR(CheckInterfaceName(ifname, "interface of pod " + p.uid));
+  std::string other;
+  for (const auto& [uid, name] : interfaces) {
+    if (name == ifname && uid != p.uid) other = uid;
+  }
+  if (auto d = discovered_.find(ifname); d != discovered_.end()) other = d->second;
+  if (!other.empty()) {
+    return Status::FailedPrecondition("interface " + ifname + " is already pod " + other + "'s");
+  }
+  discovered_[ifname] = p.uid;
+  return ifname;
+}
+
 bool ReconcilePass::PlanNet(const api::PodAllocation& p, const InterfaceMap& interfaces,
-                            PodPlan& plan) {
-  auto it = interfaces.find(p.uid);
-  if (it == interfaces.end()) return true;
-  plan.interface = it->second;
-  result_.pods[plan.result_index].interface = plan.interface;
+                            const JournalEntry* journalled, PodPlan& plan) {
+  PodResult& r = result_.pods[plan.result_index];
+  if (auto it = interfaces.find(p.uid); it != interfaces.end()) {
+    plan.interface = it->second;  // the explicit mapping wins over discovery
+  } else {
+    const bool shape = !(DesiredNet(p.network) == NetLimits{});
+    if (!shape && !options_.unshaped_net_originals) return true;
+    auto found = DiscoverInterface(p, plan, interfaces);
+    if (!found.ok()) {
+      if (shape) r.network_skipped = found.status().WithPrefix("interface not found");
+      // Whatever the pod's journalled interface carries stays as it is until it is found.
+      if (journalled && journalled->net) plan.interface = journalled->net->interface;
+      r.interface = plan.interface;
+      return true;
+    }
+    plan.interface = *found;
+    r.interface_discovered = true;
+  }
+  r.interface = plan.interface;
   auto net = Retry([&] { return os_.ReadNet(plan.interface); });
   if (!net.ok()) {
     Fail(plan.result_index, net.status().WithPrefix("interface " + plan.interface));

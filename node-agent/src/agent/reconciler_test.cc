@@ -472,5 +472,139 @@ TEST(ReconcilerTest, RandomTransientFaultsStillConvergeAndRefusalsChangeNothing)
   }
 }
 
+// ---- Interfaces found from the pod's network namespace (NodeOs::PodInterface). ----
+
+TEST(ReconcilerTest, DiscoveredInterfaceIsShapedWithoutAMappingAndRestored) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  os.SetPodInterface(Cgroup(0), Veth(0));
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  auto res = r.Reconcile(Alloc({Pod(0, 500, 1'000'000)}));
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_TRUE(res->all_ok());
+  EXPECT_EQ(Net(os, 0), (NetLimits{1'000'000, 0, 1}));
+  EXPECT_EQ(res->pods[0].interface, Veth(0));
+  EXPECT_TRUE(res->pods[0].interface_discovered);
+  EXPECT_TRUE(res->pods[0].network_skipped.ok());
+  EXPECT_EQ(journal.Find(Uid(0))->net->interface, Veth(0));
+  ASSERT_TRUE(r.ReleaseAll().ok());
+  EXPECT_EQ(Net(os, 0), kOriginalNet);
+}
+
+TEST(ReconcilerTest, MappingOverridesDiscovery) {
+  MemoryNodeOs os;
+  AddPods(os, 2);
+  os.SetPodInterface(Cgroup(0), Veth(1));
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  auto res = r.Reconcile(Alloc({Pod(0, 500, 1'000'000)}), {{Uid(0), Veth(0)}});
+  ASSERT_TRUE(res.ok() && res->all_ok()) << res.status();
+  EXPECT_EQ(Net(os, 0).egress_bits_per_second, 1'000'000);
+  EXPECT_EQ(os.net_writes(Veth(1)), 0);
+  EXPECT_FALSE(res->pods[0].interface_discovered);
+  EXPECT_EQ(os.pod_interface_calls(), 0);
+}
+
+TEST(ReconcilerTest, PodWithoutBandwidthAllocationIsNotProbed) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  os.SetPodInterface(Cgroup(0), Veth(0));
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  ASSERT_TRUE(r.Reconcile(Alloc({Pod(0, 500)})).ok());
+  EXPECT_EQ(os.pod_interface_calls(), 0);
+  EXPECT_EQ(os.net_writes(), 0);
+}
+
+TEST(ReconcilerTest, HostNetworkPodIsSkippedWithItsReasonAndNoInterfaceIsTouched) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  os.AddInterface("eth0");
+  os.SetPodInterface(Cgroup(0), Status::FailedPrecondition("host network"));
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  auto res = r.Reconcile(Alloc({Pod(0, 500, 1'000'000)}));
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_TRUE(res->all_ok()) << "a skipped network does not fail the pod";
+  EXPECT_EQ(res->pods[0].action, PodAction::kApplied) << "its CPU is applied";
+  EXPECT_EQ(Cpu(os, 0).quota_us, 50000);
+  EXPECT_EQ(res->pods[0].network_skipped.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(res->pods[0].network_skipped.message().find("host network"), std::string::npos);
+  EXPECT_EQ(res->pods[0].interface, "");
+  EXPECT_EQ(os.net_writes(), 0);
+  EXPECT_EQ(journal.Find(Uid(0))->net, std::nullopt);
+}
+
+TEST(ReconcilerTest, PodWithoutAProcessYetIsShapedOnALaterPass) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  const auto alloc = Alloc({Pod(0, 500, 1'000'000)});
+  auto first = r.Reconcile(alloc);
+  ASSERT_TRUE(first.ok() && first->all_ok());
+  EXPECT_EQ(first->pods[0].network_skipped.code(), StatusCode::kNotFound);
+  EXPECT_EQ(os.net_writes(), 0);
+  os.SetPodInterface(Cgroup(0), Veth(0));
+  auto second = r.Reconcile(alloc);
+  ASSERT_TRUE(second.ok() && second->all_ok());
+  EXPECT_TRUE(second->pods[0].network_skipped.ok());
+  EXPECT_EQ(Net(os, 0).egress_bits_per_second, 1'000'000);
+}
+
+TEST(ReconcilerTest, LostDiscoveryLeavesTheJournalledInterfaceAsItIs) {
+  MemoryNodeOs os;
+  AddPods(os, 1);
+  os.SetPodInterface(Cgroup(0), Veth(0));
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  const auto alloc = Alloc({Pod(0, 500, 1'000'000)});
+  ASSERT_TRUE(r.Reconcile(alloc).ok());
+  const int64_t writes = os.net_writes();
+  os.SetPodInterface(Cgroup(0), Status::NotFound("no process in cgroup"));
+  auto res = r.Reconcile(alloc);
+  ASSERT_TRUE(res.ok() && res->all_ok());
+  EXPECT_FALSE(res->pods[0].network_skipped.ok());
+  EXPECT_EQ(res->pods[0].interface, Veth(0));
+  EXPECT_EQ(Net(os, 0).egress_bits_per_second, 1'000'000) << "neither restored nor rewritten";
+  EXPECT_EQ(os.net_writes(), writes);
+  ASSERT_NE(journal.Find(Uid(0)), nullptr);
+  EXPECT_EQ(journal.Find(Uid(0))->net->interface, Veth(0));
+  // Gone from the allocation while undiscoverable: the journalled interface is restored.
+  ASSERT_TRUE(r.Reconcile(Alloc({})).ok());
+  EXPECT_EQ(Net(os, 0), kOriginalNet);
+}
+
+TEST(ReconcilerTest, InterfaceFoundForTwoPodsShapesOnlyTheFirst) {
+  MemoryNodeOs os;
+  AddPods(os, 2);
+  os.SetPodInterface(Cgroup(0), Veth(0));
+  os.SetPodInterface(Cgroup(1), Veth(0));
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  auto res = r.Reconcile(Alloc({Pod(0, 500, 1'000'000), Pod(1, 500, 2'000'000)}));
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_TRUE(res->pods[0].network_skipped.ok());
+  EXPECT_EQ(res->pods[1].network_skipped.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Net(os, 0).egress_bits_per_second, 1'000'000);
+  EXPECT_EQ(os.net_writes(), 1);
+}
+
+TEST(ReconcilerTest, TransientDiscoveryErrorsAreRetried) {
+  MemoryNodeOs mem;
+  AddPods(mem, 1);
+  mem.SetPodInterface(Cgroup(0), Veth(0));
+  FaultyNodeOs os(&mem);
+  os.FailNext(NodeOsMethod::kPodInterface, Status::Unavailable("netlink busy"), 2);
+  Journal journal = Journal::InMemory();
+  Reconciler r(os, journal, NoSleep());
+  auto res = r.Reconcile(Alloc({Pod(0, 500, 1'000'000)}));
+  ASSERT_TRUE(res.ok() && res->all_ok());
+  EXPECT_TRUE(res->pods[0].network_skipped.ok()) << res->pods[0].network_skipped;
+  EXPECT_EQ(Net(mem, 0).egress_bits_per_second, 1'000'000);
+  EXPECT_EQ(os.calls(NodeOsMethod::kPodInterface), 3);
+}
+
 }  // namespace
 }  // namespace star::agent

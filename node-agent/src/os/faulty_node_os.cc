@@ -150,4 +150,9 @@ StatusOr<NetStats> FaultyNodeOs::ReadNetStats(const std::string& ifname) {
                                   [&] { return base_->ReadNetStats(ifname); });
 }
 
+StatusOr<std::string> FaultyNodeOs::PodInterface(const std::string& cgroup) {
+  return Call<StatusOr<std::string>>(NodeOsMethod::kPodInterface, false,
+                                     [&] { return base_->PodInterface(cgroup); });
+}
+
 }  // namespace star::agent

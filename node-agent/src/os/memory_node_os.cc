@@ -132,6 +132,25 @@ void MemoryNodeOs::SetNetStats(const std::string& ifname, const NetStats& stats)
   interfaces_[ifname].stats = stats;
 }
 
+StatusOr<std::string> MemoryNodeOs::PodInterface(const std::string& cgroup) {
+  STAR_RETURN_IF_ERROR(CheckCgroupPath(cgroup));
+  std::lock_guard lock(mu_);
+  ++pod_interface_calls_;
+  auto it = pod_interfaces_.find(cgroup);
+  if (it == pod_interfaces_.end()) return Status::NotFound("no process in cgroup " + cgroup);
+  return it->second;
+}
+
+void MemoryNodeOs::SetPodInterface(const std::string& cgroup, StatusOr<std::string> answer) {
+  std::lock_guard lock(mu_);
+  pod_interfaces_.insert_or_assign(cgroup, std::move(answer));
+}
+
+int64_t MemoryNodeOs::pod_interface_calls() const {
+  std::lock_guard lock(mu_);
+  return pod_interface_calls_;
+}
+
 int64_t MemoryNodeOs::cpu_writes() const {
   std::lock_guard lock(mu_);
   return cpu_writes_;

@@ -32,6 +32,7 @@
 #include <sstream>
 
 #include "os/limits_check.h"
+#include "os/pod_netns.h"
 #include "star/agent/quantity.h"
 #include "star/core/common/hash.h"
 
@@ -109,8 +110,13 @@ constexpr uint32_t kRedirectPrio = 1;  // our u32 redirect filter's priority on 
 
 class RealNodeOs final : public NodeOs {
  public:
-  RealNodeOs(CgroupVersion v, std::string root, std::string prefix, SockPtr sock)
-      : version_(v), root_(std::move(root)), prefix_(std::move(prefix)), sock_(std::move(sock)) {}
+  RealNodeOs(CgroupVersion v, std::string root, std::string prefix, SockPtr sock,
+             internal::NetnsId netns)
+      : version_(v),
+        root_(std::move(root)),
+        prefix_(std::move(prefix)),
+        netns_(netns),
+        sock_(std::move(sock)) {}
 
   CgroupVersion cgroup_version() const override { return version_; }
 
@@ -172,6 +178,8 @@ class RealNodeOs final : public NodeOs {
     s.rx_bytes = static_cast<int64_t>(rtnl_link_get_stat(link.get(), RTNL_LINK_RX_BYTES));
     return s;
   }
+
+  StatusOr<std::string> PodInterface(const std::string& cgroup) override;
 
  private:
   Status CheckPath(const std::string& cgroup) const {
@@ -353,6 +361,7 @@ class RealNodeOs final : public NodeOs {
   const CgroupVersion version_;
   const std::string root_;
   const std::string prefix_;
+  const internal::NetnsId netns_;  // where sock_ was opened: the node's (host) namespace
   std::mutex mu_;  // guards sock_ and serialises libcgroup use
   SockPtr sock_;
 };
@@ -658,6 +667,36 @@ Status RealNodeOs::WriteNet(const std::string& ifname, const NetLimits& limits) 
   return st;
 }
 
+StatusOr<std::string> RealNodeOs::PodInterface(const std::string& cgroup) {
+  STAR_RETURN_IF_ERROR(CheckExisting(cgroup));
+  STAR_ASSIGN_OR_RETURN(internal::UniqueFd ns, internal::OpenCgroupNetns(root_ + "/" + cgroup, cgroup));
+  STAR_ASSIGN_OR_RETURN(internal::NetnsId id, internal::NetnsOf(ns.get()));
+  if (id == netns_) {
+    return Status::FailedPrecondition("cgroup " + cgroup +
+                                      ": its processes use the node's network namespace "
+                                      "(host network); the node's interfaces are not the pod's");
+  }
+  STAR_ASSIGN_OR_RETURN(std::vector<internal::PodVeth> veths, internal::VethsIn(ns.get()));
+  STAR_ASSIGN_OR_RETURN(internal::PodVeth veth, internal::ChoosePodVeth(veths, cgroup));
+  std::lock_guard lock(mu_);
+  rtnl_link* raw = nullptr;
+  const std::string what = "cgroup " + cgroup + ": the peer (ifindex " +
+                           std::to_string(veth.peer_ifindex) + ") of the pod's " + veth.name;
+  if (int err = rtnl_link_get_kernel(sock_.get(), veth.peer_ifindex, nullptr, &raw); err < 0) {
+    return NlError(err, what + " in the node's namespace");
+  }
+  LinkPtr peer(raw);
+  const char* type = rtnl_link_get_type(peer.get());
+  // Both ends must name each other: an ifindex alone may belong to an unrelated device.
+  if (type == nullptr || std::strcmp(type, "veth") != 0 ||
+      rtnl_link_get_link(peer.get()) != veth.ifindex) {
+    return Status::NotFound(what + " is not in the node's namespace (ifindex " +
+                            std::to_string(veth.peer_ifindex) + " here is " +
+                            rtnl_link_get_name(peer.get()) + ", not its peer)");
+  }
+  return std::string(rtnl_link_get_name(peer.get()));
+}
+
 }  // namespace
 
 std::string IfbName(const std::string& ifname) {
@@ -702,8 +741,9 @@ StatusOr<std::unique_ptr<NodeOs>> NewRealNodeOs(const RealNodeOsOptions& options
   if (int err = nl_connect(sock.get(), NETLINK_ROUTE); err < 0) {
     return Status::Unavailable(std::string("netlink connect: ") + nl_geterror(err));
   }
+  STAR_ASSIGN_OR_RETURN(internal::NetnsId netns, internal::CurrentNetns());
   return std::unique_ptr<NodeOs>(
-      new RealNodeOs(version, root, options.allowed_prefix, std::move(sock)));
+      new RealNodeOs(version, root, options.allowed_prefix, std::move(sock), netns));
 }
 
 }  // namespace star::agent

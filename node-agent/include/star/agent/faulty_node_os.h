@@ -29,6 +29,7 @@ enum class NodeOsMethod {
   kReadNet,
   kWriteNet,
   kReadNetStats,
+  kPodInterface,
 };
 
 class FaultyNodeOs final : public NodeOs {
@@ -66,6 +67,7 @@ class FaultyNodeOs final : public NodeOs {
   StatusOr<NetLimits> ReadNet(const std::string& ifname) override;
   Status WriteNet(const std::string& ifname, const NetLimits& limits) override;
   StatusOr<NetStats> ReadNetStats(const std::string& ifname) override;
+  StatusOr<std::string> PodInterface(const std::string& cgroup) override;
 
  private:
   struct Scheduled {

@@ -32,6 +32,8 @@ class MemoryNodeOs final : public NodeOs {
   StatusOr<NetLimits> ReadNet(const std::string& ifname) override;
   Status WriteNet(const std::string& ifname, const NetLimits& limits) override;
   StatusOr<NetStats> ReadNetStats(const std::string& ifname) override;
+  // What SetPodInterface set for `cgroup`; NotFound ("no process") when nothing was set.
+  StatusOr<std::string> PodInterface(const std::string& cgroup) override;
 
   // Test hooks (thread-safe). Adding an existing cgroup/interface replaces its limits.
   // They do not count as writes.
@@ -41,6 +43,11 @@ class MemoryNodeOs final : public NodeOs {
   void AddInterface(const std::string& ifname, const NetLimits& limits = {});
   void RemoveInterface(const std::string& ifname);
   void SetNetStats(const std::string& ifname, const NetStats& stats);  // adds if missing
+  // What PodInterface(cgroup) answers from now on: an interface name or an error (e.g.
+  // FailedPrecondition for a host-network pod). The interface itself is not added.
+  void SetPodInterface(const std::string& cgroup, StatusOr<std::string> answer);
+  // PodInterface calls so far.
+  int64_t pod_interface_calls() const;
 
   // Successful WriteCpu / WriteNet calls so far (a rejected write is not counted).
   int64_t cpu_writes() const;
@@ -65,6 +72,8 @@ class MemoryNodeOs final : public NodeOs {
   mutable std::mutex mu_;
   std::map<std::string, Cgroup> cgroups_;
   std::map<std::string, Interface> interfaces_;
+  std::map<std::string, StatusOr<std::string>> pod_interfaces_;
+  int64_t pod_interface_calls_ = 0;
   int64_t cpu_writes_ = 0;
   int64_t net_writes_ = 0;
 };

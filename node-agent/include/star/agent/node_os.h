@@ -4,7 +4,7 @@
 //
 // Cgroups are named by their path relative to the CPU controller's hierarchy root (v1:
 // the cpu controller mount, v2: the unified root), e.g. "kubepods/burstable/pod1234";
-// interfaces by name (the pod's host-side veth). Implementations refuse paths that are
+// interfaces by name (the pod's host-side veth, which PodInterface finds). Implementations refuse paths that are
 // absolute, contain "..", or leave the configured root (InvalidArgument naming the path).
 // All methods are thread-safe.
 #pragma once
@@ -72,6 +72,18 @@ class NodeOs {
   // Installs (or replaces, or with zeros removes) the interface's shaping; idempotent.
   [[nodiscard]] virtual Status WriteNet(const std::string& ifname, const NetLimits& limits) = 0;
   [[nodiscard]] virtual StatusOr<NetStats> ReadNetStats(const std::string& ifname) = 0;
+
+  // The host-side interface of the pod whose cgroup is `cgroup`: the network namespace of
+  // a process in that cgroup (or below it), the veth there whose peer lives in this
+  // NodeOs's network namespace, and that peer's name. Never answers an interface that is
+  // not the peer of the pod's own veth. Errors:
+  //   NotFound            no process in the cgroup (not started, or gone), or the pod's
+  //                       veth has no peer here (the interface vanished);
+  //   FailedPrecondition  the processes share this NodeOs's network namespace (a host-
+  //                       network pod: the node's own interfaces are never the pod's), or
+  //                       the pod's namespace has no veth, or several and none is eth0;
+  //   InvalidArgument     a bad cgroup path (as for the other methods).
+  [[nodiscard]] virtual StatusOr<std::string> PodInterface(const std::string& cgroup) = 0;
 };
 
 }  // namespace star::agent

@@ -10,7 +10,14 @@
 //      1000 us, the kernel's minimum, at most kMaxQuotaUs, computed without overflow for
 //      any int64; 0 millicores = unlimited, -1), the observed period
 //      is kept, weight = cpu.weight; NetLimits = the pod's network allocation, applied to
-//      its mapped interface (no mapping: no shaping).
+//      the pod's host-side interface. Which interface: the one `interfaces` maps the pod
+//      to (an explicit override), else the one NodeOs::PodInterface finds from the pod's
+//      network namespace, asked only when the pod is to be shaped (or, after a lost
+//      journal, may be). When it cannot be found (no process yet, a host-network pod, the
+//      interface gone, an interface already another pod's) the pod's network is skipped
+//      for this pass: PodResult::network_skipped says why, its CPU is still applied, no
+//      interface is touched (an interface journalled for it keeps what it has), and the
+//      next pass looks again.
 //   3. Guarantees: a guaranteed pod's request is its original CPU quota (the journalled
 //      original, else the observed quota; kubelet sets quota = limit = request for
 //      Guaranteed pods). A plan giving a guaranteed pod a finite quota below that is
@@ -76,6 +83,10 @@ struct PodResult {
   Status status;           // non-OK iff action == kFailed
   std::string cgroup;      // "" when not resolved
   std::string interface;   // "" when the pod has none
+  bool interface_discovered = false;  // found by NodeOs::PodInterface, not given
+  // Non-OK when the pod's shaping was skipped because its interface was not found (see
+  // the file comment); the pod is not failed for it.
+  Status network_skipped;
   api::CpuAllocation cpu;  // the desired allocation (pods in the allocation)
   api::NetworkAllocation network;
   bool in_allocation = true;  // false: a journalled pod being restored
@@ -96,7 +107,8 @@ class Reconciler {
   // (InvalidArgument: validation or a guarantee) or the originals cannot be journalled
   // (the journal's error); nothing is changed in either case. Per-pod failures are in
   // the result.
-  // `interfaces`: pod uid -> host-side interface (uids not in the allocation are ignored).
+  // `interfaces`: pod uid -> host-side interface, overriding discovery (uids not in the
+  // allocation are ignored).
   [[nodiscard]] StatusOr<ReconcileResult> Reconcile(const api::NodeAllocation& desired,
                                                     const InterfaceMap& interfaces = {});
 
