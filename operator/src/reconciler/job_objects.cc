@@ -228,6 +228,8 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
          {"valueFrom", {{"secretKeyRef", {{"name", TokenSecretName(name)}, {"key", "token"}}}}}},
         {{"name", "STAR_LISTEN_HOST"},
          {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+        {{"name", "STAR_NODE_NAME"},  // the metrics' node label
+         {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
     };
     if (!options.report_ca.empty()) env.push_back(EnvValue("STAR_REPORT_CA", options.report_ca));
     return env;

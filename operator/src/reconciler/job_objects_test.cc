@@ -73,6 +73,7 @@ TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStor
     EXPECT_EQ(env["STAR_JOB"], "team/fm");
     EXPECT_NE(env["STAR_JOB_TOKEN"].find("fm-token"), std::string::npos);
     EXPECT_NE(env["STAR_LISTEN_HOST"].find("status.podIP"), std::string::npos);
+    EXPECT_NE(env["STAR_NODE_NAME"].find("spec.nodeName"), std::string::npos);
     EXPECT_EQ(env.count("STAR_HOST_STORE"), i == 0 ? 1u : 0u);
   }
 }

@@ -9,6 +9,17 @@ namespace {
 constexpr const char* kReallocationOutcomes[] = {"applied", "skipped", "error", "undone"};
 constexpr api::SyncMode kModes[] = {api::SyncMode::kSsgd, api::SyncMode::kFixedK,
                                     api::SyncMode::kGroups, api::SyncMode::kAsgd};
+}  // namespace
+
+prometheus::Labels JobLabels(const std::string& job, prometheus::Labels more) {
+  const size_t slash = job.find('/');
+  if (slash == std::string::npos) {
+    more["trainingjob"] = job;
+  } else {
+    more["namespace"] = job.substr(0, slash);
+    more["trainingjob"] = job.substr(slash + 1);
+  }
+  return more;
 }
 
 OperatorMetrics::OperatorMetrics()
@@ -82,28 +93,28 @@ void OperatorMetrics::DecisionLatency(double seconds) {
 
 void OperatorMetrics::Decisions(const std::string& job, const std::set<std::string>& kinds) {
   std::lock_guard lock(mu_);
-  for (const std::string& kind : kinds) decisions_.Add({{"job", job}, {"kind", kind}}).Increment();
+  for (const std::string& kind : kinds) decisions_.Add(JobLabels(job, {{"kind", kind}})).Increment();
 }
 
 void OperatorMetrics::Report(const std::string& job) {
   std::lock_guard lock(mu_);
-  reports_.Add({{"job", job}}).Increment();
+  reports_.Add(JobLabels(job)).Increment();
 }
 
 void OperatorMetrics::Reallocation(const std::string& job, const std::string& outcome) {
   std::lock_guard lock(mu_);
-  reallocations_.Add({{"job", job}, {"outcome", outcome}}).Increment();
+  reallocations_.Add(JobLabels(job, {{"outcome", outcome}})).Increment();
 }
 
 void OperatorMetrics::JobState(const std::string& job, std::optional<api::SyncMode> mode,
                                int stragglers) {
   std::lock_guard lock(mu_);
   for (api::SyncMode m : kModes) {
-    sync_mode_.Add({{"job", job}, {"mode", std::string(api::ToString(m))}})
+    sync_mode_.Add(JobLabels(job, {{"mode", std::string(api::ToString(m))}}))
         .Set(mode && *mode == m ? 1 : 0);
   }
-  stragglers_.Add({{"job", job}}).Set(stragglers);
-  for (const char* kind : kDecisionKinds) decisions_.Add({{"job", job}, {"kind", kind}});
+  stragglers_.Add(JobLabels(job)).Set(stragglers);
+  for (const char* kind : kDecisionKinds) decisions_.Add(JobLabels(job, {{"kind", kind}}));
 }
 
 void OperatorMetrics::WorkerStragglers(const std::string& job,
@@ -112,10 +123,11 @@ void OperatorMetrics::WorkerStragglers(const std::string& job,
   std::set<prometheus::Gauge*>& series = series_[job].straggler;
   for (prometheus::Gauge* g : series) g->Set(0);
   for (const api::StragglerStatus& s : flagged) {
-    prometheus::Gauge& g = worker_straggler_.Add({{"job", job},
-                                                  {"worker", std::to_string(s.worker)},
-                                                  {"cause", std::string(api::ToString(s.cause))},
-                                                  {"kind", std::string(api::ToString(s.kind))}});
+    prometheus::Gauge& g = worker_straggler_.Add(
+        JobLabels(job, {{"worker", std::to_string(s.worker)},
+                        {"node", s.node},
+                        {"cause", std::string(api::ToString(s.cause))},
+                        {"kind", std::string(api::ToString(s.kind))}}));
     g.Set(1);
     series.insert(&g);
   }
@@ -123,7 +135,7 @@ void OperatorMetrics::WorkerStragglers(const std::string& job,
 
 void OperatorMetrics::EstimatedTta(const std::string& job, std::optional<double> seconds) {
   std::lock_guard lock(mu_);
-  prometheus::Gauge& g = tta_.Add({{"job", job}});
+  prometheus::Gauge& g = tta_.Add(JobLabels(job));
   if (seconds) {
     g.Set(*seconds);
   } else {
@@ -133,7 +145,7 @@ void OperatorMetrics::EstimatedTta(const std::string& job, std::optional<double>
 
 void OperatorMetrics::Accuracy(const std::string& job, std::optional<double> accuracy) {
   std::lock_guard lock(mu_);
-  prometheus::Gauge& g = accuracy_.Add({{"job", job}});
+  prometheus::Gauge& g = accuracy_.Add(JobLabels(job));
   if (accuracy) {
     g.Set(*accuracy);
   } else {
@@ -147,7 +159,7 @@ void OperatorMetrics::CpuAllocations(const std::string& job, const std::vector<P
   for (prometheus::Gauge* g : series) cpu_allocation_.Remove(g);
   series.clear();
   for (const PodCpu& p : pods) {
-    prometheus::Gauge& g = cpu_allocation_.Add({{"job", job}, {"pod", p.pod}, {"node", p.node}});
+    prometheus::Gauge& g = cpu_allocation_.Add(JobLabels(job, {{"pod", p.pod}, {"node", p.node}}));
     g.Set(static_cast<double>(p.millicores));
     series.push_back(&g);
   }
@@ -156,16 +168,16 @@ void OperatorMetrics::CpuAllocations(const std::string& job, const std::vector<P
 void OperatorMetrics::ForgetJob(const std::string& job) {
   std::lock_guard lock(mu_);
   for (api::SyncMode m : kModes) {
-    auto& g = sync_mode_.Add({{"job", job}, {"mode", std::string(api::ToString(m))}});
+    auto& g = sync_mode_.Add(JobLabels(job, {{"mode", std::string(api::ToString(m))}}));
     sync_mode_.Remove(&g);
   }
-  stragglers_.Remove(&stragglers_.Add({{"job", job}}));
-  for (const char* kind : kDecisionKinds) decisions_.Remove(&decisions_.Add({{"job", job}, {"kind", kind}}));
-  reports_.Remove(&reports_.Add({{"job", job}}));
-  tta_.Remove(&tta_.Add({{"job", job}}));
-  accuracy_.Remove(&accuracy_.Add({{"job", job}}));
+  stragglers_.Remove(&stragglers_.Add(JobLabels(job)));
+  for (const char* kind : kDecisionKinds) decisions_.Remove(&decisions_.Add(JobLabels(job, {{"kind", kind}})));
+  reports_.Remove(&reports_.Add(JobLabels(job)));
+  tta_.Remove(&tta_.Add(JobLabels(job)));
+  accuracy_.Remove(&accuracy_.Add(JobLabels(job)));
   for (const char* o : kReallocationOutcomes) {
-    reallocations_.Remove(&reallocations_.Add({{"job", job}, {"outcome", o}}));
+    reallocations_.Remove(&reallocations_.Add(JobLabels(job, {{"outcome", o}})));
   }
   auto it = series_.find(job);
   if (it == series_.end()) return;

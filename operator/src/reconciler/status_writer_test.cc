@@ -43,12 +43,12 @@ TEST(RecordJobMetricsTest, SetsStragglersTtaAndDecisionKindsOfTheUpdate) {
   u.accuracy = 0.625;
   RecordJobMetrics(&m, u);
   const std::string text = m.Serialize();
-  EXPECT_NE(text.find("star_job_worker_straggler{cause=\"compute\",job=\"team/a\",kind=\"static\",worker=\"1\"} 1\n"),
+  EXPECT_NE(text.find("star_job_worker_straggler{cause=\"compute\",kind=\"static\",namespace=\"team\",node=\"n1\",trainingjob=\"a\",worker=\"1\"} 1\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("star_job_estimated_tta_seconds{job=\"team/a\"} 120\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("star_job_accuracy{job=\"team/a\"} 0.625\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("star_job_decisions_total{job=\"team/a\",kind=\"amp\"} 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("star_job_decisions_total{job=\"team/a\",kind=\"sync_mode\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_estimated_tta_seconds{namespace=\"team\",trainingjob=\"a\"} 120\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_accuracy{namespace=\"team\",trainingjob=\"a\"} 0.625\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_decisions_total{kind=\"amp\",namespace=\"team\",trainingjob=\"a\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_decisions_total{kind=\"sync_mode\",namespace=\"team\",trainingjob=\"a\"} 0\n"), std::string::npos) << text;
 
   u.status["stragglers"] = nlohmann::json::array();  // recovered
   u.events = {MakeRecoveredEvent(9, 1)};
@@ -56,7 +56,7 @@ TEST(RecordJobMetricsTest, SetsStragglersTtaAndDecisionKindsOfTheUpdate) {
   u.accuracy.reset();
   RecordJobMetrics(&m, u);
   const std::string after = m.Serialize();
-  EXPECT_NE(after.find("star_job_worker_straggler{cause=\"compute\",job=\"team/a\",kind=\"static\",worker=\"1\"} 0\n"),
+  EXPECT_NE(after.find("star_job_worker_straggler{cause=\"compute\",kind=\"static\",namespace=\"team\",node=\"n1\",trainingjob=\"a\",worker=\"1\"} 0\n"),
             std::string::npos) << after;
   EXPECT_EQ(after.find("star_job_estimated_tta_seconds{"), std::string::npos) << after;
   EXPECT_EQ(after.find("star_job_accuracy{"), std::string::npos) << after;
@@ -115,8 +115,8 @@ TEST(StatusWriterTest, WritesTheWorkersAccuracyAndTheTtaOnceTheTargetIsReached) 
   OperatorMetrics m;
   RecordJobMetrics(&m, u);
   const std::string text = m.Serialize();
-  EXPECT_NE(text.find("star_job_accuracy{job=\"team/a\"} 0.75\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("star_job_estimated_tta_seconds{job=\"team/a\"} 19.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_accuracy{namespace=\"team\",trainingjob=\"a\"} 0.75\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("star_job_estimated_tta_seconds{namespace=\"team\",trainingjob=\"a\"} 19.5\n"), std::string::npos) << text;
 }
 
 }  // namespace

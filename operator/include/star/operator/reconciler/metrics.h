@@ -5,41 +5,45 @@
 //                                                NodeAllocations) by result: success,
 //                                                error, requeue (all initialised to zero)
 //   star_operator_reconcile_duration_seconds     duration of one reconcile
-//   star_job_sync_mode{job,mode}                 1 for the job's mode in force, else 0
-//   star_job_stragglers{job}                     current stragglers
-//   star_job_worker_straggler{job,worker,cause,kind}
+//   star_job_sync_mode{J,mode}                   1 for the job's mode in force, else 0
+//   star_job_stragglers{J}                       current stragglers
+//   star_job_worker_straggler{J,worker,node,cause,kind}
 //                                                1 while the job's loop flags the worker
-//                                                with that classification (cause compute|
-//                                                communication, kind dynamic|static, as
-//                                                status.stragglers[] has it), 0 once it
-//                                                recovered or was reclassified
-//   star_job_decisions_total{job,kind}           decisions issued by the job's loop, one
+//                                                on that node (the pod's node, as
+//                                                status.stragglers[] has it; "" when
+//                                                unknown) with that classification (cause
+//                                                compute|communication, kind dynamic|
+//                                                static), 0 once it recovered or was
+//                                                reclassified
+//   star_job_decisions_total{J,kind}             decisions issued by the job's loop, one
 //                                                increment per kind of change a decision
 //                                                makes: sync_mode (mode, k or groups),
 //                                                amp (a worker's AMP on or off), batch
 //                                                (local batches); each initialised to zero
-//   star_job_reports_total{job}                  worker reports the endpoint accepted
+//   star_job_reports_total{J}                    worker reports the endpoint accepted
 //   star_job_decision_latency_seconds            time the control loop took on a report
 //                                                that produced a new decision
-//   star_job_estimated_tta_seconds{job}          JobControlLoop::estimated_tta_seconds:
+//   star_job_estimated_tta_seconds{J}            JobControlLoop::estimated_tta_seconds:
 //                                                the time to accuracy once the workers'
 //                                                reports reached the target; before that
 //                                                the job time at which spec.training.
 //                                                maxIterations is reached at the rate so
 //                                                far (jobs with a targetAccuracy and
 //                                                maxIterations, once a report has come in)
-//   star_job_accuracy{job}                       JobControlLoop::accuracy: the latest test
+//   star_job_accuracy{J}                         JobControlLoop::accuracy: the latest test
 //                                                accuracy the job's workers reported;
 //                                                absent before any
-//   star_job_reallocations_total{job,outcome}    resource reallocation plans by outcome:
+//   star_job_reallocations_total{J,outcome}      resource reallocation plans by outcome:
 //                                                applied, skipped, error, undone
-//   star_job_cpu_allocation{job,pod,node}        CPU millicores the job's applied
+//   star_job_cpu_allocation{J,pod,node}          CPU millicores the job's applied
 //                                                reallocation plan gives a pod in its
 //                                                node's NodeAllocation (the pods whose
 //                                                allocation the plan changes, other jobs'
 //                                                included); gone when the plan is undone
 //                                                or replaced
-// job = "<namespace>/<name>". A deleted job's series are removed (ForgetJob).
+// J = the labels namespace and trainingjob: the TrainingJob's namespace and name (not
+// `job`, which is Prometheus's own target label). pod = "<namespace>/<name>". The methods
+// take the job as "<namespace>/<name>". A deleted job's series are removed (ForgetJob).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +67,10 @@ namespace star::op {
 
 // The values of star_job_decisions_total's kind label.
 inline constexpr const char* kDecisionKinds[] = {"sync_mode", "amp", "batch"};
+
+// `more` with the labels of job "<namespace>/<name>": namespace and trainingjob (a job
+// without "/": trainingjob only).
+prometheus::Labels JobLabels(const std::string& job, prometheus::Labels more = {});
 
 // A pod's CPU in a reallocation plan (star_job_cpu_allocation).
 struct PodCpu {
