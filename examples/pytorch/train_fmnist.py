@@ -3,8 +3,11 @@
 
 Run by `star local examples/pytorch/fmnist-job.yaml` on this machine, or as the
 container command of the TrainingJob in fmnist-job.yaml on a cluster: either sets the
-STAR_* environment that star.torch.init() reads. Every line marked `# STAR` is what
-adopting STAR takes; the rest is an ordinary DDP training script.
+STAR_* environment that star.torch.init() reads. Launched by torchrun (one process per
+GPU, examples/gpu/fmnist-gpu-job.yaml) it reads torchrun's; with neither it trains alone.
+The job's global batch and iteration limit (spec.training) come from the environment
+unless --batch-size / --max-iterations give them (a disagreeing batch is refused). Every
+line marked `# STAR` is what adopting STAR takes; the rest is an ordinary DDP script.
 """
 
 import argparse
@@ -67,10 +70,12 @@ def evaluate(model, test, samples):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--batch-size", type=int, default=64, help="per-worker batch (default 64)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="per-worker batch (default: the job's global batch / workers, else 64)")
     p.add_argument("--lr", type=float, default=0.02, help="SGD learning rate (default 0.02)")
     p.add_argument("--epochs", type=int, default=20, help="passes over the data (default 20)")
-    p.add_argument("--max-iterations", type=int, default=0, help="stop after this many (0: no limit)")
+    p.add_argument("--max-iterations", type=int, default=None,
+                   help="stop after this many (default: the job's maxIterations; 0: no limit)")
     p.add_argument("--eval-every", type=int, default=50, help="iterations between evaluations (rank 0)")
     p.add_argument("--eval-samples", type=int, default=2000, help="test images per evaluation")
     p.add_argument("--threads", type=int, default=1, help="PyTorch threads (default 1)")
@@ -79,16 +84,25 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    st.init()  # STAR: the job's rank, peers and controller, from the STAR_* environment
+    st.init()  # STAR: the job's rank, peers and controller (STAR_* or torchrun's environment)
+    # One GPU per process where there are GPUs (init() made LOCAL_RANK's the current one).
+    device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    if args.batch_size is None and st.global_batch() is None:
+        args.batch_size = 64
+    if args.max_iterations is None:
+        args.max_iterations = st.max_iterations() or 0  # STAR: the job's iteration limit
     train, test = fashion_mnist("train", args.data_dir), fashion_mnist("test", args.data_dir)
-    model = st.DistributedDataParallel(Net())  # STAR: gradients go through STAR's engine
+    model = st.DistributedDataParallel(Net().to(device))  # STAR: gradients go through STAR's engine
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    sampler = st.AdaptiveBatchSampler(train, batch_size=args.batch_size)  # STAR: per-worker batches
+    # STAR: per-worker batches; batch_size None = the job's global batch / workers
+    sampler = st.AdaptiveBatchSampler(train, batch_size=args.batch_size)
     loader = torch.utils.data.DataLoader(train, batch_sampler=sampler)
+    test = torch.utils.data.TensorDataset(*(t.to(device) for t in test.tensors))
 
     start, step = time.monotonic(), 0
     for epoch in range(args.epochs):
         for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             with st.step() as s:  # STAR: timed; autocast when STAR turns AMP on here
                 loss = F.cross_entropy(model(x), y)
                 loss.backward()

@@ -1,8 +1,12 @@
 #include "flags.h"
 
 #include <chrono>
+#include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "star/core/batch/baseline.h"
 
 namespace star::fmnist {
 
@@ -16,12 +20,18 @@ void AddTrainingFlags(CLI::App& app, Flags* flags) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--lr", flags->lr, "SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--momentum", flags->momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--global-batch", flags->global_batch,
+                 "the job's global batch: --batch defaults to this worker's share, and must agree (0: none)")
+      ->envname("STAR_GLOBAL_BATCH")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--amp", flags->amp, "mixed precision: on, off or auto")
       ->check(CLI::IsMember({"on", "off", "auto"}))->capture_default_str();
+  app.add_option("--amp-dtype", flags->amp_dtype,
+                 "the mixed-precision type: bfloat16 (float16 needs a loss scale all workers agree on)")
+      ->envname("STAR_AMP_DTYPE")->check(CLI::IsMember({"bfloat16"}))->capture_default_str();
   app.add_option("--threads", flags->threads, "LibTorch threads (the operator sets OMP_NUM_THREADS from the CPU limit)")
       ->envname("OMP_NUM_THREADS")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-iterations", flags->max_iterations, "stop after N iterations (0: no limit)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->envname("STAR_MAX_ITERATIONS")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--target-accuracy", flags->target_accuracy, "stop when test accuracy reaches it (0: off)")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--seed", flags->seed, "random seed")->capture_default_str();
@@ -97,7 +107,34 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  flags->batch_given = app.count("--batch") > 0;
+  if (Status s = ResolveBatch(flags); !s.ok()) {
+    std::cerr << "star-fmnist: " << s.message() << "\n";
+    return 2;
+  }
   return std::nullopt;
+}
+
+Status ResolveBatch(Flags* flags) {
+  const int worker = flags->rank - flags->servers;
+  if (flags->global_batch <= 0 || worker < 0 || worker >= flags->world) return Status::Ok();
+  const int64_t share = batch::EqualBatches(flags->global_batch, flags->world)[static_cast<size_t>(worker)];
+  if (share < 1) {
+    return Status::InvalidArgument("spec.training.globalBatchSize " + std::to_string(flags->global_batch) +
+                                   " (STAR_GLOBAL_BATCH) leaves worker " + std::to_string(worker) + " of " +
+                                   std::to_string(flags->world) + " no samples");
+  }
+  if (!flags->batch_given) {
+    flags->batch = share;
+    return Status::Ok();
+  }
+  if (flags->batch != share) {
+    return Status::InvalidArgument(
+        "the trainer's --batch " + std::to_string(flags->batch) + " disagrees with spec.training.globalBatchSize " +
+        std::to_string(flags->global_batch) + " (STAR_GLOBAL_BATCH), whose share for worker " +
+        std::to_string(worker) + " of " + std::to_string(flags->world) + " is " + std::to_string(share));
+  }
+  return Status::Ok();
 }
 
 shim::SgdOptions SgdOptionsOf(const Flags& f) {

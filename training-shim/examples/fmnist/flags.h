@@ -15,6 +15,11 @@ namespace star::fmnist {
 struct Flags {
   int epochs = 3;                  // stop after this many passes over the shard
   int64_t batch = 64;              // local batch per iteration
+  bool batch_given = false;        // --batch was on the command line
+  // The job's global batch (spec.training.globalBatchSize, STAR_GLOBAL_BATCH); 0: none.
+  // Without --batch this worker's batch is its equal share of it; with one, they must agree.
+  int64_t global_batch = 0;
+  std::string amp_dtype = "bfloat16";  // STAR_AMP_DTYPE: the dtype of --amp (bfloat16 only)
   double lr = 0.02;                // SGD learning rate (per mean gradient)
   double momentum = 0.9;           // SGD momentum
   std::string amp = "off";         // on | off | auto (auto: on when the CPU has native bf16)
@@ -51,6 +56,12 @@ struct Flags {
 // Parses argv into *flags. Returns the exit status when the program should stop now
 // (--help: 0; a bad flag: CLI11's code, after printing the error); nullopt to run.
 std::optional<int> ParseFlags(int argc, char** argv, Flags* flags);
+
+// Settles flags->batch against flags->global_batch (ParseFlags calls it): with no global
+// batch, nothing; without --batch, this worker's share of it (the equal split star local
+// and the operator use: EqualBatches); with --batch, InvalidArgument naming both when it
+// is not that share. Parameter servers (rank < servers) train nothing and are not checked.
+[[nodiscard]] Status ResolveBatch(Flags* flags);
 
 // The optimizer --lr and --momentum ask for.
 shim::SgdOptions SgdOptionsOf(const Flags& flags);
