@@ -29,6 +29,7 @@ def sample(text, name):
 
 def test_a_workers_metrics_count_its_iterations_and_show_its_batch(clean_env):
     port = free_port()
+    clean_env.setenv("STAR_NODE_NAME", "node-a")  # as the operator sets it (downward API)
     st.init(rank=0, world_size=1, job="default/py", metrics_address=f"127.0.0.1:{port}")
     ds = scenarios.data()
     model = st.DistributedDataParallel(scenarios.make_model())
@@ -42,4 +43,6 @@ def test_a_workers_metrics_count_its_iterations_and_show_its_batch(clean_env):
     assert sample(text, "star_worker_amp_enabled") == 0, text
     for histogram in ("iteration", "compute", "communication", "wait"):
         assert sample(text, f"star_worker_{histogram}_seconds_count") == steps, histogram
-    assert 'job="default/py"' in text
+    labels = 'namespace="default",node="node-a",trainingjob="py",worker="0"'
+    assert f"star_worker_iterations_total{{{labels}}} {steps}" in text, text
+    assert not re.search(r'[{,]job="', text), text

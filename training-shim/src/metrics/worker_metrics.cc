@@ -32,6 +32,17 @@ prometheus::Gauge& AddGauge(prometheus::Registry& registry, const std::string& n
   return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(labels);
 }
 
+// The labels of every series: namespace and trainingjob of job "<namespace>/<name>" (a
+// job without "/": trainingjob only), worker, and node when known.
+prometheus::Labels SeriesLabels(const std::string& job, int worker, const std::string& node) {
+  prometheus::Labels labels = {{"worker", std::to_string(worker)}};
+  const size_t slash = job.find('/');
+  labels["trainingjob"] = slash == std::string::npos ? job : job.substr(slash + 1);
+  if (slash != std::string::npos) labels["namespace"] = job.substr(0, slash);
+  if (!node.empty()) labels["node"] = node;
+  return labels;
+}
+
 }  // namespace
 
 struct WorkerMetrics::Impl {
@@ -53,12 +64,13 @@ WorkerMetrics::~WorkerMetrics() = default;
 
 StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Start(const std::string& bind_address,
                                                               const std::string& job,
-                                                              int worker) {
+                                                              int worker,
+                                                              const std::string& node) {
   if (worker < 0) {
     return Status::InvalidArgument("worker: must be >= 0, got " + std::to_string(worker));
   }
   auto impl = std::make_unique<Impl>();
-  const prometheus::Labels labels = {{"job", job}, {"worker", std::to_string(worker)}};
+  const prometheus::Labels labels = SeriesLabels(job, worker, node);
   prometheus::Registry& r = *impl->registry;
   try {
     impl->iteration = &AddHistogram(

@@ -73,7 +73,7 @@ class Exposition {
   std::map<std::pair<std::string, Labels>, double> samples_;
 };
 
-const Labels kLabels = {{"job", "ns/train"}, {"worker", "1"}};
+const Labels kLabels = {{"namespace", "ns"}, {"trainingjob", "train"}, {"worker", "1"}, {"node", "n7"}};
 
 Labels With(Labels l, const std::string& k, const std::string& v) {
   l[k] = v;
@@ -81,7 +81,7 @@ Labels With(Labels l, const std::string& k, const std::string& v) {
 }
 
 std::unique_ptr<WorkerMetrics> StartMetrics() {
-  StatusOr<std::unique_ptr<WorkerMetrics>> m = WorkerMetrics::Start("127.0.0.1:0", "ns/train", 1);
+  StatusOr<std::unique_ptr<WorkerMetrics>> m = WorkerMetrics::Start("127.0.0.1:0", "ns/train", 1, "n7");
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? std::move(m).value() : nullptr;
 }
@@ -129,6 +129,23 @@ TEST(WorkerMetrics, ExposesObservedIterationsWithJobAndWorkerLabels) {
   EXPECT_EQ(e.Get("star_worker_iteration_seconds_sum", kLabels), 1.125);
   EXPECT_EQ(e.Get("star_worker_iteration_seconds_bucket", With(kLabels, "le", "0.5")), 1.0);
   EXPECT_EQ(e.Get("star_worker_iteration_seconds_bucket", With(kLabels, "le", "1")), 2.0);
+}
+
+// Regression: the series were labelled `job`, which Prometheus's own target label renames
+// to exported_job unless scraped with honor_labels; and they carried no node.
+TEST(WorkerMetrics, SeriesCarryNamespaceTrainingjobAndNodeNotJob) {
+  auto metrics = StartMetrics();
+  ASSERT_NE(metrics, nullptr);
+  const std::string text = Scrape(metrics->port());
+  EXPECT_EQ(text.find("{job="), std::string::npos) << text;
+  EXPECT_EQ(text.find(",job="), std::string::npos) << text;
+  EXPECT_NE(text.find("star_worker_iterations_total{namespace=\"ns\",node=\"n7\",trainingjob=\"train\",worker=\"1\"} 0"),
+            std::string::npos) << text;
+  // Without a namespace in the job or a known node, those labels are left out.
+  StatusOr<std::unique_ptr<WorkerMetrics>> local = WorkerMetrics::Start("127.0.0.1:0", "fmnist", 0);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_NE(Scrape((*local)->port()).find("star_worker_iterations_total{trainingjob=\"fmnist\",worker=\"0\"} 0"),
+            std::string::npos) << Scrape((*local)->port());
 }
 
 TEST(WorkerMetrics, BadBindAddressOrWorkerFails) {

@@ -55,6 +55,7 @@ Status ReadOptional(const EnvLookup& env, WorkerConfig& c) {
     STAR_RETURN_IF_ERROR(ParseNumber("STAR_REPORT_SECONDS", *v, "a number", &c.report_seconds));
   }
   if (auto v = env("STAR_METRICS_ADDRESS")) c.metrics_address = *v;
+  if (auto v = env("STAR_NODE_NAME")) c.node = *v;
   if (auto v = env("STAR_BACKEND")) c.backend = *v;
   if (auto v = env("STAR_TIMEOUT_MS")) {
     int64_t ms = 0;

@@ -33,6 +33,7 @@ TEST(WorkerConfig, ReadsEveryStarVariable) {
                                             {"STAR_REPORT_EVERY", "7"},
                                             {"STAR_REPORT_SECONDS", "0.5"},
                                             {"STAR_METRICS_ADDRESS", "0.0.0.0:9400"},
+                                            {"STAR_NODE_NAME", "gpu-7"},
                                             {"STAR_TIMEOUT_MS", "1500"},
                                             {"STAR_CLOCK_ORIGIN", "12.5"},
                                             {"STAR_BACKEND", "nccl"}}));
@@ -51,6 +52,7 @@ TEST(WorkerConfig, ReadsEveryStarVariable) {
   EXPECT_EQ(c->report_every, 7);
   EXPECT_EQ(c->report_seconds, 0.5);
   EXPECT_EQ(c->metrics_address, "0.0.0.0:9400");
+  EXPECT_EQ(c->node, "gpu-7");
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->clock_origin, 12.5);
   EXPECT_EQ(c->backend, "nccl");

@@ -57,7 +57,8 @@ StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(WorkerSessionOpti
   std::unique_ptr<WorkerMetrics> metrics;
   if (!options.config.metrics_address.empty()) {
     STAR_ASSIGN_OR_RETURN(metrics, WorkerMetrics::Start(options.config.metrics_address,
-                                                        options.config.job, options.config.worker()));
+                                                        options.config.job, options.config.worker(),
+                                                        options.config.node));
   }
   auto session = std::unique_ptr<WorkerSession>(new WorkerSession(std::move(options), std::move(sender)));
   session->metrics_ = std::move(metrics);

@@ -19,6 +19,7 @@
 //   STAR_REPORT_EVERY       report_every
 //   STAR_REPORT_SECONDS     report_seconds
 //   STAR_METRICS_ADDRESS    metrics_address
+//   STAR_NODE_NAME          node (the operator sets it from the pod's spec.nodeName)
 //   STAR_TIMEOUT_MS         timeout
 //   STAR_CLOCK_ORIGIN       clock_origin (a negative value means absent)
 //   STAR_BACKEND            backend ("gloo" or "nccl")
@@ -54,6 +55,7 @@ struct WorkerConfig {
   // straggler shows sooner). >= 0; default 0: by iterations only. The operator sets 1.
   double report_seconds = 0;
   std::string metrics_address;  // HOST:PORT of the Prometheus endpoint; "" = none
+  std::string node;             // the node this process runs on (metrics label); "" = unknown
   std::chrono::milliseconds timeout{60000};  // bound on every rendezvous and collective wait
   std::optional<double> clock_origin;  // monotonic seconds report times count from; absent = start
   // What moves the bulk of the data: "gloo" (TCP, host memory; the default) or "nccl" (the

@@ -1,5 +1,8 @@
 // WorkerMetrics: a worker's Prometheus endpoint (GET /metrics), the star_worker_*
-// metrics of docs/ARCHITECTURE.md, every series labelled {job, worker}:
+// metrics of docs/ARCHITECTURE.md, every series labelled {namespace, trainingjob, worker,
+// node}: the TrainingJob's namespace and name (job "<namespace>/<name>"; a job without
+// "/" has no namespace label), the worker's rank and the node it runs on (none when
+// unknown). Not `job`: that is Prometheus's own target label.
 //
 //   star_worker_iteration_seconds       histogram  compute + communication (t_i; wait
 //                                                  excluded, as api::WorkerReport)
@@ -27,9 +30,11 @@ namespace star::shim {
 class WorkerMetrics {
  public:
   // Listens on bind_address ("host:port"; port 0 picks a free port, see port()).
+  // job is "<namespace>/<name>"; node "" = unknown (no node label).
   // Unavailable if it cannot listen; InvalidArgument naming "worker" if worker < 0.
   static StatusOr<std::unique_ptr<WorkerMetrics>> Start(const std::string& bind_address,
-                                                        const std::string& job, int worker);
+                                                        const std::string& job, int worker,
+                                                        const std::string& node = "");
   // Stops the endpoint.
   ~WorkerMetrics();
   WorkerMetrics(const WorkerMetrics&) = delete;
