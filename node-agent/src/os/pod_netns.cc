@@ -157,8 +157,8 @@ StatusOr<PodVeth> ChoosePodVeth(const std::vector<PodVeth>& veths, const std::st
     names += (names.empty() ? "" : ", ") + v.name;
   }
   if (veths.empty()) {
-    return Status::FailedPrecondition("the network namespace of cgroup " + label +
-                                      " has no veth with a peer outside it");
+    return Status::NotFound("the network namespace of cgroup " + label +
+                            " has no veth with a peer outside it (not set up yet, or gone)");
   }
   return Status::FailedPrecondition("the network namespace of cgroup " + label +
                                     " has several veths (" + names + ") and no eth0");

@@ -60,8 +60,8 @@ struct PodVeth {
 // stay where they are). Internal / Unavailable on netlink or setns failures.
 [[nodiscard]] StatusOr<std::vector<PodVeth>> VethsIn(int netns_fd);
 
-// The pod's own veth among `veths`: the only one, else the one named eth0.
-// FailedPrecondition naming `label` when there is none, or several and no eth0.
+// The pod's own veth among `veths`: the only one, else the one named eth0. NotFound
+// naming `label` when there is none; FailedPrecondition when there are several and no eth0.
 [[nodiscard]] StatusOr<PodVeth> ChoosePodVeth(const std::vector<PodVeth>& veths,
                                               const std::string& label);
 

@@ -77,11 +77,12 @@ class NodeOs {
   // a process in that cgroup (or below it), the veth there whose peer lives in this
   // NodeOs's network namespace, and that peer's name. Never answers an interface that is
   // not the peer of the pod's own veth. Errors:
-  //   NotFound            no process in the cgroup (not started, or gone), or the pod's
-  //                       veth has no peer here (the interface vanished);
+  //   NotFound            no process in the cgroup (not started, or gone), no veth in
+  //                       the pod's namespace (not set up yet), or its peer is not here
+  //                       (the interface vanished);
   //   FailedPrecondition  the processes share this NodeOs's network namespace (a host-
   //                       network pod: the node's own interfaces are never the pod's), or
-  //                       the pod's namespace has no veth, or several and none is eth0;
+  //                       the pod's namespace has several veths and none is eth0;
   //   InvalidArgument     a bad cgroup path (as for the other methods).
   [[nodiscard]] virtual StatusOr<std::string> PodInterface(const std::string& cgroup) = 0;
 };
