@@ -1,12 +1,15 @@
-# STAR's images, multi-stage. Targets:
-#   operator  star-operator (runs as a non-root user), with the learned selector's model
-#             (/usr/share/star/selector.json) when models/selector.json is committed
-#   agent     star-agent (the node agent DaemonSet)
-#   trainer   star-fmnist and the training shim (the example job's pods), with Fashion-MNIST;
-#             and star.torch with PyTorch and examples/pytorch/train_fmnist.py (WORKDIR
-#             /opt/star), the plain PyTorch script of examples/pytorch/fmnist-job.yaml
+# STAR's images, multi-stage. Targets, and the names scripts/images.sh builds them under
+# (the registry is set there alone; the chart and the example jobs use these names):
+#   operator  ghcr.io/star-dev/star-operator:0.1.0: star-operator (runs as a non-root
+#             user), with the learned selector's model (/usr/share/star/selector.json)
+#             when models/selector.json is committed
+#   agent     ghcr.io/star-dev/star-agent:0.1.0: star-agent (the node agent DaemonSet)
+#   trainer   ghcr.io/star-dev/fmnist:0.1: star-fmnist and the training shim (the example
+#             jobs' pods), with Fashion-MNIST; and star.torch with PyTorch and
+#             examples/pytorch/train_fmnist.py (WORKDIR /opt/star), the plain PyTorch
+#             script of examples/pytorch/fmnist-job.yaml
 #
-#   podman build --target operator -t star-operator .      (or docker build)
+#   bash scripts/images.sh build        every target under its name (podman, or docker)
 #   --build-arg BUILD_IMAGE=... BASE_IMAGE=...   images to build on and to run on
 #
 # The builder compiles only the three binaries (no tests, no benchmarks, no CUDA).

@@ -123,7 +123,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(dep["spec"]["replicas"], 1)
         self.assertEqual(dep["spec"]["strategy"], {"type": "Recreate"})
         c = container(dep)
-        self.assertEqual(c["image"], f"star-operator:{version}")
+        self.assertEqual(c["image"], f"ghcr.io/star-dev/star-operator:{version}")  # scripts/images.sh
         self.assertEqual(c["imagePullPolicy"], "IfNotPresent")
         self.assertNotIn("--leader-elect", c["args"])
         self.assertFalse([a for a in c["args"] if a.startswith("--namespace")])
@@ -163,7 +163,7 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertEqual(pod["dnsPolicy"], "ClusterFirstWithHostNet")
         self.assertEqual(pod["serviceAccountName"], "release-name-star-agent")
         c = container(ds)
-        self.assertEqual(c["image"], f"star-agent:{version}")
+        self.assertEqual(c["image"], f"ghcr.io/star-dev/star-agent:{version}")  # scripts/images.sh
         for arg in ("--node=$(NODE_NAME)", "--in-cluster", "--driver=systemd",
                     "--journal=/var/lib/star-agent/journal.json", "--metrics-address=$(HOST_IP):9401"):
             self.assertIn(arg, c["args"])

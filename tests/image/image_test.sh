@@ -7,8 +7,9 @@
 #             TrainingJob applied with kubectl becomes pods, and deleting it releases it
 #   agent     the agent image with the host's cgroup hierarchy: a NodeAllocation file
 #             (YAML) sets a test cgroup's CPU quota, and an empty one restores it
-#   trainer   the trainer image trains a few iterations on Fashion-MNIST: star-fmnist,
-#             and the PyTorch example (examples/pytorch) through star.torch
+#   trainer   the trainer image, by the name the example jobs give it (scripts/images.sh:
+#             ghcr.io/star-dev/fmnist:0.1), trains a few iterations on Fashion-MNIST:
+#             star-fmnist, and the PyTorch example (examples/pytorch) through star.torch
 #   clean     removes everything the others made
 # Usage: image_test.sh build|operator|agent|trainer|clean  (build first; the others reuse
 # its images; clean last)
@@ -148,10 +149,15 @@ build() {
   BASE_PINNED=${BASE%:*}@$("${PODMAN[@]}" image inspect --format '{{.Digest}}' "$BASE")
   echo "image_test: made $BASE_PINNED with mmdebstrap in $((SECONDS - t)) s"
 
-  # The builder stage once (apt and the compile), then the targets on its cached layers.
+  # The builder stage once (apt and the compile), then the targets on its cached layers,
+  # each also under the name scripts/images.sh gives it (the name the chart and the example
+  # jobs use).
   podman_build builder --target build -t "$BUILDER"
+  local target ref
   for target in operator agent trainer; do
-    podman_build "star-$target" --target "$target" -t "localhost/star-$target:$TAG"
+    ref=$(published "$target")
+    podman_build "star-$target" --target "$target" -t "localhost/star-$target:$TAG" -t "$ref"
+    "${PODMAN[@]}" image exists "$ref" || { echo "FAIL: star-$target is not tagged $ref"; exit 1; }
     grep -A1 "STEP.*RUN cmake" "$STATE/build-star-$target.log" | grep -q "Using cache" ||
       { echo "FAIL: star-$target compiled again instead of reusing the builder's layers"; exit 1; }
     echo "image_test: star-$target is" \
@@ -162,6 +168,14 @@ build() {
   user=$("${PODMAN[@]}" image inspect --format '{{.Config.User}}' "localhost/star-operator:$TAG")
   [ "$user" = "65532:65532" ] || { echo "FAIL: the operator image runs as '$user'"; exit 1; }
   echo "image_test: built the three images in $((SECONDS - start)) s"
+}
+
+# The name scripts/images.sh builds Dockerfile target $1 under (REGISTRY/NAME:TAG).
+published() {
+  local ref
+  ref=$(env -u STAR_REGISTRY bash "$SRC/scripts/images.sh" list | awk -v t="$1" '$1 == t {print $2}')
+  [ -n "$ref" ] || { echo "FAIL: scripts/images.sh lists no image for the target $1"; exit 1; }
+  echo "$ref"
 }
 
 # Polls `cmd` until it succeeds, at most `n` times, a second apart.
@@ -265,14 +279,16 @@ agent() {
 
 trainer() {
   CLEANUP+=("remove_cgroups")
-  local out
-  out=$("${RUN[@]}" "localhost/star-trainer:$TAG" --world 1 --max-iterations 5 --no-eval --log-every 1 2>&1) ||
+  # By the name the example TrainingJobs give it.
+  local out image
+  image=$(published trainer)
+  out=$("${RUN[@]}" "$image" --world 1 --max-iterations 5 --no-eval --log-every 1 2>&1) ||
     { echo "$out" | tail -20; echo "FAIL: the trainer image"; exit 1; }
   echo "$out" | tail -3
   echo "$out" | grep -q "iteration" || { echo "FAIL: no iterations logged"; exit 1; }
   # The plain PyTorch script of examples/pytorch, through star.torch, as a lone worker.
   out=$("${RUN[@]}" -e STAR_RANK=0 -e STAR_WORLD_SIZE=1 --entrypoint /usr/bin/python3 \
-        "localhost/star-trainer:$TAG" examples/pytorch/train_fmnist.py --max-iterations 4 \
+        "$image" examples/pytorch/train_fmnist.py --max-iterations 4 \
         --eval-every 2 --eval-samples 200 2>&1) ||
     { echo "$out" | tail -20; echo "FAIL: the trainer image's PyTorch example"; exit 1; }
   echo "$out" | tail -2
