@@ -36,12 +36,12 @@ using e2e::Eventually;
 using e2e::FreePort;
 using e2e::NodePod;
 
-// What the dashboards' template variables are set to: job <ns>/fm, all workers, and a
-// rate window that covers the whole run.
+// What the dashboards' template variables are set to: namespace <ns>, trainingjob fm, all
+// workers, and a rate window that covers the whole run.
 std::string Substitute(std::string expr, const std::string& ns) {
   const std::vector<std::pair<std::string, std::string>> values = {
       {"$__rate_interval", "5m"}, {"${namespace}", ns}, {"$namespace", ns},
-      {"${job}", ns + "/fm"},     {"$job", ns + "/fm"}, {"${worker}", ".*"},
+      {"${trainingjob}", "fm"},   {"$trainingjob", "fm"}, {"${worker}", ".*"},
       {"$worker", ".*"}};
   for (const auto& [name, value] : values) {
     for (size_t at = expr.find(name); at != std::string::npos; at = expr.find(name, at + value.size())) {
@@ -104,9 +104,9 @@ std::optional<double> SeriesValue(const json& result, const std::string& label, 
 // workers spend on the slowest.
 class FmWorkers {
  public:
-  bool Start(const std::string& job) {
+  bool Start(const std::string& job, const std::string& node) {
     for (int w = 0; w < 4; ++w) {
-      auto m = shim::WorkerMetrics::Start("127.0.0.1:0", job, w);
+      auto m = shim::WorkerMetrics::Start("127.0.0.1:0", job, w, node);
       if (!m.ok()) return false;
       metrics_.push_back(std::move(*m));
     }
@@ -153,7 +153,7 @@ TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShow
   std::vector<VariableQuery> variables;
   ReadDashboards(ns_, panels, variables);
   ASSERT_GE(panels.size(), 20u) << "the chart's dashboards in " << STAR_DASHBOARDS_DIR;
-  ASSERT_EQ(variables.size(), 9u) << "namespace, job and worker on each of the three dashboards";
+  ASSERT_EQ(variables.size(), 9u) << "namespace, trainingjob and worker on the three per-job dashboards";
 
   metrics_listen_ = "127.0.0.1:" + std::to_string(FreePort());
   const std::string agent_metrics = "127.0.0.1:" + std::to_string(FreePort());
@@ -161,7 +161,7 @@ TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShow
   StartOnNode0(fm0, nb0, agent_metrics);
   if (HasFatalFailure()) return;
   FmWorkers workers;
-  ASSERT_TRUE(workers.Start(JobKey("fm")));
+  ASSERT_TRUE(workers.Start(JobKey("fm"), NodeName(e2e::kNode)));
   std::vector<std::string> targets = workers.Targets();
   targets.push_back(metrics_listen_);
   targets.push_back(agent_metrics);
@@ -209,9 +209,22 @@ TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShow
     EXPECT_LT(SeriesValue(*r, "worker", "1").value_or(9), 1.1) << q.expr << "\n" << r->dump();
   }
   auto flagged = prometheus.Query(
-      "max by (worker) (max_over_time(star_job_worker_straggler{job=\"" + JobKey("fm") + "\"}[5m]))", &error);
+      "max by (worker) (max_over_time(star_job_worker_straggler{namespace=\"" + ns_ + "\", trainingjob=\"fm\"}[5m]))",
+      &error);
   ASSERT_TRUE(flagged.has_value()) << error;
   EXPECT_EQ(SeriesValue(*flagged, "worker", "0"), 1.0) << flagged->dump();
+  // The fleet view: the straggler's node shows one flagged worker; the workers' own series
+  // carry that node too.
+  auto by_node = prometheus.Query(
+      "max_over_time((sum by (node) (star_job_worker_straggler))[5m:1s])", &error);
+  ASSERT_TRUE(by_node.has_value()) << error;
+  EXPECT_EQ(SeriesValue(*by_node, "node", NodeName(e2e::kNode)), 1.0) << by_node->dump();
+  auto on_node = prometheus.Query("count(star_worker_iterations_total{namespace=\"" + ns_ +
+                                      "\", trainingjob=\"fm\", node=\"" + NodeName(e2e::kNode) + "\"})",
+                                  &error);
+  ASSERT_TRUE(on_node.has_value()) << error;
+  ASSERT_EQ(on_node->size(), 1u) << on_node->dump();
+  EXPECT_EQ((*on_node)[0]["value"][1], "4") << on_node->dump();
   auto quota = prometheus.Query("max_over_time(star_node_cpu_quota{pod=\"" + ns_ + "/fm-worker-0\"}[5m])", &error);
   ASSERT_TRUE(quota.has_value()) << error;
   ASSERT_EQ(quota->size(), 1u) << quota->dump();
