@@ -99,6 +99,19 @@ def test_torchruns_variables_stand_in_for_missing_star_ones(clean_env):
     assert (st.rank(), st.world_size()) == (0, 1)
 
 
+def test_in_a_pod_of_several_processes_only_rank_0_hosts_the_store(clean_env):
+    # The operator's pod 0 with procsPerPod 2: STAR_* without STAR_RANK, and STAR_HOST_STORE;
+    # torchrun starts two processes in it and gives each its RANK.
+    from star.torch import _environment
+    pod = {"STAR_WORLD_SIZE": "4", "STAR_HOST_STORE": "1", "STAR_STORE_URL": "http://pod-0:29400",
+           "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}
+    first = _environment.placement({}, dict(pod, RANK="0", LOCAL_RANK="0"))
+    second = _environment.placement({}, dict(pod, RANK="1", LOCAL_RANK="1"))
+    assert (first.env["STAR_RANK"], first.env.get("STAR_HOST_STORE", "1")) == ("0", "1")
+    assert (second.env["STAR_RANK"], second.env["STAR_HOST_STORE"]) == ("1", "0")
+    assert second.local_rank == 1 and second.local_world_size == 2
+
+
 def test_a_half_or_malformed_torchrun_environment_is_named(clean_env):
     clean_env.setenv("RANK", "0")
     with pytest.raises(st.ConfigError, match=r"STAR_WORLD_SIZE \(or torchrun's WORLD_SIZE\): not set"):

@@ -83,6 +83,11 @@ def placement(overrides, environ):
             raise ConfigError(f"{star_name} (or torchrun's {torch_name}): not set")
         env[star_name] = str(_integer(torch_name, environ[torch_name], 0 if torch_name == "RANK" else 1))
         source = "torchrun"
+    if source == "torchrun" and env["STAR_RANK"] != "0" and star("STAR_HOST_STORE") in ("1", "true"):
+        # A pod of several processes (spec.workers.procsPerPod) that hosts the store: its
+        # processes share the pod's STAR_* and take their ranks from torchrun; only rank 0's
+        # process serves the store.
+        env["STAR_HOST_STORE"] = "0"
     return Placement(env, source, master, local_rank, local_world)
 
 
