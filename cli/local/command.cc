@@ -103,7 +103,7 @@ Status CheckInputs(const LocalArgs& args, RunOptions& options) {
     if (!inj.ok()) return inj.status();
     options.injections.push_back(*inj);
   }
-  STAR_RETURN_IF_ERROR(ValidateInjections(options.injections, job->job.spec.workers.replicas));
+  STAR_RETURN_IF_ERROR(ValidateInjections(options.injections, api::WorldSize(job->job.spec)));
   auto timeout = ParseDuration(args.timeout);
   if (!timeout.ok()) return timeout.status().WithPrefix("--timeout");
   if (*timeout <= 0) return Status::InvalidArgument("--timeout: must be > 0");

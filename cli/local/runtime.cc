@@ -116,7 +116,8 @@ Status Runner::SetupJob() {
   spec_ = o_.job.job.spec;
   policy_ = o_.policy ? *o_.policy : PolicyOf(spec_);
   if (o_.policy) spec_ = ApplyPolicy(spec_, *o_.policy);
-  workers_ = spec_.workers.replicas;
+  spec_ = api::MitigationsInForce(spec_);  // Observe: detect and report only
+  workers_ = api::WorldSize(spec_);  // procsPerPod > 1: that many worker processes per pod
   servers_ = spec_.architecture == api::Architecture::kParameterServer && spec_.parameter_servers
                  ? spec_.parameter_servers->replicas
                  : 0;
@@ -127,9 +128,6 @@ Status Runner::SetupJob() {
     return Status::FailedPrecondition("the bundled trainer \"" + o_.trainer_binary +
                                       "\" is not executable (build star-fmnist, or set "
                                       "STAR_TRAINER_BINARY)");
-  }
-  if (spec_.mitigation.amp.enabled && spec_.mitigation.amp.dtype == api::AmpDtype::kFloat16) {
-    Notice("spec.mitigation.amp.dtype float16 needs a GPU: this CPU runs bfloat16");
   }
   if (spec_.mitigation.amp.enabled && !shim::CpuHasNativeBf16()) {
     // Emulated bf16 autocast (no native bf16 in the CPU) made a worker 4-12x slower.

@@ -66,7 +66,9 @@ json TrainingJobExample() {
       "ttaSeconds": 330.25,
       "estimatedTTASeconds": 340.5,
       "decisionEpoch": 3,
-      "decisionApplyAtIteration": 1190
+      "decisionApplyAtIteration": 1190,
+      "startTime": "2024-05-01T12:00:00Z",
+      "completionTime": "2024-05-01T13:00:00Z"
     }
   })");
 }

@@ -36,12 +36,13 @@ constexpr Table<AmpDtype, 2> kDtype{
     {{AmpDtype::kBfloat16, "bfloat16"}, {AmpDtype::kFloat16, "float16"}}};
 constexpr Table<MitigationMode, 2> kMitigationMode{
     {{MitigationMode::kMitigate, "Mitigate"}, {MitigationMode::kObserve, "Observe"}}};
-constexpr Table<JobPhase, 6> kPhase{{{JobPhase::kPending, "Pending"},
+constexpr Table<JobPhase, 7> kPhase{{{JobPhase::kPending, "Pending"},
                                      {JobPhase::kCreated, "Created"},
                                      {JobPhase::kRunning, "Running"},
                                      {JobPhase::kRestarting, "Restarting"},
                                      {JobPhase::kSucceeded, "Succeeded"},
-                                     {JobPhase::kFailed, "Failed"}}};
+                                     {JobPhase::kFailed, "Failed"},
+                                     {JobPhase::kSuspended, "Suspended"}}};
 
 }  // namespace
 
@@ -353,6 +354,15 @@ Status CheckPodTemplate(const json& pod_template, const std::string& path) {
 
 int WorldSize(const TrainingJobSpec& spec) {
   return spec.workers.replicas * spec.workers.procs_per_pod;
+}
+
+TrainingJobSpec MitigationsInForce(TrainingJobSpec spec) {
+  if (spec.mitigation.mode != MitigationMode::kObserve) return spec;
+  if (spec.synchronization.policy == SyncPolicy::kAuto) spec.synchronization.policy = SyncPolicy::kSsgd;
+  spec.mitigation.amp.enabled = false;
+  spec.mitigation.batch_adaptation.enabled = false;
+  spec.mitigation.resource_reallocation.enabled = false;
+  return spec;
 }
 
 namespace {
@@ -725,9 +735,17 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
       *field = v;
     }
   }
+  for (auto [name, field] : {std::pair{"startTime", &s.start_time},
+                              std::pair{"completionTime", &s.completion_time}}) {
+    if (!rd.ok() || !rd.Has(name)) continue;
+    rd.String(name, field);
+    if (rd.ok() && !IsRfc3339(*field)) {
+      rd.Fail(name, "must be an RFC 3339 date-time, got \"" + *field + "\"");
+    }
+  }
   rd.RejectUnknown({"phase", "conditions", "observedGeneration", "syncMode", "k", "groups",
                     "stragglers", "workers", "iteration", "accuracy", "ttaSeconds", "estimatedTTASeconds",
-                    "decisionEpoch", "decisionApplyAtIteration"});
+                    "decisionEpoch", "decisionApplyAtIteration", "startTime", "completionTime"});
   if (!rd.ok()) return rd.status();
   return s;
 }
@@ -761,6 +779,8 @@ json ToJson(const TrainingJobStatus& s) {
   if (s.estimated_tta_seconds) j["estimatedTTASeconds"] = *s.estimated_tta_seconds;
   if (s.decision_epoch) j["decisionEpoch"] = *s.decision_epoch;
   if (s.decision_apply_at_iteration) j["decisionApplyAtIteration"] = *s.decision_apply_at_iteration;
+  if (!s.start_time.empty()) j["startTime"] = s.start_time;
+  if (!s.completion_time.empty()) j["completionTime"] = s.completion_time;
   return j;
 }
 

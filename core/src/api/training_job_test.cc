@@ -80,7 +80,8 @@ json FmnistJob() {
       "ttaSeconds": 298.25,
       "estimatedTTASeconds": 312.5,
       "decisionEpoch": 2,
-      "decisionApplyAtIteration": 1200
+      "decisionApplyAtIteration": 1200,
+      "startTime": "2024-05-01T11:58:00Z"
     }
   })");
 }
@@ -148,6 +149,30 @@ TEST(TrainingJob, ParameterServerDocumentRoundTripsExactly) {
   EXPECT_EQ(job->spec.mitigation.mode, MitigationMode::kObserve);
   EXPECT_TRUE(job->spec.suspend);
   EXPECT_EQ(ToJson(*job), doc);
+}
+
+TEST(TrainingJob, ObserveModeTakesEveryMitigationOff) {
+  auto job = TrainingJobFromJson(FmnistJob());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(MitigationsInForce(job->spec), job->spec) << "Mitigate keeps the spec";
+  job->spec.mitigation.mode = MitigationMode::kObserve;
+  const TrainingJobSpec s = MitigationsInForce(job->spec);
+  EXPECT_EQ(s.synchronization.policy, SyncPolicy::kSsgd);
+  EXPECT_FALSE(s.mitigation.amp.enabled);
+  EXPECT_FALSE(s.mitigation.batch_adaptation.enabled);
+  EXPECT_FALSE(s.mitigation.resource_reallocation.enabled);
+  EXPECT_EQ(s.mitigation.detection, job->spec.mitigation.detection) << "detection stays";
+  job->spec.synchronization.policy = SyncPolicy::kFixedK;
+  EXPECT_EQ(MitigationsInForce(job->spec).synchronization.policy, SyncPolicy::kFixedK)
+      << "a pinned policy is the user's own";
+}
+
+TEST(TrainingJob, WorldSizeCountsProcessesPerPod) {
+  auto job = TrainingJobFromJson(FmnistJob());
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(WorldSize(job->spec), 4);
+  job->spec.workers.procs_per_pod = 8;
+  EXPECT_EQ(WorldSize(job->spec), 32);
 }
 
 TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
@@ -526,7 +551,12 @@ INSTANTIATE_TEST_SUITE_P(
         // status
         BadCase{"BadPhase", [](json& d) { d["status"]["phase"] = "Done"; },
                 "status.phase: must be one of Pending, Created, Running, Restarting, Succeeded, "
-                "Failed, got \"Done\""},
+                "Failed, Suspended, got \"Done\""},
+        BadCase{"BadStartTime", [](json& d) { d["status"]["startTime"] = "yesterday"; },
+                "status.startTime: must be an RFC 3339 date-time, got \"yesterday\""},
+        BadCase{"EmptySchedulerName", [](json& d) { Spec(d)["runPolicy"]["schedulerName"] = ""; },
+                "spec.runPolicy.schedulerName: must not be empty (leave it out for the cluster's "
+                "default)"},
         BadCase{"BadSyncMode", [](json& d) { d["status"]["syncMode"] = "FixedK"; },
                 "status.syncMode: must be one of ssgd, fixed_k, groups, asgd, got \"FixedK\""},
         BadCase{"ZeroK", [](json& d) { d["status"]["k"] = 0; }, "status.k: must be >= 1, got 0"},

@@ -17,7 +17,7 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
   if (Status s = detect::Validate(options.detector); !s.ok()) {
     return s.WithPrefix("spec.mitigation.detection");
   }
-  options.amp.enabled = spec.mitigation.amp.enabled;
+  options.amp.enabled = api::MitigationsInForce(spec).mitigation.amp.enabled;
   if (Status s = amp::Validate(options.amp); !s.ok()) return s.WithPrefix("options.amp");
   options.select.min_k = spec.synchronization.min_k.value_or(1);
   if (Status s = select::Validate(options.select); !s.ok()) {
@@ -26,7 +26,7 @@ StatusOr<JobControlLoop> JobControlLoop::Create(const api::TrainingJobSpec& spec
   STAR_ASSIGN_OR_RETURN(converge::NoiseScaleEstimator noise,
                         converge::NoiseScaleEstimator::Create(options.noise_scale));
   amp::AmpPolicy amp(options.amp);
-  JobControlLoop loop(spec, std::move(options), std::move(amp));
+  JobControlLoop loop(api::MitigationsInForce(spec), std::move(options), std::move(amp));
   loop.noise_ = std::move(noise);
   loop.learned_ = std::move(learned);
   if (UsesLearnedSelector(loop.spec_) && loop.learned_.selector == nullptr) {
@@ -39,7 +39,7 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
                                amp::AmpPolicy amp)
     : spec_(std::move(spec)),
       options_(std::move(options)),
-      n_(spec_.workers.replicas),
+      n_(api::WorldSize(spec_)),
       detector_(options_.detector),
       amp_(std::move(amp)),
       workers_(static_cast<size_t>(n_)),

@@ -82,6 +82,48 @@ void SetThreadsForCpuLimit(json* container) {
   SetEnv(container, {EnvValue("OMP_NUM_THREADS", std::to_string((*mc + 999) / 1000))});
 }
 
+// Drops variable `name` from every container of `pod`.
+void RemoveEnv(json* pod, const std::string& name) {
+  for (json& c : (*pod)["spec"]["containers"]) {
+    json kept = json::array();
+    for (const json& e : c.value("env", json::array())) {
+      if (!e.is_object() || e.value("name", "") != name) kept.push_back(e);
+    }
+    c["env"] = std::move(kept);
+  }
+}
+
+// The training settings of the spec, one source for the script (STAR_GLOBAL_BATCH,
+// STAR_MAX_ITERATIONS when set, STAR_AMP_DTYPE).
+std::vector<json> TrainingEnv(const api::TrainingJobSpec& spec) {
+  std::vector<json> env = {
+      EnvValue("STAR_GLOBAL_BATCH", std::to_string(spec.training.global_batch_size)),
+      EnvValue("STAR_AMP_DTYPE", std::string(api::ToString(spec.mitigation.amp.dtype))),
+  };
+  if (spec.training.max_iterations) {
+    env.push_back(EnvValue("STAR_MAX_ITERATIONS", std::to_string(*spec.training.max_iterations)));
+  }
+  return env;
+}
+
+// torchrun's environment for worker pod `index`: the pod is torchrun's node NODE_RANK with
+// LOCAL_WORLD_SIZE = procsPerPod processes; RANK and LOCAL_RANK are its first process's
+// (a launcher of several processes sets them per process). MASTER_ADDR is worker pod 0's
+// name in the job's headless Service.
+std::vector<json> TorchrunEnv(const json& job, const api::TrainingJobSpec& spec, int index) {
+  const int procs = spec.workers.procs_per_pod;
+  const std::string master = WorkerPodName(Name(job), 0) + "." + Name(job) + "." + Namespace(job) + ".svc";
+  return {
+      EnvValue("RANK", std::to_string(index * procs)),
+      EnvValue("WORLD_SIZE", std::to_string(api::WorldSize(spec))),
+      EnvValue("LOCAL_RANK", "0"),
+      EnvValue("LOCAL_WORLD_SIZE", std::to_string(procs)),
+      EnvValue("NODE_RANK", std::to_string(index)),
+      EnvValue("MASTER_ADDR", master),
+      EnvValue("MASTER_PORT", std::to_string(kMasterPort)),
+  };
+}
+
 StatusOr<json> RolePod(const json& job, const api::ReplicaSpec& role, const std::string& path,
                        const std::string& role_name, int rank, const std::string& pod_name,
                        const std::vector<json>& env) {
@@ -210,7 +252,8 @@ json OwnerReference(const json& job) {
 StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobSpec& spec,
                                         const PodEnvOptions& options) {
   const std::string name = Name(job), ns = Namespace(job);
-  const int workers = spec.workers.replicas;
+  const int workers = spec.workers.replicas;  // pods
+  const int world = api::WorldSize(spec);      // worker processes
   const int ps = spec.parameter_servers ? spec.parameter_servers->replicas : 0;
   const std::string store_host = ps > 0 ? PsPodName(name, 0) : WorkerPodName(name, 0);
   const std::string store_url =
@@ -218,11 +261,11 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
   auto common = [&](int rank) {
     std::vector<json> env = {
         EnvValue("STAR_RANK", std::to_string(rank)),
-        EnvValue("STAR_WORLD_SIZE", std::to_string(workers)),
+        EnvValue("STAR_WORLD_SIZE", std::to_string(world)),
         EnvValue("STAR_PARAMETER_SERVERS", std::to_string(ps)),
         EnvValue("STAR_STORE_URL", store_url),
         EnvValue("STAR_CONTROLLER_URL", options.report_url),
-        EnvValue("STAR_REPORT_SECONDS", ReportSeconds(workers + ps)),
+        EnvValue("STAR_REPORT_SECONDS", ReportSeconds(world + ps)),
         EnvValue("STAR_JOB", ns + "/" + name),
         {{"name", "STAR_JOB_TOKEN"},
          {"valueFrom", {{"secretKeyRef", {{"name", TokenSecretName(name)}, {"key", "token"}}}}}},
@@ -237,10 +280,15 @@ StatusOr<std::vector<json>> DesiredPods(const json& job, const api::TrainingJobS
   const std::string hash = PodTemplateHash(spec);
   std::vector<json> pods;
   for (int i = 0; i < workers; ++i) {
-    std::vector<json> env = common(i);
+    std::vector<json> env = common(i * spec.workers.procs_per_pod);
     if (ps == 0 && i == 0) env.push_back(EnvValue("STAR_HOST_STORE", "1"));
+    for (std::vector<json> more : {TrainingEnv(spec), TorchrunEnv(job, spec, i)}) {
+      env.insert(env.end(), more.begin(), more.end());
+    }
     STAR_ASSIGN_OR_RETURN(json pod, RolePod(job, spec.workers, "spec.workers", "worker", i,
                                             WorkerPodName(name, i), env));
+    // Several processes in a pod: each takes its rank from its launcher's RANK.
+    if (spec.workers.procs_per_pod > 1) RemoveEnv(&pod, "STAR_RANK");
     ServeWorkerMetrics(pod);
     pods.push_back(std::move(pod));
   }
@@ -264,6 +312,8 @@ std::string PodTemplateHash(const api::TrainingJobSpec& spec) {
   for (const char* k : {"architecture", "workers", "parameterServers"}) {
     if (full.contains(k)) parts[k] = full[k];
   }
+  // One process per pod hashes as before procsPerPod existed: running pods stay current.
+  if (parts["workers"].value("procsPerPod", 1) == 1) parts["workers"].erase("procsPerPod");
   // FNV-1a, 64 bits, over the canonical dump (object keys sorted), from the offset basis
   // 1469598103934665603: not the standard 14695981039346656037 (one digit short) that
   // star::Fnv1a64 uses. Kept: running pods carry this value in their annotation, and a
@@ -476,6 +526,21 @@ PhaseDecision DecidePhase(const PhaseInput& in) {
     d.action = AnyLive(in.observed) ? JobPodsAction::kDeleteAll : JobPodsAction::kNone;
     return d;
   }
+  if (!in.deadline_exceeded.empty()) {
+    d.phase = JobPhase::kFailed;
+    d.reason = "DeadlineExceeded";
+    d.message = in.deadline_exceeded;
+    d.action = JobPodsAction::kDeleteAll;
+    return d;
+  }
+  if (in.suspended) {
+    d.phase = JobPhase::kSuspended;
+    d.reason = "JobSuspended";
+    d.message = in.observed.empty() ? "spec.suspend is true: the job has no pods"
+                                    : "spec.suspend is true: deleting the job's pods";
+    d.action = in.observed.empty() ? JobPodsAction::kNone : JobPodsAction::kDeleteAll;
+    return d;
+  }
   if (!failed.name.empty() && in.current != JobPhase::kRestarting) return DecideAfterFailure(in, failed, d);
   if (in.outdated && in.current != JobPhase::kRestarting) {
     d.phase = JobPhase::kRestarting;
@@ -508,7 +573,7 @@ void SetCondition(std::vector<api::Condition>* conditions, const std::string& ty
 void SetPhaseConditions(std::vector<api::Condition>* conditions, const PhaseDecision& d,
                         const std::string& now, int64_t generation) {
   using api::JobPhase;
-  const bool created = d.phase != JobPhase::kPending;
+  const bool created = d.phase != JobPhase::kPending && d.phase != JobPhase::kSuspended;
   auto has = [&](const char* type) {
     return std::any_of(conditions->begin(), conditions->end(),
                        [&](const api::Condition& c) { return c.type == type; });
@@ -529,6 +594,7 @@ void SetPhaseConditions(std::vector<api::Condition>* conditions, const PhaseDeci
   set("Restarting", JobPhase::kRestarting);
   set("Succeeded", JobPhase::kSucceeded);
   set("Failed", JobPhase::kFailed);
+  set("Suspended", JobPhase::kSuspended);
 }
 
 int64_t RestartBackoffMillis(int restarts, int64_t base_millis) {

@@ -80,6 +80,51 @@ TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStor
 
 // A pod that only carries the job's label (anyone who may create pods in the namespace
 // can set it) is not the job's: no controller reference to the job's uid.
+TEST(DesiredPods, WorkersGetTorchrunsEnvironmentAndTheTrainingSettings) {
+  json job = Job(3);
+  job["spec"]["training"]["maxIterations"] = 500;
+  const auto pods = Pods(job);
+  ASSERT_EQ(pods.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    auto env = Env(pods[i]);
+    EXPECT_EQ(env["RANK"], std::to_string(i));
+    EXPECT_EQ(env["WORLD_SIZE"], "3");
+    EXPECT_EQ(env["LOCAL_RANK"], "0");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "1");
+    EXPECT_EQ(env["NODE_RANK"], std::to_string(i));
+    EXPECT_EQ(env["MASTER_ADDR"], "fm-worker-0.fm.team.svc") << "worker 0 in the headless Service";
+    EXPECT_EQ(env["MASTER_PORT"], std::to_string(kMasterPort));
+    EXPECT_NE(env["MASTER_PORT"], std::to_string(kStorePort)) << "STAR's store holds that port";
+    EXPECT_EQ(env["STAR_GLOBAL_BATCH"], "64");
+    EXPECT_EQ(env["STAR_MAX_ITERATIONS"], "500");
+    EXPECT_EQ(env["STAR_AMP_DTYPE"], "bfloat16");
+  }
+  job["spec"]["training"].erase("maxIterations");
+  EXPECT_EQ(Env(Pods(job)[0]).count("STAR_MAX_ITERATIONS"), 0u) << "no limit, no variable";
+}
+
+TEST(DesiredPods, ProcsPerPodMakesEachPodATorchrunNodeOfThatManyRanks) {
+  json job = Job(2);
+  job["spec"]["workers"]["procsPerPod"] = 4;
+  job["spec"]["workers"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4;
+  const auto pods = Pods(job);
+  ASSERT_EQ(pods.size(), 2u) << "pods, not processes";
+  for (int i = 0; i < 2; ++i) {
+    auto env = Env(pods[i]);
+    EXPECT_EQ(env.count("STAR_RANK"), 0u) << "each process takes RANK from its launcher";
+    EXPECT_EQ(env["STAR_WORLD_SIZE"], "8");
+    EXPECT_EQ(env["WORLD_SIZE"], "8");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "4");
+    EXPECT_EQ(env["NODE_RANK"], std::to_string(i));
+    EXPECT_EQ(env["RANK"], std::to_string(4 * i)) << "the pod's first rank";
+  }
+  auto parsed = api::TrainingJobFromJson(job);
+  ASSERT_TRUE(parsed.ok());
+  api::TrainingJobSpec one = parsed->spec;
+  one.workers.procs_per_pod = 1;
+  EXPECT_NE(PodTemplateHash(parsed->spec), PodTemplateHash(one)) << "a change restarts the gang";
+}
+
 TEST(Ownership, OnlyTheControllerReferenceToTheJobsUidMakesAPodTheJobs) {
   const json pod = Pods(Job())[0];
   EXPECT_TRUE(IsControlledBy(pod, "u-1"));
@@ -330,6 +375,61 @@ TEST(DecidePhase, OutdatedPodsRestartTheGangWithoutCountingARestart) {
   EXPECT_EQ(d.restarts, 0) << "a spec change is no failure";
   in.current = api::JobPhase::kSucceeded;
   EXPECT_EQ(DecidePhase(in).action, JobPodsAction::kNone) << "a finished job stays finished";
+}
+
+TEST(DecidePhase, SuspendedDeletesThePodsAndResumedCreatesThemAgain) {
+  auto in = Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Running")}});
+  in.suspended = true;
+  auto d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kSuspended);
+  EXPECT_EQ(d.reason, "JobSuspended");
+  EXPECT_EQ(d.action, JobPodsAction::kDeleteAll);
+  EXPECT_EQ(d.restarts, in.restarts) << "a suspend is no restart";
+
+  in = Input(api::JobPhase::kSuspended, {});
+  in.suspended = true;
+  d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kSuspended);
+  EXPECT_EQ(d.action, JobPodsAction::kNone) << "no pods while suspended";
+
+  in.suspended = false;
+  d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kCreated);
+  EXPECT_EQ(d.action, JobPodsAction::kCreateMissing);
+
+  in = Input(api::JobPhase::kPending, {});
+  in.suspended = true;
+  EXPECT_EQ(DecidePhase(in).action, JobPodsAction::kNone) << "created suspended: never starts";
+  in = Input(api::JobPhase::kSucceeded, {});
+  in.suspended = true;
+  EXPECT_EQ(DecidePhase(in).phase, api::JobPhase::kSucceeded) << "a finished job stays finished";
+}
+
+TEST(DecidePhase, ADeadlineExceededFailsTheJobAndDeletesItsPods) {
+  auto in = Input(api::JobPhase::kRunning, {{"j-worker-0", Pod("Running")}, {"j-worker-1", Pod("Running")}});
+  in.deadline_exceeded = "ran 61 s of 60";
+  auto d = DecidePhase(in);
+  EXPECT_EQ(d.phase, api::JobPhase::kFailed);
+  EXPECT_EQ(d.reason, "DeadlineExceeded");
+  EXPECT_EQ(d.message, "ran 61 s of 60");
+  EXPECT_EQ(d.action, JobPodsAction::kDeleteAll);
+}
+
+TEST(Conditions, SuspendedIsAConditionThatTurnsFalseOnResume) {
+  std::vector<api::Condition> c;
+  PhaseDecision d;
+  d.phase = api::JobPhase::kSuspended;
+  d.reason = "JobSuspended";
+  SetPhaseConditions(&c, d, "2024-01-01T00:00:00Z", 1);
+  ASSERT_EQ(c.size(), 1u) << "no Created condition for a suspended job";
+  EXPECT_EQ(c[0].type, "Suspended");
+  EXPECT_EQ(c[0].status, "True");
+  d.phase = api::JobPhase::kCreated;
+  d.reason = "PodsCreated";
+  SetPhaseConditions(&c, d, "2024-01-01T00:01:00Z", 1);
+  auto it = std::find_if(c.begin(), c.end(), [](const api::Condition& x) { return x.type == "Suspended"; });
+  ASSERT_NE(it, c.end());
+  EXPECT_EQ(it->status, "False");
 }
 
 TEST(PodTemplateHash, FollowsTheTemplateAndReplicasOnly) {

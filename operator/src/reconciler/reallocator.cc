@@ -20,7 +20,8 @@ Status Reallocator::Reallocate(json* job, const std::string& key, const api::Tra
   const bool has = nodes_->HasPlan(key);
   const auto snap = registry_->Snapshot(key);
   const ReallocationStep step =
-      NextReallocationStep(spec.mitigation.resource_reallocation.enabled, d.phase, snap, has, Acted(key));
+      NextReallocationStep(api::MitigationsInForce(spec).mitigation.resource_reallocation.enabled, d.phase,
+                           snap, has, Acted(key));
   switch (step) {
     case ReallocationStep::kUndo: STAR_RETURN_IF_ERROR(Undo(*job, key, d)); break;
     case ReallocationStep::kPlan: STAR_RETURN_IF_ERROR(Plan(*job, key, *snap, observed)); break;

@@ -4,6 +4,7 @@
 #include "reconciler/reallocator.h"
 #include "star/operator/reconciler/pod_group.h"
 #include "star/operator/reconciler/queueing.h"
+#include "star/operator/reconciler/run_policy.h"
 #include "star/kube/informer.h"
 #include "star/kube/time.h"
 #include "star/report/token.h"
@@ -28,16 +29,33 @@ std::optional<std::string> LabelledJob(const json& object) {
   return object["metadata"].value("namespace", "default") + "/" + labels[kJobLabel].get<std::string>();
 }
 
-// The node of each worker rank ("" unknown).
-std::vector<std::string> WorkerNodes(const std::map<std::string, json>& observed, int replicas) {
-  std::vector<std::string> nodes(static_cast<size_t>(replicas));
+// The node of each worker rank ("" unknown): worker pod i holds ranks [i * P, (i + 1) * P)
+// for P processes per pod.
+std::vector<std::string> WorkerNodes(const std::map<std::string, json>& observed, const api::ReplicaSpec& workers) {
+  const int procs = workers.procs_per_pod;
+  std::vector<std::string> nodes(static_cast<size_t>(workers.replicas * procs));
   for (const auto& [pod_name, pod] : observed) {
-    const int rank = WorkerRank(pod);
-    if (rank >= 0 && rank < replicas) {
-      nodes[static_cast<size_t>(rank)] = pod.value("spec", json::object()).value("nodeName", "");
-    }
+    const int index = WorkerRank(pod);
+    if (index < 0 || index >= workers.replicas) continue;
+    const std::string node = pod.value("spec", json::object()).value("nodeName", "");
+    for (int p = 0; p < procs; ++p) nodes[static_cast<size_t>(index * procs + p)] = node;
   }
   return nodes;
+}
+
+// The message of an exceeded runPolicy.activeDeadlineSeconds ("" when not exceeded);
+// `*wait` shrinks to the time left when it is sooner.
+std::string DeadlineExceeded(const json& status, const api::RunPolicySpec& policy, milliseconds* wait) {
+  if (!policy.active_deadline_seconds) return "";
+  const auto left = TimeLeft(status.value("startTime", ""), *policy.active_deadline_seconds,
+                             std::chrono::system_clock::now());
+  if (!left) return "";
+  if (left->count() > 0) {
+    if (wait->count() == 0 || *left < *wait) *wait = *left + milliseconds(1);
+    return "";
+  }
+  return "the job ran past spec.runPolicy.activeDeadlineSeconds (" +
+         std::to_string(*policy.active_deadline_seconds) + " s since " + status.value("startTime", "") + ")";
 }
 
 int RestartsOf(const json& job) {
@@ -150,6 +168,8 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", spec.status().message()));
     return milliseconds(0);
   }
+  STAR_ASSIGN_OR_RETURN(const std::optional<milliseconds> ttl, ExpireFinished(job, *spec));
+  if (ttl) return *ttl;
   auto desired = DesiredPods(job, *spec, PodEnvOptions{deps_.endpoint->url(), deps_.endpoint->report_ca()});
   if (!desired.ok()) {
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", desired.status().message()));
@@ -169,12 +189,32 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
   return Converge(&job, key, *spec, *desired, token);
 }
 
+// A finished job past spec.runPolicy.ttlSecondsAfterFinished is deleted (its owned
+// objects go with it). The wait until then for a finished job with a TTL, else nullopt.
+StatusOr<std::optional<milliseconds>> TrainingJobReconciler::ExpireFinished(const json& job,
+                                                                           const api::TrainingJobSpec& spec) {
+  if (!spec.run_policy.ttl_seconds_after_finished) return std::optional<milliseconds>{};
+  const json status = job.value("status", json::object());
+  const std::string phase = status.value("phase", "");
+  if (phase != "Succeeded" && phase != "Failed") return std::optional<milliseconds>{};
+  const auto left = TimeLeft(status.value("completionTime", ""), *spec.run_policy.ttl_seconds_after_finished,
+                             std::chrono::system_clock::now());
+  if (!left) return std::optional<milliseconds>{};
+  if (left->count() > 0) return std::optional<milliseconds>(*left + milliseconds(1));
+  deps_.events->Emit(job, {"Normal", "TTLExpired",
+                           "deleted " + std::to_string(*spec.run_policy.ttl_seconds_after_finished) +
+                               " s after it finished (spec.runPolicy.ttlSecondsAfterFinished)"});
+  Status s = client_->Delete(kube::TrainingJobs(), NamespaceOf(job), NameOf(job));
+  if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+  return std::optional<milliseconds>(milliseconds(0));
+}
+
 // Pods, phase, worker nodes, the reallocation plan and the NodeAllocation wants.
 StatusOr<milliseconds> TrainingJobReconciler::Converge(json* job, const std::string& key,
                                                        const api::TrainingJobSpec& spec, const std::vector<json>& desired,
                                                        const std::string& token) {
   milliseconds wait(0);
-  const PhaseInput in = Observe(*job, key, desired, &wait);
+  const PhaseInput in = Observe(*job, key, spec, desired, &wait);
   const PhaseDecision d = DecidePhase(in);
   if (d.restarts != in.restarts) STAR_RETURN_IF_ERROR(RecordRestart(job, key, d.restarts, &wait));
   STAR_RETURN_IF_ERROR(DeletePods(*job, in, d));
@@ -182,7 +222,7 @@ StatusOr<milliseconds> TrainingJobReconciler::Converge(json* job, const std::str
   if (refused) return milliseconds(0);
   STAR_RETURN_IF_ERROR(SyncAdmittedCondition(client_, deps_.records, job, in.observed));
   STAR_RETURN_IF_ERROR(WritePhase(*job, d));
-  deps_.registry->SetWorkerNodes(key, WorkerNodes(in.observed, spec.workers.replicas));
+  deps_.registry->SetWorkerNodes(key, WorkerNodes(in.observed, spec.workers));
   STAR_RETURN_IF_ERROR(reallocator_->Reallocate(job, key, spec, d, in.observed));
   std::vector<json> pods;
   if (d.action != JobPodsAction::kDeleteAll) {
@@ -193,16 +233,18 @@ StatusOr<milliseconds> TrainingJobReconciler::Converge(json* job, const std::str
 }
 
 // The job as DecidePhase sees it; `*wait` becomes the rest of a restart backoff.
-PhaseInput TrainingJobReconciler::Observe(const json& job, const std::string& key, const std::vector<json>& desired,
-                                          milliseconds* wait) {
+PhaseInput TrainingJobReconciler::Observe(const json& job, const std::string& key, const api::TrainingJobSpec& spec,
+                                          const std::vector<json>& desired, milliseconds* wait) {
   PhaseInput in;
   const json status = job.value("status", json::object());
+  in.suspended = spec.suspend;
+  in.deadline_exceeded = DeadlineExceeded(status, spec.run_policy, wait);
   in.current = api::ParseJobPhase(status.value("phase", "Pending")).value_or(api::JobPhase::kPending);
   for (const json& p : desired) in.desired.push_back(p["metadata"]["name"].get<std::string>());
   in.observed = ObservedPods(key, job["metadata"].value("uid", ""));
   in.outdated = Outdated(in.observed, desired);
   in.restarts = RestartsOf(job);
-  in.max_restarts = options_.max_restarts;
+  in.max_restarts = spec.run_policy.backoff_limit.value_or(options_.max_restarts);
   std::lock_guard lock(mu_);
   auto it = restarted_at_.find(key);
   if (it == restarted_at_.end()) return in;
@@ -408,15 +450,18 @@ Status TrainingJobReconciler::WritePhase(const json& job, const PhaseDecision& d
     if (parsed.ok()) conditions.push_back(*parsed);
   }
   const int64_t generation = job["metadata"].value("generation", int64_t{0});
-  SetPhaseConditions(&conditions, d, kube::NowRfc3339(), generation);
+  const std::string now = kube::NowRfc3339();
+  SetPhaseConditions(&conditions, d, now, generation);
   json cj = json::array();
   for (const auto& c : conditions) cj.push_back(api::ToJson(c));
+  const json times = StatusTimes(old_status, d, now);
   if (old_status.value("phase", "") == phase && old_status.value("conditions", json::array()) == cj &&
-      old_status.value("observedGeneration", int64_t{0}) == generation) {
+      old_status.value("observedGeneration", int64_t{0}) == generation && times.empty()) {
     return Status::Ok();
   }
-  STAR_RETURN_IF_ERROR(deps_.records->WritePhase(
-      job, {{"status", {{"phase", phase}, {"conditions", cj}, {"observedGeneration", generation}}}}));
+  json status = {{"phase", phase}, {"conditions", cj}, {"observedGeneration", generation}};
+  status.update(times);
+  STAR_RETURN_IF_ERROR(deps_.records->WritePhase(job, {{"status", std::move(status)}}));
   if (old_status.value("phase", "") != phase) {
     const bool bad = d.phase == api::JobPhase::kFailed || d.phase == api::JobPhase::kRestarting;
     deps_.events->Emit(job, {bad ? "Warning" : "Normal", d.reason, "phase " + phase + ": " + d.message});

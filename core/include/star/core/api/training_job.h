@@ -86,8 +86,9 @@ enum class MitigationMode { kMitigate, kObserve };
 std::string_view ToString(MitigationMode m);
 std::optional<MitigationMode> ParseMitigationMode(std::string_view s);
 
-// status.phase. Wire: "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed".
-enum class JobPhase { kPending, kCreated, kRunning, kRestarting, kSucceeded, kFailed };
+// status.phase. Wire: "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed",
+// "Suspended".
+enum class JobPhase { kPending, kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
 std::string_view ToString(JobPhase p);
 std::optional<JobPhase> ParseJobPhase(std::string_view s);
 
@@ -171,8 +172,8 @@ struct MitigationSpec {
 struct RunPolicySpec {
   // Gang restarts before the job fails; unset = the operator's --max-restarts.
   std::optional<int> backoff_limit;  // wire "backoffLimit"; in [0, kMaxBackoffLimit]
-  // Seconds from the job's first start after which it fails (DeadlineExceeded) and its
-  // pods go; time suspended does not count.
+  // Seconds from status.startTime (the start, or the last resume after a suspend) after
+  // which the job fails (DeadlineExceeded) and its pods go.
   std::optional<int64_t> active_deadline_seconds;  // in [1, kMaxRunPolicySeconds]
   // Seconds after the job finished (Succeeded or Failed) after which it is deleted.
   std::optional<int64_t> ttl_seconds_after_finished;  // in [0, kMaxRunPolicySeconds]
@@ -201,6 +202,11 @@ struct TrainingJobSpec {
 
 // The number of worker processes (ranks): workers.replicas * workers.procsPerPod.
 int WorldSize(const TrainingJobSpec& spec);
+
+// The spec the control loop acts on. Under mitigation.mode Observe nothing may change in
+// training or on nodes: policy Auto becomes SSGD (a pinned policy is the user's own), and
+// amp, batchAdaptation and resourceReallocation are off. Under Mitigate, `spec` itself.
+TrainingJobSpec MitigationsInForce(TrainingJobSpec spec);
 
 // ---- status ----
 
@@ -246,6 +252,11 @@ struct TrainingJobStatus {
   // they have.
   std::optional<int64_t> decision_epoch;               // wire "decisionEpoch"
   std::optional<int64_t> decision_apply_at_iteration;  // wire "decisionApplyAtIteration"
+  // RFC 3339: when the job's pods were last created from no pods (the first start, or a
+  // resume; runPolicy.activeDeadlineSeconds counts from it), and when it Succeeded or
+  // Failed (ttlSecondsAfterFinished counts from it). "" = not yet (omitted on the wire).
+  std::string start_time;       // wire "startTime"
+  std::string completion_time;  // wire "completionTime"
 
   friend bool operator==(const TrainingJobStatus&, const TrainingJobStatus&) = default;
 };

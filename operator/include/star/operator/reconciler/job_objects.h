@@ -38,6 +38,9 @@ inline constexpr char kRestartsAnnotation[] = "star.dev/restarts";
 // from the job's current one (the template or a replica count changed) is outdated.
 inline constexpr char kPodTemplateHashAnnotation[] = "star.dev/pod-template-hash";
 inline constexpr int kStorePort = 29500;
+// MASTER_PORT of worker pods (torch.distributed's rendezvous on worker pod 0); not
+// kStorePort, which STAR's own store holds there.
+inline constexpr int kMasterPort = 29501;
 // The port of a worker's Prometheus endpoint (STAR_METRICS_ADDRESS 0.0.0.0:9400 and the
 // container port named star-metrics, which the chart's PodMonitor scrapes).
 inline constexpr int kWorkerMetricsPort = 9400;
@@ -79,8 +82,13 @@ bool IsStarPod(const nlohmann::json& pod);
 // STAR_WORLD_SIZE, STAR_PARAMETER_SERVERS, STAR_STORE_URL, STAR_CONTROLLER_URL, STAR_JOB,
 // STAR_JOB_TOKEN (secretKeyRef <job>-token/token), STAR_LISTEN_HOST (fieldRef
 // status.podIP), STAR_REPORT_CA when options.report_ca is set, and STAR_HOST_STORE=1 on
-// the store host (worker 0, or PS 0 when there are parameter servers). Existing env
-// entries of those names are replaced. A worker's first container also serves its
+// the store host (worker 0, or PS 0 when there are parameter servers). Workers also get
+// STAR_GLOBAL_BATCH, STAR_AMP_DTYPE, STAR_MAX_ITERATIONS (when set) and torchrun's RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR (worker pod 0 in the
+// Service) and MASTER_PORT (kMasterPort). With procsPerPod P > 1, worker pod i is
+// torchrun's node i with P processes: STAR_RANK is left out (each process's rank is
+// RANK = i * P + LOCAL_RANK, set by its launcher) and STAR_WORLD_SIZE = WORLD_SIZE =
+// replicas * P. Existing env entries of those names are replaced. A worker's first container also serves its
 // metrics: STAR_METRICS_ADDRESS=0.0.0.0:kWorkerMetricsPort (unless the template sets it)
 // and a container port named kWorkerMetricsPortName (unless it has one of that name).
 // InvalidArgument naming the field when a role has no template.spec.containers.
@@ -89,7 +97,9 @@ StatusOr<std::vector<nlohmann::json>> DesiredPods(const nlohmann::json& job,
                                                   const PodEnvOptions& options);
 nlohmann::json DesiredService(const nlohmann::json& job);
 // A hash (16 hex digits) of what the pods are made from: architecture, workers and
-// parameterServers (replicas and templates).
+// parameterServers (replicas, procsPerPod and templates). Training settings are not in it:
+// they reach the pods' env when the pods are created, and a change waits for the next
+// gang start.
 std::string PodTemplateHash(const api::TrainingJobSpec& spec);
 // `token` is stored base64-encoded under data.token.
 nlohmann::json DesiredSecret(const nlohmann::json& job, const std::string& token);
@@ -113,8 +123,12 @@ struct PhaseInput {
   // An observed pod was made from another spec (its kPodTemplateHashAnnotation differs).
   bool outdated = false;
   int restarts = 0;        // the restarts annotation
-  int max_restarts = 3;    // --max-restarts
+  int max_restarts = 3;    // spec.runPolicy.backoffLimit, else --max-restarts
   bool backoff_elapsed = true;  // the restart backoff since the last restart has passed
+  bool suspended = false;       // spec.suspend
+  // spec.runPolicy.activeDeadlineSeconds has passed since status.startTime: the message
+  // says by how much; empty = not exceeded.
+  std::string deadline_exceeded;
 };
 
 struct PhaseDecision {
@@ -128,6 +142,9 @@ struct PhaseDecision {
 // Level-based phase rules:
 //   terminal phases (Succeeded, Failed) stay, with kDeleteAll while a pod is left
 //     running after a failure;
+//   a deadline exceeded -> Failed (DeadlineExceeded, kDeleteAll);
+//   suspended -> Suspended (JobSuspended), kDeleteAll while a pod is left; resumed, the
+//     rules below create the pods again;
 //   outdated pods while not Restarting -> Restarting (SpecChanged, kDeleteAll; not counted
 //     as a restart): the gang comes back with the new spec;
 //   a pod Failed while not Restarting: restarts < max -> Restarting (restarts + 1,
@@ -143,8 +160,8 @@ PhaseDecision DecidePhase(const PhaseInput& in);
 void SetCondition(std::vector<api::Condition>* conditions, const std::string& type,
                   bool status, const std::string& reason, const std::string& message,
                   const std::string& now_rfc3339, int64_t generation);
-// The conditions for a phase: the phase's own type True; Running and Restarting False
-// when not in them; Created True once pods were created.
+// The conditions for a phase: the phase's own type True; Running, Restarting and
+// Suspended False when not in them; Created True once pods were created.
 void SetPhaseConditions(std::vector<api::Condition>* conditions, const PhaseDecision& d,
                         const std::string& now_rfc3339, int64_t generation);
 
