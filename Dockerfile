@@ -8,6 +8,8 @@
 #             jobs' pods), with Fashion-MNIST; and star.torch with PyTorch and
 #             examples/pytorch/train_fmnist.py (WORKDIR /opt/star), the plain PyTorch
 #             script of examples/pytorch/fmnist-job.yaml
+#   trainer-cuda  ghcr.io/star-dev/fmnist-cuda:0.1: star.torch with NCCL, PyTorch with CUDA
+#             and torchrun, for GPU nodes (examples/gpu/fmnist-gpu-job.yaml; at the end)
 #
 #   bash scripts/images.sh build        every target under its name (podman, or docker)
 #   --build-arg BUILD_IMAGE=... BASE_IMAGE=...   images to build on and to run on
@@ -86,3 +88,35 @@ COPY examples/pytorch/train_fmnist.py /opt/star/examples/pytorch/train_fmnist.py
 WORKDIR /opt/star
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/star-fmnist"]
+
+# The CUDA trainer (ghcr.io/star-dev/fmnist-cuda:0.1), for GPU nodes
+# (examples/gpu/fmnist-gpu-job.yaml): star.torch built with the NCCL backend, against the
+# CUDA runtime and NCCL of NVIDIA's PyPI wheels (scripts/install-cuda.sh), and PyTorch 2.8
+# with CUDA 12.8 from PyPI in /opt/venv, whose torchrun starts one process per GPU; and
+# examples/pytorch/train_fmnist.py. Building it needs PyPI (the image tests, which reach
+# no index, build the other three).
+FROM build AS build-cuda
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends python3-pip \
+    && rm -rf /var/lib/apt/lists/*
+RUN STAR_TOOLS_CACHE=/opt/star-tools STAR_PYTHON=/usr/bin/python3 bash scripts/install-cuda.sh >/cuda-root \
+    && cmake -S . -B /build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF \
+      -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=ON -DSTAR_CUDA_ROOT="$(cat /cuda-root)" -DSTAR_WITH_TORCH=OFF \
+    && cmake --build /build-cuda --target star_shim_python \
+    && mkdir -p /out-cuda && cp -r /build-cuda/python/star /out-cuda/ && strip /out-cuda/star/_star*.so
+
+FROM runtime AS trainer-cuda
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+      python3 python3-venv libgloo0 libprometheus-cpp-pull1.0 dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/venv \
+    && /opt/venv/bin/pip install --no-cache-dir torch==2.8.0 numpy
+# torch's wheels bring the CUDA runtime and NCCL that star.torch's module links.
+ENV LD_LIBRARY_PATH=/opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib:/opt/venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib \
+    PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+COPY --from=build-cuda /out-cuda/star /opt/venv/lib/python3.11/site-packages/star
+COPY examples/pytorch/train_fmnist.py /opt/star/examples/pytorch/train_fmnist.py
+WORKDIR /opt/star
+USER 65532:65532
+ENTRYPOINT ["/opt/venv/bin/torchrun"]

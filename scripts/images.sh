@@ -16,11 +16,13 @@ REGISTRY=${STAR_REGISTRY:-ghcr.io/star-dev}
 # Dockerfile target, image name, tag. The operator's and agent's names are the chart's
 # operator.imageName and agent.imageName, their tag its appVersion (the project version);
 # trainer is the image the example TrainingJobs' workers run (star-fmnist, star.torch with
-# PyTorch, examples/pytorch/train_fmnist.py).
+# PyTorch, examples/pytorch/train_fmnist.py); trainer-cuda the GPU example's (star.torch
+# with NCCL, PyTorch with CUDA, torchrun).
 IMAGES=(
   "operator star-operator 0.1.0"
   "agent star-agent 0.1.0"
   "trainer fmnist 0.1"
+  "trainer-cuda fmnist-cuda 0.1"
 )
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -258,7 +258,7 @@ TEST_F(TrainingJobKubectlTest, AMisspelledFieldIsRefusedByStrictFieldValidation)
 TEST_F(TrainingJobKubectlTest, ValidJobsAreAcceptedAndReadBack) {
   const Kind kind = TrainingJobKind();
   std::vector<std::pair<std::string, json>> jobs = {{"the complete example", kind.model.example}};
-  for (const char* file : {"fmnist-job.yaml", "pytorch/fmnist-job.yaml"}) {
+  for (const char* file : {"fmnist-job.yaml", "pytorch/fmnist-job.yaml", "gpu/fmnist-gpu-job.yaml"}) {
     StatusOr<json> doc = LoadYamlAsJson(std::string(STAR_CRDS_DIR) + "/../examples/" + file);
     ASSERT_TRUE(doc.ok()) << doc.status();
     jobs.emplace_back(file, *doc);
