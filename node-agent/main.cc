@@ -25,6 +25,12 @@
 // when a pod leaves the allocation, or for every pod with --release.
 // HTTP on --metrics-address: /metrics (Prometheus), /healthz (the loop is alive), /readyz
 // (200 once the last pass applied the whole allocation, else 503 and why).
+// Bandwidth goes to each pod's host-side veth, found from the pod's network namespace (a
+// process in its cgroup; NodeOs::PodInterface), or named by the NodeAllocation annotation
+// ifname.star.dev/<pod uid> which overrides that. A pod whose interface is not found (no
+// process yet, host network, interface gone) gets its CPU but no shaping, is logged, and
+// is looked for again next pass. Needs hostPID and hostNetwork, CAP_SYS_ADMIN (setns) and
+// CAP_SYS_PTRACE (other users' /proc/PID/ns/net) besides CAP_NET_ADMIN.
 // A corrupt journal is moved aside (<journal>.corrupt-<UTC time>) and what to restore is
 // rebuilt from what the node shows (journal_rebuild.h); from the API server, a Warning
 // Event CorruptJournal on the Node says so.
@@ -87,6 +93,17 @@ std::string Summary(const StatusOr<ReconcileResult>& r) {
     s += (s.empty() ? "" : "; ") + p.uid + ": " + p.status.ToString();
   }
   return s;
+}
+
+// The pods whose shaping was skipped this pass (their interface was not found) and why.
+std::string SkippedNetworks(const StatusOr<ReconcileResult>& r) {
+  if (!r.ok()) return "";
+  std::string s;
+  for (const PodResult& p : r->pods) {
+    if (p.network_skipped.ok()) continue;
+    s += (s.empty() ? "" : "; ") + p.namespace_ + "/" + p.name + ": " + p.network_skipped.ToString();
+  }
+  return s.empty() ? "" : "bandwidth not shaped (retried each pass): " + s;
 }
 
 struct Flags {
@@ -287,8 +304,10 @@ StatusOr<Source> OpenSource(const Flags& flags) {
 }
 
 // One pass: polls the source, reconciles what it says and reports the outcome. Returns
-// what went wrong, "" when the whole allocation is applied.
-std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metrics) {
+// what went wrong, "" when the whole allocation is applied; `skipped` gets the pods whose
+// shaping was skipped (not a failure).
+std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metrics,
+                    std::string& skipped) {
   auto polled = source.Poll();
   const std::optional<DesiredState>& desired = source.desired();
   const bool released = source.released();
@@ -305,6 +324,7 @@ std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metric
                             .count());
     const std::string s = Summary(*r);
     if (!s.empty()) problem += (problem.empty() ? "" : "; ") + s;
+    skipped = SkippedNetworks(*r);
   }
   if (source.k8s) {
     if (Status w = source.k8s->ReportStatus(r ? &*r : nullptr); !w.ok()) {
@@ -327,9 +347,14 @@ std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metric
 bool RunLoop(Source& source, Reconciler& reconciler, AgentMetrics& metrics, Health& health,
              const sigset_t& stop_signals, int poll_ms, bool once) {
   std::optional<std::string> last_log;  // nothing logged yet
+  std::string skipped, last_skipped;
   bool ok = false;
   for (;;) {
-    const std::string problem = RunPass(source, reconciler, metrics);
+    const std::string problem = RunPass(source, reconciler, metrics, skipped);
+    if (skipped != last_skipped) {
+      Log(skipped.empty() ? "every pod to be shaped has its interface" : skipped);
+      last_skipped = skipped;
+    }
     ok = problem.empty();
     health.Set(ok, ok ? "" : (problem.empty() ? "no allocation yet" : problem));
     if (problem != last_log) {

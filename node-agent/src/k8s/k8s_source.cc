@@ -44,6 +44,26 @@ std::string FailedPods(const ReconcileResult& r) {
   return s;
 }
 
+// The pods whose shaping was skipped and why, at most ~4 KiB of it (a condition message
+// holds 32 KiB).
+std::string SkippedNetworks(const ReconcileResult& r) {
+  constexpr size_t kMaxMessage = 4096;
+  std::string s;
+  int more = 0;
+  for (const PodResult& p : r.pods) {
+    if (p.network_skipped.ok()) continue;
+    const std::string who = p.namespace_.empty() ? p.uid : p.namespace_ + "/" + p.name;
+    const std::string item = who + ": " + p.network_skipped.message();
+    if (s.size() + item.size() > kMaxMessage) {
+      ++more;
+      continue;
+    }
+    s += (s.empty() ? "" : "; ") + item;
+  }
+  if (more > 0) s += "; and " + std::to_string(more) + " more pod(s)";
+  return s;
+}
+
 int64_t Generation(const nlohmann::json& object) {
   const auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return 0;
@@ -85,6 +105,8 @@ api::NodeAllocationStatus BuildStatus(const StatusInputs& in,
                             in.decode_error.message());
 
   api::Condition applied_c;
+  std::optional<api::Condition> net_c;  // from the last reconcile; kept while none ran
+  if (const api::Condition* before = FindCondition(previous, "NetworkShaped")) net_c = *before;
   if (!in.have_desired) {
     applied_c = MakeCondition(previous, in, "Applied", "False", "NoValidSpec",
                               "no valid spec has been seen");
@@ -101,8 +123,16 @@ api::NodeAllocationStatus BuildStatus(const StatusInputs& in,
     s.applied.clear();
     for (const PodResult& p : r.pods) {
       if (!p.in_allocation || p.action == PodAction::kFailed) continue;
-      s.applied.push_back({p.namespace_, p.name, p.uid, p.cpu, p.network});
+      // A pod whose interface was not found has its CPU in force, not its bandwidth.
+      s.applied.push_back({p.namespace_, p.name, p.uid, p.cpu,
+                           p.network_skipped.ok() ? p.network : api::NetworkAllocation{}});
     }
+    const std::string skipped = SkippedNetworks(r);
+    net_c = skipped.empty()
+                ? MakeCondition(previous, in, "NetworkShaped", "True", "InterfacesFound",
+                                "every pod to be shaped has its interface")
+                : MakeCondition(previous, in, "NetworkShaped", "False", "InterfaceNotFound",
+                                skipped);
     const std::string failed = FailedPods(r);
     applied_c = failed.empty()
                     ? MakeCondition(previous, in, "Applied", "True", "Applied",
@@ -121,6 +151,7 @@ api::NodeAllocationStatus BuildStatus(const StatusInputs& in,
     ready_c = MakeCondition(previous, in, "Ready", "True", "Ready", "");
   }
   s.conditions = {std::move(ready_c), std::move(valid_c), std::move(applied_c)};
+  if (net_c) s.conditions.push_back(std::move(*net_c));
   return s;
 }
 

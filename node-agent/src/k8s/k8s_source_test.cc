@@ -35,7 +35,7 @@ TEST(BuildStatusTest, DecodeErrorKeepsTheAppliedGenerationAndNamesTheField) {
   const api::NodeAllocationStatus s = BuildStatus(in, previous);
   EXPECT_EQ(s.observed_generation, 3);
   EXPECT_EQ(s.applied, previous.applied);
-  ASSERT_EQ(s.conditions.size(), 3u);
+  ASSERT_EQ(s.conditions.size(), 4u);
   const api::Condition& ready = s.conditions[0];
   const api::Condition& valid = s.conditions[1];
   EXPECT_EQ(ready.type, "Ready");
@@ -81,6 +81,44 @@ TEST(BuildStatusTest, FailedPodsAndRefusalsAreNotApplied) {
   s = BuildStatus(in, s);
   EXPECT_EQ(s.observed_generation, 2) << "a refused spec is not observed as applied";
   EXPECT_EQ(s.conditions[2].reason, "Refused");
+}
+
+TEST(BuildStatusTest, PodWhoseInterfaceWasNotFoundIsNamedAndCarriesNoNetwork) {
+  StatusInputs in;
+  in.generation = in.desired_generation = 1;
+  in.have_desired = true;
+  in.now = "2025-01-01T00:00:00Z";
+  ReconcileResult r;
+  PodResult pod;
+  pod.uid = kUid;
+  pod.namespace_ = "ns";
+  pod.name = "worker-0";
+  pod.action = PodAction::kApplied;
+  pod.cpu = {500, 100};
+  pod.network = {8000, 0, 1};
+  pod.network_skipped = Status::FailedPrecondition("host network");
+  r.pods.push_back(pod);
+  const StatusOr<ReconcileResult> skipped = r;
+  in.result = &skipped;
+  api::NodeAllocationStatus s = BuildStatus(in, {});
+  ASSERT_EQ(s.conditions.size(), 4u);
+  EXPECT_EQ(s.conditions[2].status, "True") << "the pod is not failed";
+  EXPECT_EQ(s.conditions[3].type, "NetworkShaped");
+  EXPECT_EQ(s.conditions[3].status, "False");
+  EXPECT_EQ(s.conditions[3].reason, "InterfaceNotFound");
+  EXPECT_NE(s.conditions[3].message.find("ns/worker-0: host network"), std::string::npos);
+  ASSERT_EQ(s.applied.size(), 1u);
+  EXPECT_EQ(s.applied[0].network, api::NetworkAllocation{});
+  EXPECT_EQ(s.applied[0].cpu, pod.cpu);
+
+  r.pods[0].network_skipped = Status();
+  const StatusOr<ReconcileResult> found = r;
+  in.result = &found;
+  in.now = "2025-01-01T00:01:00Z";
+  s = BuildStatus(in, s);
+  EXPECT_EQ(s.conditions[3].status, "True");
+  EXPECT_EQ(s.conditions[3].last_transition_time, "2025-01-01T00:01:00Z");
+  EXPECT_EQ(s.applied[0].network, pod.network);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // form `kubectl get nodeallocation NAME -o json` prints), re-read when it changes. The
 // Kubernetes source (watching the node's NodeAllocation object) is k8s_source.h.
 //
-// Pod interfaces come from the object's annotations, one per pod:
+// Explicit pod interfaces, overriding the agent's own discovery (reconciler.h), come from
+// the object's annotations, one per pod:
 //   "metadata": {"annotations": {"ifname.star.dev/<pod uid>": "<host-side veth>"}}
 #pragma once
 

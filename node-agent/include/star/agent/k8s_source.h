@@ -24,6 +24,10 @@
 //   conditions          Valid   (False/InvalidSpec: the newest spec does not decode)
 //                       Applied (True/Applied, False/PodsFailed, False/Refused, False/NoValidSpec)
 //                       Ready   (True iff Valid and Applied are True)
+//                       NetworkShaped (after a reconcile: True/InterfacesFound, or
+//                               False/InterfaceNotFound naming each pod whose interface
+//                               was not found and why; such a pod is not failed, its
+//                               applied[] entry carries no network, and it is retried)
 //   usage               not written (no usage sampling yet).
 #pragma once
 

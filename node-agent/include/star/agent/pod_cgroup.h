@@ -11,10 +11,10 @@
 // where <uid_> is the uid with '-' replaced by '_' (systemd reserves '-' as the slice
 // hierarchy separator).
 //
-// Interfaces: which host-side veth belongs to a pod is container-runtime specific, so the
-// agent does not guess: the mapping comes from the desired state (for the file source, the
-// annotations "ifname.star.dev/<pod uid>": "<ifname>" of the NodeAllocation object; see
-// allocation_source.h). A pod without a mapping gets no bandwidth shaping.
+// Interfaces: a pod's host-side veth is found from its network namespace
+// (NodeOs::PodInterface, through a process of the cgroup resolved here). The annotations
+// "ifname.star.dev/<pod uid>": "<ifname>" of the NodeAllocation object (allocation_source.h)
+// override that with an explicit mapping.
 #pragma once
 
 #include <map>
