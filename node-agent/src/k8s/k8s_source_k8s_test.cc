@@ -170,6 +170,28 @@ TEST_F(K8sSourceTest, CreateAppliesLimitsAndUpdateMovesObservedGeneration) {
   EXPECT_EQ(source_->status_writes(), 2) << "one status write per change";
 }
 
+TEST_F(K8sSourceTest, BandwidthGoesToTheDiscoveredInterfaceWithNoAnnotation) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  os_.AddInterface("vethpod0");
+  json alloc = Allocation(500);
+  alloc["spec"]["pods"][0]["network"] = {{"egressBitsPerSecond", 8000000}, {"priority", 1}};
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", alloc).ok());
+  // No process in the pod yet: CPU applied, shaping skipped with the reason, retried.
+  ASSERT_TRUE(RunUntil([&] { return Condition("NetworkShaped") == "False"; }));
+  EXPECT_EQ(Condition("NetworkShaped", "reason"), "InterfaceNotFound");
+  EXPECT_NE(Condition("NetworkShaped", "message").find("ns/worker-0"), std::string::npos);
+  EXPECT_EQ(Condition("Applied"), "True");
+  EXPECT_EQ(QuotaUs(), 50000);
+  EXPECT_EQ(os_.net_writes(), 0);
+
+  os_.SetPodInterface(kCgroup, std::string("vethpod0"));
+  ASSERT_TRUE(RunUntil([&] { return Condition("NetworkShaped") == "True"; }));
+  EXPECT_EQ(os_.ReadNet("vethpod0")->egress_bits_per_second, 8000000);
+  EXPECT_EQ(Get()["status"]["applied"][0]["network"]["egressBitsPerSecond"], 8000000);
+  EXPECT_EQ(Get().value(json::json_pointer("/metadata/annotations"), json::object()), json::object())
+      << "nothing names the interface";
+}
+
 TEST_F(K8sSourceTest, InvalidObjectSetsValidFalseAndChangesNothing) {
   ASSERT_NO_FATAL_FAILURE(Start());
   ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
