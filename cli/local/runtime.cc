@@ -274,6 +274,13 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
   set("STAR_TIMEOUT_MS", "120000");
   set("STAR_CLOCK_ORIGIN", Fixed(origin_, 6));
   set("OMP_NUM_THREADS", std::to_string(o_.trainer_threads));
+  // The job's training settings, as the operator gives them to pods (one source for the
+  // script: star.torch and star-fmnist refuse a batch that disagrees).
+  set("STAR_GLOBAL_BATCH", std::to_string(spec_.training.global_batch_size));
+  set("STAR_AMP_DTYPE", std::string(api::ToString(spec_.mitigation.amp.dtype)));
+  if (spec_.training.max_iterations) {
+    set("STAR_MAX_ITERATIONS", std::to_string(*spec_.training.max_iterations));
+  }
   if (bundled_) {
     set("STAR_SNAPSHOT_DIR", (run_dir_ / "snapshots").string());
     set("STAR_SNAPSHOT_EVERY", std::to_string(o_.snapshot_every));
