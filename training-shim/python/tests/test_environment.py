@@ -122,6 +122,16 @@ def test_a_half_or_malformed_torchrun_environment_is_named(clean_env):
     assert not st.is_initialized() and not dist.is_initialized()
 
 
+def test_a_master_nobody_serves_is_a_peer_error_naming_it(clean_env):
+    # Rank 1 of 2 waits for rank 0's store at MASTER_ADDR:MASTER_PORT, which never comes.
+    for name, value in torchrun_env(1, 2, free_port()).items():
+        clean_env.setenv(name, value)
+    clean_env.setenv("STAR_TIMEOUT_MS", "1500")
+    with pytest.raises(st.PeerError, match=r"MASTER_ADDR:MASTER_PORT \(127.0.0.1:\d+\), rank 1 of 2"):
+        st.init()
+    assert not st.is_initialized() and not dist.is_initialized()
+
+
 def test_a_default_group_of_another_size_is_refused(clean_env):
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     with pytest.raises(st.ConfigError, match="default group is rank 0 of 1, but this worker is rank 0 of 2"):

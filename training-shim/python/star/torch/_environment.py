@@ -93,11 +93,16 @@ def placement(overrides, environ):
 
 def address_towards(host, port):
     """The local address this machine reaches `host` from (where peers reach this process
-    when they reach the master); 127.0.0.1 if it cannot be told."""
+    when they reach the master); where that cannot be told (`host` does not resolve yet),
+    the address this machine's name resolves to, else 127.0.0.1."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect((host, port))  # UDP: sends nothing, picks the route
             return s.getsockname()[0]
+    except OSError:
+        pass
+    try:
+        return socket.gethostbyname(socket.gethostname())
     except OSError:
         return "127.0.0.1"
 

@@ -13,7 +13,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from star.errors import ConfigError
+from star.errors import ConfigError, PeerError
 from star.torch import _environment
 
 STORE_KEY = "star/store_url"
@@ -42,7 +42,12 @@ def ensure_default_group(config, placement):
     backend = "nccl" if nccl and torch.cuda.is_available() else "gloo"
     if placement.master is not None:
         # env:// reads MASTER_ADDR and MASTER_PORT (and torchrun's agent store, when it has one).
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout)
+        try:
+            dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout)
+        except (RuntimeError, OSError) as e:  # a peer or the master not there within the timeout
+            host, port = placement.master
+            raise PeerError(f"torch.distributed's default group over MASTER_ADDR:MASTER_PORT ({host}:{port}), "
+                            f"rank {rank} of {size}: {e}") from e
         return True
     if size == 1:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
