@@ -60,7 +60,7 @@ void TrimPod(json* pod) {
     out["metadata"] = std::move(m);
   }
   if (json* spec = Member(pod, "spec")) {
-    json s = Pick(*spec, {"nodeName"});
+    json s = Pick(*spec, {"nodeName", "schedulingGates"});  // schedulingGates: Kueue admission (queueing.cc)
     auto containers = spec->find("containers");
     if (containers != spec->end() && containers->is_array()) {
       json cs = json::array();

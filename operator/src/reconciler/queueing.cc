@@ -104,9 +104,9 @@ std::optional<Admission> AdmissionOf(const json& job, const std::map<std::string
   return Waiting(group, workload);
 }
 
-Status SyncAdmittedCondition(kube::Client* client, StatusRecords* records, json* job,
-                             const std::map<std::string, json>& pods) {
-  if (!KueueQueueOf(*job)) return Status::Ok();
+StatusOr<std::chrono::milliseconds> SyncAdmittedCondition(kube::Client* client, StatusRecords* records, json* job,
+                                                          const std::map<std::string, json>& pods) {
+  if (!KueueQueueOf(*job)) return std::chrono::milliseconds(0);
   bool gated = false;
   for (const auto& [name, pod] : pods) gated |= GatedByKueue(pod);
   const std::string ns = (*job)["metadata"].value("namespace", "default");
@@ -114,8 +114,9 @@ Status SyncAdmittedCondition(kube::Client* client, StatusRecords* records, json*
   if (gated) workload = client->Get({"kueue.x-k8s.io", "v1beta2", "workloads", true, "Workload"}, ns,
                                     KueuePodGroupName(*job));
   const std::optional<Admission> a = AdmissionOf(*job, pods, workload);
-  if (!a) return Status::Ok();
-  return WriteJobCondition(records, job, kAdmittedCondition, a->admitted, a->reason, a->message);
+  if (!a) return std::chrono::milliseconds(0);
+  STAR_RETURN_IF_ERROR(WriteJobCondition(records, job, kAdmittedCondition, a->admitted, a->reason, a->message));
+  return gated ? kAdmissionRecheck : std::chrono::milliseconds(0);
 }
 
 }  // namespace star::op

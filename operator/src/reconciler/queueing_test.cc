@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "star/core/api/training_job.h"
+#include "star/operator/reconciler/cache.h"
 #include "star/operator/reconciler/job_objects.h"
 
 namespace star::op {
@@ -57,6 +58,16 @@ TEST(KueuePodGroup, QueuedJobsPodsAreOneGatedGroupOfAllWorkersAndServers) {
     EXPECT_EQ(p["spec"]["schedulingGates"][0]["name"], kKueueAdmissionGate);
     EXPECT_TRUE(GatedByKueue(p));
   }
+}
+
+TEST(KueuePodGroup, TheGateSurvivesTheOperatorsPodCache) {
+  const json job = Job("q");
+  auto pods = ByName(Pods(job));
+  for (auto& [name, p] : pods) TrimForCache(Kind::kPod, &p);
+  for (const auto& [name, p] : pods) EXPECT_TRUE(GatedByKueue(p)) << name;
+  auto a = AdmissionOf(job, pods, Status::NotFound("no workload"));
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->admitted);
 }
 
 TEST(KueuePodGroup, JobWithoutQueueLabelIsLeftAlone) {

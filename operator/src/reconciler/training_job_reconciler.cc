@@ -220,7 +220,8 @@ StatusOr<milliseconds> TrainingJobReconciler::Converge(json* job, const std::str
   STAR_RETURN_IF_ERROR(DeletePods(*job, in, d));
   STAR_ASSIGN_OR_RETURN(const bool refused, CreatePods(*job, in, d, desired, token));
   if (refused) return milliseconds(0);
-  STAR_RETURN_IF_ERROR(SyncAdmittedCondition(client_, deps_.records, job, in.observed));
+  STAR_ASSIGN_OR_RETURN(const milliseconds queued, SyncAdmittedCondition(client_, deps_.records, job, in.observed));
+  if (queued.count() > 0 && (wait.count() == 0 || queued < wait)) wait = queued;
   STAR_RETURN_IF_ERROR(WritePhase(*job, d));
   deps_.registry->SetWorkerNodes(key, WorkerNodes(in.observed, spec.workers));
   STAR_RETURN_IF_ERROR(reallocator_->Reallocate(job, key, spec, d, in.observed));

@@ -8,6 +8,7 @@
 // cluster whose Kueue runs without its pod webhook admits the job the same way.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,12 +57,18 @@ struct Admission {
 std::optional<Admission> AdmissionOf(const nlohmann::json& job, const std::map<std::string, nlohmann::json>& pods,
                                      const StatusOr<nlohmann::json>& workload);
 
+// While a job queued by Kueue waits, how often its Admitted condition is read again from
+// its Workload (Kueue's changes to a Workload do not reach the operator otherwise).
+inline constexpr std::chrono::milliseconds kAdmissionRecheck{10000};
+
 // Keeps the Admitted condition of a job queued by Kueue: computed from its pods and its
 // Workload (read with `client` only while a pod is gated), written through `records` when
 // it changed, and set in `*job`'s status in memory so that later status writes keep it.
-// A failed Workload read becomes the condition's message; the status write's error is
+// Returns when to look again: kAdmissionRecheck while a pod is gated, else 0 (never). A
+// failed Workload read becomes the condition's message; the status write's error is
 // returned.
-[[nodiscard]] Status SyncAdmittedCondition(kube::Client* client, StatusRecords* records, nlohmann::json* job,
-                                           const std::map<std::string, nlohmann::json>& pods);
+[[nodiscard]] StatusOr<std::chrono::milliseconds> SyncAdmittedCondition(
+    kube::Client* client, StatusRecords* records, nlohmann::json* job,
+    const std::map<std::string, nlohmann::json>& pods);
 
 }  // namespace star::op
