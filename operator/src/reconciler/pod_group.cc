@@ -63,10 +63,10 @@ StatusOr<bool> EnsurePodGroup(kube::Client* client, StatusRecords* records, json
       return false;
     }
     if (existing.value("spec", json::object()).value("minMember", int64_t{0}) != (*want)["spec"]["minMember"]) {
-      STAR_RETURN_IF_ERROR(client
-                               ->MergePatch({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns,
-                                            name, {{"spec", {{"minMember", (*want)["spec"]["minMember"]}}}})
-                               .status());
+      const json patch = {{"spec", {{"minMember", (*want)["spec"]["minMember"]}}}};
+      auto patched = client->MergePatch({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, name,
+                                        patch);
+      if (!patched.ok()) return patched.status();
     }
   }
   STAR_RETURN_IF_ERROR(WriteJobCondition(records, job, kPodGroupCondition, true, "PodGroupCreated",
