@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 #include <system_error>
+#include <tuple>
 
 #include "star/report/tls.h"
 
@@ -125,13 +126,21 @@ EnvLookup ProcessEnvironment() {
 
 StatusOr<WorkerConfig> WorkerConfigFromEnvironment(const EnvLookup& env, WorkerConfig base) {
   WorkerConfig c = std::move(base);
-  for (const char* name : {"STAR_RANK", "STAR_WORLD_SIZE"}) {
+  bool rank_from_torchrun = false;
+  for (auto [name, fallback, field] : {std::tuple{"STAR_RANK", "RANK", &c.rank},
+                                       std::tuple{"STAR_WORLD_SIZE", "WORLD_SIZE", &c.world_size}}) {
+    std::string read = name;
     auto v = env(name);
-    if (!v) return Status::InvalidArgument(std::string(name) + ": not set");
-    int* field = std::string(name) == "STAR_RANK" ? &c.rank : &c.world_size;
-    STAR_RETURN_IF_ERROR(ParseNumber(name, *v, "an integer", field));
+    if (!v && (v = env(fallback))) {
+      read = fallback;
+      if (field == &c.rank) rank_from_torchrun = true;
+    }
+    if (!v) return Status::InvalidArgument(std::string(name) + " (or torchrun's " + fallback + "): not set");
+    STAR_RETURN_IF_ERROR(ParseNumber(read, *v, "an integer", field));
   }
   STAR_RETURN_IF_ERROR(ReadOptional(env, c));
+  // The processes a launcher starts in one pod share its STAR_HOST_STORE: rank 0's serves.
+  if (rank_from_torchrun && c.rank != 0) c.host_store = false;
   if (Status s = Validate(c); !s.ok()) return s;
   return c;
 }

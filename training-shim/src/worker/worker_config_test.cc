@@ -73,10 +73,41 @@ TEST(WorkerConfig, AMissingRequiredVariableIsNamed) {
   auto c = WorkerConfigFromEnvironment(Env({{"STAR_WORLD_SIZE", "2"}}));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(c.status().message(), "STAR_RANK: not set");
+  EXPECT_EQ(c.status().message(), "STAR_RANK (or torchrun's RANK): not set");
   c = WorkerConfigFromEnvironment(Env({{"STAR_RANK", "0"}}));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(), "STAR_WORLD_SIZE: not set");
+  EXPECT_EQ(c.status().message(), "STAR_WORLD_SIZE (or torchrun's WORLD_SIZE): not set");
+}
+
+TEST(WorkerConfig, TorchrunsRankAndWorldSizeStandInForMissingStarOnes) {
+  auto c = WorkerConfigFromEnvironment(Env({{"RANK", "3"}, {"WORLD_SIZE", "4"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rank, 3);
+  EXPECT_EQ(c->world_size, 4);
+  c = WorkerConfigFromEnvironment(Env({{"RANK", "x"}, {"WORLD_SIZE", "4"}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "RANK: not an integer: \"x\"");
+}
+
+TEST(WorkerConfig, StarVariablesWinOverTorchruns) {
+  auto c = WorkerConfigFromEnvironment(
+      Env({{"STAR_RANK", "1"}, {"STAR_WORLD_SIZE", "2"}, {"RANK", "3"}, {"WORLD_SIZE", "8"}}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rank, 1);
+  EXPECT_EQ(c->world_size, 2);
+}
+
+TEST(WorkerConfig, InAPodOfSeveralProcessesOnlyRank0HostsTheStore) {
+  // Pod 0 of a procsPerPod job: no STAR_RANK, the pod's STAR_HOST_STORE, torchrun's RANKs.
+  std::map<std::string, std::string> pod = {{"STAR_WORLD_SIZE", "4"}, {"STAR_HOST_STORE", "1"},
+                                            {"STAR_STORE_URL", "http://pod-0:29400"}};
+  pod["RANK"] = "0";
+  auto first = WorkerConfigFromEnvironment(Env(pod));
+  pod["RANK"] = "1";
+  auto second = WorkerConfigFromEnvironment(Env(pod));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(first->host_store);
+  EXPECT_FALSE(second->host_store);
 }
 
 TEST(WorkerConfig, AMalformedValueIsNamed) {

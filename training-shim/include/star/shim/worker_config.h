@@ -3,8 +3,11 @@
 // configured from it; a trainer with command-line flags fills it from those instead.
 //
 // Environment (WorkerConfigFromEnvironment):
-//   STAR_RANK               rank       required; this process's rank, servers first
-//   STAR_WORLD_SIZE         world_size required; number of workers
+//   STAR_RANK               rank       required, or torchrun's RANK; this process's rank,
+//                                      servers first
+//   STAR_WORLD_SIZE         world_size required, or torchrun's WORLD_SIZE; number of workers
+//   (STAR_* win where both are set. A rank from RANK other than 0 never hosts the store:
+//   the processes a launcher starts in one pod share the pod's STAR_HOST_STORE.)
 //   STAR_PARAMETER_SERVERS  parameter_servers
 //   STAR_JOB                job
 //   STAR_STORE_URL          store_url
@@ -89,8 +92,8 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 EnvLookup ProcessEnvironment();
 
 // Reads the STAR_* variables above over the defaults in `base`, then validates. Errors:
-// InvalidArgument naming the variable when a required one is missing ("STAR_RANK: not
-// set") or a value does not parse ("STAR_REPORT_EVERY: not an integer: \"x\"";
+// InvalidArgument naming the variable when a required one is missing ("STAR_RANK (or
+// torchrun's RANK): not set") or a value does not parse ("STAR_REPORT_EVERY: not an integer: \"x\"";
 // STAR_REPORT_CA that is neither a PEM CA bundle nor a readable file of one), or
 // Validate's error. Thread-safe if `env` is.
 [[nodiscard]] StatusOr<WorkerConfig> WorkerConfigFromEnvironment(
