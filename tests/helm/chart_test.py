@@ -174,7 +174,8 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertIs(sc.get("privileged"), False)
         self.assertIs(sc["allowPrivilegeEscalation"], False)
         self.assertIs(sc["readOnlyRootFilesystem"], True)
-        self.assertEqual(sc["capabilities"], {"drop": ["ALL"], "add": ["NET_ADMIN"]})
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"]})
+        self.assertIs(pod["hostPID"], True, "pods' interfaces are found from their processes")
         self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"})
         self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "metrics"})
         self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "metrics"})
@@ -200,7 +201,12 @@ class RenderMatrixTest(unittest.TestCase):
         c = container(ds)
         self.assertIn("--driver=cgroupfs", c["args"])
         self.assertIn("--cgroup-root=k8s", c["args"])
-        self.assertEqual(c["securityContext"]["capabilities"]["add"], ["NET_ADMIN", "SYS_ADMIN"])
+        self.assertEqual(c["securityContext"]["capabilities"]["add"], ["NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"],
+                         "an extra capability already added is listed once")
+        docs = render("--set", "agent.findPodInterfaces=false")
+        pod = one(docs, "DaemonSet")["spec"]["template"]["spec"]
+        self.assertEqual(container(one(docs, "DaemonSet"))["securityContext"]["capabilities"]["add"], ["NET_ADMIN"])
+        self.assertNotIn("hostPID", pod)
         self.assertEqual(ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], 2)
 
     def test_monitoring(self):
@@ -613,7 +619,8 @@ OPERATOR_CALLS = {
     ("", "events", "create"),
     ("", "nodes", "get"),
     ("star.dev", "trainingjobs", "list"), ("star.dev", "trainingjobs", "watch"),
-    ("star.dev", "trainingjobs", "patch"), ("star.dev", "trainingjobs/status", "patch"),
+    ("star.dev", "trainingjobs", "patch"), ("star.dev", "trainingjobs", "delete"),
+    ("star.dev", "trainingjobs/status", "patch"),
     ("star.dev", "nodeallocations", "list"), ("star.dev", "nodeallocations", "watch"),
     ("star.dev", "nodeallocations", "get"), ("star.dev", "nodeallocations", "create"),
     ("star.dev", "nodeallocations", "update"),
