@@ -17,6 +17,7 @@ scripts/kueue-tools.sh, run first, links Kueue and the CRDs; built once per vers
 """
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -117,6 +118,13 @@ class Stack(DaemonStack):
     def operator(self):
         self.start_operator(OPERATOR, self.ns.name, self.ns.name, [self.ns.name])
 
+    def assert_never_forbidden(self):
+        """The operator, under the chart's RBAC, was refused nothing (the API server's
+        message for a 403 always says "forbidden")."""
+        m = re.search(r".*\bforbidden\b.*", self.daemons["operator"].logs(), re.I)
+        if m:
+            raise AssertionError("star-operator: " + m.group(0))
+
     def job(self, name):
         return k8s.get_json("tj", name, "-n", self.ns.name) or {}
 
@@ -136,6 +144,10 @@ class Stack(DaemonStack):
 
     def logs(self):
         parts = [f"--- {n}\n{d.logs()[-4000:]}" for n, d in self.daemons.items()]
+        pods = (k8s.get_json("pods", "-n", self.ns.name) or {}).get("items", [])
+        parts.append("--- pods\n" + json.dumps([(p["metadata"]["name"], p["spec"].get("nodeName"),
+                                                  p["spec"].get("schedulingGates"), p["status"]) for p in pods],
+                                                 indent=1)[-4000:])
         for tj in (k8s.get_json("tj", "-n", self.ns.name) or {}).get("items", []):
             parts.append(f"--- tj {tj['metadata']['name']}\n{json.dumps(tj.get('status'), indent=1)[-2000:]}")
         return "\n".join(parts)
@@ -249,6 +261,7 @@ class KueueTest(unittest.TestCase):
             s.wait(lambda: s.running("second", WORKERS), 180, "the second job to run once quota freed")
             s.wait(lambda: (s.condition("second", "Admitted") or {}).get("status") == "True", 60,
                    "the second job's Admitted condition True")
+            s.assert_never_forbidden()
 
     def test_a_job_naming_a_missing_queue_waits_saying_so(self):
         with KueueStack() as s:
@@ -261,6 +274,7 @@ class KueueTest(unittest.TestCase):
             c = s.wait(queue_missing, 120, "Admitted False, QueueMissing")
             self.assertIn("no-such-queue", c["message"])
             self.assertTrue(all("nodeName" not in p["spec"] for p in s.pods("lost")))
+            s.assert_never_forbidden()
 
 
 @unittest.skipUnless(OPERATOR, "STAR_OPERATOR_BINARY is needed")
@@ -286,6 +300,7 @@ class VolcanoTest(unittest.TestCase):
             # The garbage collector removes it (it learns of a new resource within 30 s).
             s.wait(lambda: k8s.kubectl("get", "podgroup.scheduling.volcano.sh", "gang", "-n", ns).returncode != 0,
                    120, "the PodGroup to go with its job")
+            s.assert_never_forbidden()
 
     def test_without_the_podgroup_crd_the_job_waits_with_a_condition(self):
         with Stack() as s:
@@ -301,6 +316,7 @@ class VolcanoTest(unittest.TestCase):
             self.assertEqual(s.pods("nogroup"), [])
             self.assertNotEqual(s.job("nogroup").get("status", {}).get("phase"), "Failed")
             self.assertIsNone(s.daemons["operator"].proc.poll(), "the operator runs on")
+            s.assert_never_forbidden()
 
 
 if __name__ == "__main__":
