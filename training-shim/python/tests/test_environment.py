@@ -112,6 +112,16 @@ def test_in_a_pod_of_several_processes_only_rank_0_hosts_the_store(clean_env):
     assert second.local_rank == 1 and second.local_world_size == 2
 
 
+def test_in_a_pod_of_several_processes_each_serves_metrics_on_its_own_port(clean_env):
+    from star.torch import _environment
+    pod = {"STAR_WORLD_SIZE": "4", "STAR_METRICS_ADDRESS": "0.0.0.0:9400", "WORLD_SIZE": "4",
+           "LOCAL_WORLD_SIZE": "2"}
+    first = _environment.placement({}, dict(pod, RANK="2", LOCAL_RANK="0"))
+    second = _environment.placement({}, dict(pod, RANK="3", LOCAL_RANK="1"))
+    assert first.env.get("STAR_METRICS_ADDRESS", "0.0.0.0:9400") == "0.0.0.0:9400"
+    assert second.env["STAR_METRICS_ADDRESS"] == "0.0.0.0:9401"
+
+
 def test_a_half_or_malformed_torchrun_environment_is_named(clean_env):
     clean_env.setenv("RANK", "0")
     with pytest.raises(st.ConfigError, match=r"STAR_WORLD_SIZE \(or torchrun's WORLD_SIZE\): not set"):

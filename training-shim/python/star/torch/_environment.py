@@ -88,7 +88,19 @@ def placement(overrides, environ):
         # processes share the pod's STAR_* and take their ranks from torchrun; only rank 0's
         # process serves the store.
         env["STAR_HOST_STORE"] = "0"
+    metrics = star("STAR_METRICS_ADDRESS")
+    if metrics and local_world and local_world > 1 and local_rank:
+        # The pod's processes share its address: each serves its metrics on the pod's
+        # port + LOCAL_RANK.
+        env["STAR_METRICS_ADDRESS"] = _offset_port("STAR_METRICS_ADDRESS", metrics, local_rank)
     return Placement(env, source, master, local_rank, local_world)
+
+
+def _offset_port(name, address, offset):
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise ConfigError(f"{name}: must be HOST:PORT, got {address!r}")
+    return f"{host}:{_integer(name + ' port', port, 0) + offset}"
 
 
 def address_towards(host, port):
