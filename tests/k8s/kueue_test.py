@@ -138,9 +138,12 @@ class Stack(DaemonStack):
         lst = k8s.get_json("pods", "-n", self.ns.name, "-l", f"star.dev/job={name}")
         return lst["items"] if lst else []
 
-    def running(self, name, count):
-        pods = [p for p in self.pods(name) if p["status"].get("phase") == "Running"]
-        return len(pods) == count
+    def admitted(self, name, count):
+        """The job's `count` pods exist and Kueue has lifted their admission gate (they may
+        still wait for room on a node the suite's other tests share)."""
+        pods = self.pods(name)
+        return len(pods) == count and not any(
+            g.get("name") == "kueue.x-k8s.io/admission" for p in pods for g in p["spec"].get("schedulingGates", []))
 
     def logs(self):
         parts = [f"--- {n}\n{d.logs()[-4000:]}" for n, d in self.daemons.items()]
@@ -234,7 +237,7 @@ class KueueTest(unittest.TestCase):
             s.operator()
             ns = s.ns.name
             apply(job_manifest("first", ns, queue=s.lq))
-            s.wait(lambda: s.running("first", WORKERS), 120, "the first job's pods to be admitted and run")
+            s.wait(lambda: s.admitted("first", WORKERS), 120, "the first job's pods to be admitted")
             s.wait(lambda: (s.condition("first", "Admitted") or {}).get("status") == "True", 60,
                    "the first job's Admitted condition")
             pod = s.pods("first")[0]
@@ -258,7 +261,7 @@ class KueueTest(unittest.TestCase):
                 self.assertNotEqual(p["status"].get("phase"), "Running")
 
             k8s.kubectl_ok("delete", "tj", "first", "-n", ns, "--timeout=120s", timeout=150)
-            s.wait(lambda: s.running("second", WORKERS), 180, "the second job to run once quota freed")
+            s.wait(lambda: s.admitted("second", WORKERS), 180, "the second job admitted once quota freed")
             s.wait(lambda: (s.condition("second", "Admitted") or {}).get("status") == "True", 60,
                    "the second job's Admitted condition True")
             s.assert_never_forbidden()
