@@ -173,6 +173,13 @@ TEST_F(DashboardsLiveTest, EveryPanelAndVariableReturnsSeriesAndTheStragglerShow
   // Worker 0 straggles; the operator moves CPU to it and the agent applies the plan.
   SendReports([&](const api::WorkerReport& r) { workers.Observe(r); });
   if (HasFatalFailure()) return;
+  // An evaluation, for the accuracy panel.
+  auto client = e2e::NewReportClient(report_url_, Token("fm"));
+  ASSERT_NE(client, nullptr);
+  api::WorkerReport evaluated = e2e::OneReport(JobKey("fm"), 150);
+  evaluated.accuracy = 0.5;
+  auto sent = client->Send(evaluated);
+  ASSERT_TRUE(sent.ok()) << sent.status();
   std::string why;
   ASSERT_TRUE(EventuallyApplied(
       {&fm0, &nb0}, [&](const json& na) { return SpecQuota(na, fm0) > 1000 && SpecQuota(na, nb0) < 2000; }, why))
