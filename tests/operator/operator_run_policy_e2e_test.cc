@@ -41,12 +41,19 @@ std::map<std::string, std::string> EnvOf(const json& pod) {
   return env;
 }
 
-// The condition `type` of `job`'s status, or null.
+// The condition `type` of `job`'s status, or an empty object.
 json Condition(const json& job, const std::string& type) {
-  for (const json& c : job["status"].value("conditions", json::array())) {
+  if (!job.is_object()) return json::object();
+  for (const json& c : job.value("status", json::object()).value("conditions", json::array())) {
     if (c.value("type", "") == type) return c;
   }
-  return nullptr;
+  return json::object();
+}
+
+// Whether `job` is Failed with a Failed condition of `reason`.
+bool FailedFor(const json& job, const std::string& reason) {
+  return job.is_object() && job.value("status", json::object()).value("phase", "") == "Failed" &&
+         Condition(job, "Failed").value("reason", "") == reason;
 }
 
 std::set<std::string> Uids(const std::vector<json>& pods) {
@@ -96,20 +103,22 @@ TEST_F(RunPolicyE2eTest, TheJobsBackoffLimitOverridesTheOperatorsMaxRestarts) {
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("bl", 2, "  runPolicy:\n    backoffLimit: 0\n")).exit_code, 0);
   ASSERT_TRUE(Eventually([&] { return Pods("bl").size() == 2; }));
   SetPodPhase("bl-worker-1", "Failed");
-  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "bl"})["status"].value("phase", "") == "Failed"; }))
-      << ReadFile(dir_.path() + "/operator.log");
-  const json job = GetJson({"get", "tj", "bl"});
-  EXPECT_EQ(Condition(job, "Failed").value("reason", ""), "BackoffLimitExceeded") << job["status"].dump(2);
+  json job;
+  ASSERT_TRUE(Eventually([&] {
+    job = GetJson({"get", "tj", "bl"});
+    return FailedFor(job, "BackoffLimitExceeded");
+  })) << job.dump(2) << ReadFile(dir_.path() + "/operator.log");
   EXPECT_TRUE(job["status"].contains("completionTime"));
 }
 
 TEST_F(RunPolicyE2eTest, PastItsActiveDeadlineAJobFailsAndLosesItsPods) {
   StartOperator();
   ASSERT_EQ(Kubectl({"apply", "-f", "-"}, Job("dl", 2, "  runPolicy:\n    activeDeadlineSeconds: 2\n")).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "dl"})["status"].value("phase", "") == "Failed"; }))
-      << ReadFile(dir_.path() + "/operator.log");
-  const json job = GetJson({"get", "tj", "dl"});
-  EXPECT_EQ(Condition(job, "Failed").value("reason", ""), "DeadlineExceeded") << job["status"].dump(2);
+  json job;
+  ASSERT_TRUE(Eventually([&] {
+    job = GetJson({"get", "tj", "dl"});
+    return FailedFor(job, "DeadlineExceeded");
+  })) << job.dump(2) << ReadFile(dir_.path() + "/operator.log");
   ASSERT_TRUE(Eventually([&] { return Pods("dl").empty(); }));
   EXPECT_TRUE(Eventually([&] {
     const json events = GetJson({"get", "events"});  // the loop must not outlive it
@@ -148,6 +157,23 @@ TEST_F(RunPolicyE2eTest, WorkerPodsGetTorchrunsEnvironmentAndTheJobsTrainingSett
     EXPECT_EQ(env["STAR_GLOBAL_BATCH"], "256");
     EXPECT_EQ(env["STAR_AMP_DTYPE"], "bfloat16");
   }
+}
+
+TEST_F(RunPolicyE2eTest, ProcsPerPodMakesPodsOfSeveralRanks) {
+  StartOperator();
+  std::string yaml = Job("pp", 2, "");
+  const std::string replicas = "    replicas: 2\n";
+  yaml.replace(yaml.find(replicas), replicas.size(), replicas + "    procsPerPod: 2\n");
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, yaml).exit_code, 0) << yaml;
+  ASSERT_TRUE(Eventually([&] { return Pods("pp").size() == 2; })) << ReadFile(dir_.path() + "/operator.log");
+  for (const json& pod : Pods("pp")) {
+    auto env = EnvOf(pod);
+    EXPECT_EQ(env["WORLD_SIZE"], "4");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(env.count("STAR_RANK"), 0u);
+  }
+  ASSERT_TRUE(Eventually([&] { return GetJson({"get", "tj", "pp"})["status"].value("k", 0) == 4; }))
+      << "k counts every process\n" << GetJson({"get", "tj", "pp"})["status"].dump(2);
 }
 
 TEST_F(RunPolicyE2eTest, ObserveReportsAStragglerAndChangesNothing) {

@@ -70,8 +70,13 @@ Status StatusRecords::WritePhase(const json& job, json patch) {
   if (!old_status.contains("syncMode") && registry_->RecordedEpoch(kube::KeyOf(job)) == 0) {
     // The mode the pods start in, until a report says more (kubectl get tj: MODE).
     patch["status"]["syncMode"] = "ssgd";
-    const json replicas = job.value("spec", json::object()).value("workers", json::object()).value("replicas", json());
-    if (replicas.is_number_integer() && replicas.get<int64_t>() >= 1) patch["status"]["k"] = replicas;
+    // k is every worker process: replicas * procsPerPod.
+    const json workers = job.value("spec", json::object()).value("workers", json::object());
+    const json replicas = workers.value("replicas", json()), procs = workers.value("procsPerPod", json(1));
+    if (replicas.is_number_integer() && replicas.get<int64_t>() >= 1 && procs.is_number_integer() &&
+        procs.get<int64_t>() >= 1) {
+      patch["status"]["k"] = replicas.get<int64_t>() * procs.get<int64_t>();
+    }
   }
   return client_->MergePatch(kube::TrainingJobs(), job["metadata"].value("namespace", "default"),
                              job["metadata"]["name"].get<std::string>(), patch, /*status=*/true)
