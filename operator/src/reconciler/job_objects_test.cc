@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reconciler/desired_pods_for_test.h"
+
 namespace star::op {
 namespace {
 
@@ -37,13 +39,7 @@ std::map<std::string, std::string> Env(const json& pod) {
   return out;
 }
 
-std::vector<json> Pods(const json& job) {
-  auto parsed = api::TrainingJobFromJson(job);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  auto pods = DesiredPods(job, parsed->spec, {"http://op:8443"});
-  EXPECT_TRUE(pods.ok()) << pods.status();
-  return pods.ok() ? *pods : std::vector<json>{};
-}
+std::vector<json> Pods(const json& job) { return testing_util::DesiredPodsOf(job); }
 
 TEST(DesiredPods, WorkersAreNamedByRankOwnedByTheJobAndToldTheirRankWorldAndStore) {
   const auto pods = Pods(Job(3));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reconciler/desired_pods_for_test.h"
+
 #include "star/operator/reconciler/job_objects.h"
 
 namespace star::op {
@@ -23,14 +25,7 @@ json Job(const std::string& scheduler, int workers, int ps, int procs_per_pod = 
   return j;
 }
 
-std::vector<json> Pods(const json& job) {
-  auto parsed = api::TrainingJobFromJson(job);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return {};
-  auto pods = DesiredPods(job, parsed->spec, {"http://op:8443"});
-  EXPECT_TRUE(pods.ok()) << pods.status();
-  return pods.ok() ? *pods : std::vector<json>{};
-}
+std::vector<json> Pods(const json& job) { return testing_util::DesiredPodsOf(job); }
 
 TEST(SchedulerName, VolcanoPodsNameTheSchedulerAndTheirGroup) {
   const auto pods = Pods(Job("volcano", 3, 1));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reconciler/desired_pods_for_test.h"
+
 #include "star/core/api/training_job.h"
 #include "star/operator/reconciler/cache.h"
 #include "star/operator/reconciler/job_objects.h"
@@ -25,14 +27,7 @@ json Job(const std::string& queue, int workers = 2, int ps = 0) {
   return j;
 }
 
-std::vector<json> Pods(const json& job) {
-  auto parsed = api::TrainingJobFromJson(job);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return {};
-  auto pods = DesiredPods(job, parsed->spec, {"http://op:8443"});
-  EXPECT_TRUE(pods.ok()) << pods.status();
-  return pods.ok() ? *pods : std::vector<json>{};
-}
+std::vector<json> Pods(const json& job) { return testing_util::DesiredPodsOf(job); }
 
 std::map<std::string, json> ByName(const std::vector<json>& pods) {
   std::map<std::string, json> out;
