@@ -44,7 +44,13 @@ StatusOr<bool> EnsurePodGroup(kube::Client* client, StatusRecords* records, json
   if (!want) return true;
   const std::string ns = (*job)["metadata"].value("namespace", "default");
   const std::string name = (*want)["metadata"]["name"];
-  auto created = client->Create({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, *want);
+  // Read first: a reconcile of a job whose PodGroup exists writes nothing.
+  StatusOr<json> existing = client->Get({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, name);
+  if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) return existing.status();
+  StatusOr<json> created = existing;
+  if (!existing.ok()) {
+    created = client->Create({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, *want);
+  }
   if (!created.ok() && created.status().code() == StatusCode::kNotFound) {
     STAR_RETURN_IF_ERROR(WriteJobCondition(
         records, job, kPodGroupCondition, false, "PodGroupUnsupported",
@@ -52,20 +58,17 @@ StatusOr<bool> EnsurePodGroup(kube::Client* client, StatusRecords* records, json
         "PodGroup resource: install Volcano, or name another scheduler; no pod is created until then"));
     return false;
   }
-  if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
-  if (!created.ok()) {
-    STAR_ASSIGN_OR_RETURN(json existing,
-                          client->Get({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, name));
-    if (!IsControlledBy(existing, (*job)["metadata"].value("uid", ""))) {
+  if (!created.ok()) return created.status();  // AlreadyExists too: made meanwhile, read next time
+  if (existing.ok()) {
+    if (!IsControlledBy(*existing, (*job)["metadata"].value("uid", ""))) {
       STAR_RETURN_IF_ERROR(WriteJobCondition(records, job, kPodGroupCondition, false, "PodGroupNameTaken",
                                              "PodGroup " + name + " exists and is not controlled by this "
                                              "TrainingJob; delete or rename it"));
       return false;
     }
-    if (existing.value("spec", json::object()).value("minMember", int64_t{0}) != (*want)["spec"]["minMember"]) {
+    if (existing->value("spec", json::object()).value("minMember", int64_t{0}) != (*want)["spec"]["minMember"]) {
       const json patch = {{"spec", {{"minMember", (*want)["spec"]["minMember"]}}}};
-      auto patched = client->MergePatch({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, name,
-                                        patch);
+      auto patched = client->MergePatch({"scheduling.volcano.sh", "v1beta1", "podgroups", true, "PodGroup"}, ns, name, patch);
       if (!patched.ok()) return patched.status();
     }
   }

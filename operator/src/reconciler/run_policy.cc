@@ -16,6 +16,12 @@ std::optional<milliseconds> TimeLeft(const std::string& since, int64_t seconds,
   return std::chrono::duration_cast<milliseconds>(end - now);
 }
 
+milliseconds SoonerWait(milliseconds a, milliseconds b) {
+  if (a.count() <= 0) return b;
+  if (b.count() <= 0) return a;
+  return std::min(a, b);
+}
+
 json StatusTimes(const json& old_status, const PhaseDecision& d, const std::string& now) {
   using api::JobPhase;
   json out = json::object();

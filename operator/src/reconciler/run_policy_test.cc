@@ -19,6 +19,13 @@ TEST(TimeLeft, CountsFromTheGivenTime) {
   EXPECT_FALSE(TimeLeft("noon", 60, *start).has_value());
 }
 
+TEST(SoonerWait, ZeroMeansNoRequeue) {
+  EXPECT_EQ(SoonerWait(milliseconds(0), milliseconds(5)), milliseconds(5));
+  EXPECT_EQ(SoonerWait(milliseconds(7), milliseconds(0)), milliseconds(7));
+  EXPECT_EQ(SoonerWait(milliseconds(7), milliseconds(5)), milliseconds(5));
+  EXPECT_EQ(SoonerWait(milliseconds(0), milliseconds(0)), milliseconds(0));
+}
+
 TEST(StatusTimes, StartTimeIsSetWhenPodsAreCreatedFromNoneAndGoesOnSuspend) {
   const std::string now = "2024-05-01T12:00:00Z";
   PhaseDecision create;

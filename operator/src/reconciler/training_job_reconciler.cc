@@ -51,7 +51,7 @@ std::string DeadlineExceeded(const json& status, const api::RunPolicySpec& polic
                              std::chrono::system_clock::now());
   if (!left) return "";
   if (left->count() > 0) {
-    if (wait->count() == 0 || *left < *wait) *wait = *left + milliseconds(1);
+    *wait = SoonerWait(*wait, *left + milliseconds(1));
     return "";
   }
   return "the job ran past spec.runPolicy.activeDeadlineSeconds (" +
@@ -168,8 +168,9 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", spec.status().message()));
     return milliseconds(0);
   }
-  STAR_ASSIGN_OR_RETURN(const std::optional<milliseconds> ttl, ExpireFinished(job, *spec));
-  if (ttl) return *ttl;
+  milliseconds ttl_wait(0);
+  STAR_ASSIGN_OR_RETURN(const bool expired, ExpireFinished(job, *spec, &ttl_wait));
+  if (expired) return milliseconds(0);
   auto desired = DesiredPods(job, *spec, PodEnvOptions{deps_.endpoint->url(), deps_.endpoint->report_ca()});
   if (!desired.ok()) {
     STAR_RETURN_IF_ERROR(Fail(job, "InvalidSpec", desired.status().message()));
@@ -186,27 +187,32 @@ StatusOr<milliseconds> TrainingJobReconciler::Reconcile(const std::string& key) 
   // A job whose pods go to Volcano waits (and says why) until its PodGroup exists.
   STAR_ASSIGN_OR_RETURN(const bool grouped, EnsurePodGroup(client_, deps_.records, &job, *desired));
   if (!grouped) return milliseconds(30000);
-  return Converge(&job, key, *spec, *desired, token);
+  STAR_ASSIGN_OR_RETURN(const milliseconds wait, Converge(&job, key, *spec, *desired, token));
+  return SoonerWait(wait, ttl_wait);
 }
 
-// A finished job past spec.runPolicy.ttlSecondsAfterFinished is deleted (its owned
-// objects go with it). The wait until then for a finished job with a TTL, else nullopt.
-StatusOr<std::optional<milliseconds>> TrainingJobReconciler::ExpireFinished(const json& job,
-                                                                           const api::TrainingJobSpec& spec) {
-  if (!spec.run_policy.ttl_seconds_after_finished) return std::optional<milliseconds>{};
+// Deletes a finished job past spec.runPolicy.ttlSecondsAfterFinished (its owned objects
+// go with it): true. Else false, with `*wait` the time left for a finished job with a TTL;
+// the reconcile goes on (a failed job's leftover pods and reallocation are still cleaned up).
+StatusOr<bool> TrainingJobReconciler::ExpireFinished(const json& job, const api::TrainingJobSpec& spec,
+                                                     milliseconds* wait) {
+  if (!spec.run_policy.ttl_seconds_after_finished) return false;
   const json status = job.value("status", json::object());
   const std::string phase = status.value("phase", "");
-  if (phase != "Succeeded" && phase != "Failed") return std::optional<milliseconds>{};
-  const auto left = TimeLeft(status.value("completionTime", ""), *spec.run_policy.ttl_seconds_after_finished,
-                             std::chrono::system_clock::now());
-  if (!left) return std::optional<milliseconds>{};
-  if (left->count() > 0) return std::optional<milliseconds>(*left + milliseconds(1));
-  deps_.events->Emit(job, {"Normal", "TTLExpired",
-                           "deleted " + std::to_string(*spec.run_policy.ttl_seconds_after_finished) +
-                               " s after it finished (spec.runPolicy.ttlSecondsAfterFinished)"});
+  if (phase != "Succeeded" && phase != "Failed") return false;
+  const int64_t ttl = *spec.run_policy.ttl_seconds_after_finished;
+  const auto left = TimeLeft(status.value("completionTime", ""), ttl, std::chrono::system_clock::now());
+  if (!left) return false;
+  if (left->count() > 0) {
+    *wait = *left + milliseconds(1);
+    return false;
+  }
   Status s = client_->Delete(kube::TrainingJobs(), NamespaceOf(job), NameOf(job));
   if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
-  return std::optional<milliseconds>(milliseconds(0));
+  deps_.events->Emit(job, {"Normal", "TTLExpired",
+                           "deleted " + std::to_string(ttl) +
+                               " s after it finished (spec.runPolicy.ttlSecondsAfterFinished)"});
+  return true;
 }
 
 // Pods, phase, worker nodes, the reallocation plan and the NodeAllocation wants.
@@ -221,7 +227,7 @@ StatusOr<milliseconds> TrainingJobReconciler::Converge(json* job, const std::str
   STAR_ASSIGN_OR_RETURN(const bool refused, CreatePods(*job, in, d, desired, token));
   if (refused) return milliseconds(0);
   STAR_ASSIGN_OR_RETURN(const milliseconds queued, SyncAdmittedCondition(client_, deps_.records, job, in.observed));
-  if (queued.count() > 0 && (wait.count() == 0 || queued < wait)) wait = queued;
+  wait = SoonerWait(wait, queued);
   STAR_RETURN_IF_ERROR(WritePhase(*job, d));
   deps_.registry->SetWorkerNodes(key, WorkerNodes(in.observed, spec.workers));
   STAR_RETURN_IF_ERROR(reallocator_->Reallocate(job, key, spec, d, in.observed));
@@ -252,7 +258,7 @@ PhaseInput TrainingJobReconciler::Observe(const json& job, const std::string& ke
   const auto due = it->second + milliseconds(RestartBackoffMillis(in.restarts, options_.restart_backoff.count()));
   if (Clock::now() < due) {
     in.backoff_elapsed = false;
-    *wait = std::chrono::duration_cast<milliseconds>(due - Clock::now()) + milliseconds(1);
+    *wait = SoonerWait(*wait, std::chrono::duration_cast<milliseconds>(due - Clock::now()) + milliseconds(1));
   }
   return in;
 }
@@ -283,7 +289,7 @@ Status TrainingJobReconciler::RecordRestart(json* job, const std::string& key, i
   (*job)["metadata"] = patched["metadata"];
   std::lock_guard lock(mu_);
   restarted_at_[key] = Clock::now();
-  *wait = milliseconds(RestartBackoffMillis(restarts, options_.restart_backoff.count()));
+  *wait = SoonerWait(*wait, milliseconds(RestartBackoffMillis(restarts, options_.restart_backoff.count())));
   return Status::Ok();
 }
 

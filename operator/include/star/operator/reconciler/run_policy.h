@@ -19,6 +19,9 @@ namespace star::op {
 std::optional<std::chrono::milliseconds> TimeLeft(const std::string& since, int64_t seconds,
                                                   std::chrono::system_clock::time_point now);
 
+// The sooner of two requeue waits, where 0 means no requeue.
+std::chrono::milliseconds SoonerWait(std::chrono::milliseconds a, std::chrono::milliseconds b);
+
 // The status.startTime / completionTime changes that decision `d` makes to `old_status`,
 // as merge-patch entries (null removes): startTime becomes `now` when pods are created
 // from none (no startTime yet) and goes when the job is suspended; completionTime

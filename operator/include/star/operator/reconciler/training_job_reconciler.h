@@ -92,8 +92,8 @@ class TrainingJobReconciler : public Reconciler {
                                                const std::vector<nlohmann::json>& desired, const std::string& token);
   PhaseInput Observe(const nlohmann::json& job, const std::string& key, const api::TrainingJobSpec& spec,
                      const std::vector<nlohmann::json>& desired, std::chrono::milliseconds* wait);
-  StatusOr<std::optional<std::chrono::milliseconds>> ExpireFinished(const nlohmann::json& job,
-                                                                    const api::TrainingJobSpec& spec);
+  StatusOr<bool> ExpireFinished(const nlohmann::json& job, const api::TrainingJobSpec& spec,
+                                std::chrono::milliseconds* wait);
   std::map<std::string, nlohmann::json> ObservedPods(const std::string& key, const std::string& job_uid);
   Status RecordRestart(nlohmann::json* job, const std::string& key, int restarts, std::chrono::milliseconds* wait);
   Status DeletePods(const nlohmann::json& job, const PhaseInput& in, const PhaseDecision& d);
