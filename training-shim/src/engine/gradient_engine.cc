@@ -1,11 +1,39 @@
 #include "star/shim/gradient_engine.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "engine/mode_core.h"
 
 namespace star::shim {
+namespace {
+
+// x *= scale over `part`; returns |part|^2 after it, in float lanes per block (vectorizes),
+// blocks summed in double (as internal::MeanSquaredNorm).
+double ScaleAndSquaredNorm(std::span<float> part, float scale) {
+  constexpr size_t kBlock = 4096, kLanes = 8;
+  double sq = 0;
+  for (size_t start = 0; start < part.size(); start += kBlock) {
+    const size_t end = std::min(part.size(), start + kBlock);
+    float lanes[kLanes] = {};
+    size_t i = start;
+    for (; i + kLanes <= end; i += kLanes) {
+      for (size_t l = 0; l < kLanes; ++l) {
+        part[i + l] *= scale;
+        lanes[l] += part[i + l] * part[i + l];
+      }
+    }
+    for (; i < end; ++i) {
+      part[i] *= scale;
+      lanes[0] += part[i] * part[i];
+    }
+    for (float v : lanes) sq += v;
+  }
+  return sq;
+}
+
+}  // namespace
 
 GradientEngine::GradientEngine(std::unique_ptr<internal::ModeCore> core, size_t state_size,
                                size_t grad_size)
@@ -90,6 +118,44 @@ StatusOr<StepStats> GradientEngine::Exchange(std::span<const float> grad, int64_
   for (size_t i = 0; i < g; ++i) out[i] = sum[i] * inv;
   stats.iteration = core_->iteration();
   return stats;
+}
+
+bool GradientEngine::parts_supported() const { return core_->PartsSupported(); }
+
+StatusOr<StepStats> GradientEngine::ExchangePart(std::span<float> part, int64_t batch, bool last) {
+  STAR_RETURN_IF_ERROR(core_->CheckUsable());
+  if (!core_->PartsSupported()) {
+    return Status::FailedPrecondition("ExchangePart: the gradient goes whole in " +
+                                      std::string(api::ToString(core_->mode())) + " (use Exchange)");
+  }
+  if (part.empty()) return Status::InvalidArgument("part: must not be empty");
+  if (batch < 1) return Status::InvalidArgument("batch: must be >= 1, got " + std::to_string(batch));
+  const size_t end = part_offset_ + part.size();
+  if (end > grad_size_ || (last && end != grad_size_)) {
+    return Status::InvalidArgument("part: parts of one iteration cover " + std::to_string(end) +
+                                   " floats" + (last ? " at the last" : " so far") +
+                                   ", the gradient has " + std::to_string(grad_size_));
+  }
+  const bool first = part_offset_ == 0;
+  if (first) {
+    part_batch_ = batch;
+    part_stats_ = StepStats{};
+  }
+  Status s = core_->ExchangePart(part, static_cast<float>(part_batch_), part_batch_, first, last,
+                                 part_stats_);
+  if (!s.ok()) {
+    core_->Fail(s);
+    return s;
+  }
+  part_stats_.update_grad_sq_norm += ScaleAndSquaredNorm(part, 1.0f / core_->part_totals()[0]);
+  part_offset_ = last ? 0 : end;
+  if (last) {
+    part_stats_.updated = true;
+    part_stats_.update_batch = static_cast<int64_t>(core_->part_totals()[0]);
+    part_stats_.contributions = static_cast<int>(core_->part_totals()[1]);
+  }
+  part_stats_.iteration = core_->iteration();
+  return part_stats_;
 }
 
 Status GradientEngine::Schedule(const api::Decision& decision) { return core_->Schedule(decision); }

@@ -119,20 +119,19 @@ Status CheckDecisionRanks(const api::Decision& d, int n) {
 // barrier first, so waiting on slower peers is measured as wait and the all-reduce after
 // it as communication (without it a fast worker's all-reduce time includes the wait, and
 // every worker of a synchronous job looks as slow as its slowest).
-Status SumOverGroup(api::SyncMode mode, Collective& world, Collective* local,
-                    bool measure_wait, std::vector<float>& buf, StepStats& stats) {
+// With `barrier` false only the all-reduce runs (a later part of the same iteration).
+Status SumOverGroup(api::SyncMode mode, Collective& world, Collective* local, bool barrier,
+                    std::span<float> buf, StepStats& stats) {
   Collective* sync_group = mode == api::SyncMode::kSsgd ? &world : local;
-  if (measure_wait && sync_group != nullptr && sync_group->size() > 1) {
+  if (barrier && sync_group != nullptr && sync_group->size() > 1) {
     const Clock::time_point tw = Clock::now();
     STAR_RETURN_IF_ERROR(sync_group->Barrier().WithPrefix(
         std::string(api::ToString(mode)) + " arrival barrier"));
     stats.wait_seconds += Since(tw);
   }
   const Clock::time_point t0 = Clock::now();
-  if (mode == api::SyncMode::kSsgd) {
-    STAR_RETURN_IF_ERROR(world.AllReduceSum(buf.data(), buf.size()).WithPrefix("ssgd all-reduce"));
-  } else if (local != nullptr) {
-    STAR_RETURN_IF_ERROR(local->AllReduceSum(buf.data(), buf.size())
+  if (sync_group != nullptr) {
+    STAR_RETURN_IF_ERROR(sync_group->AllReduceSum(buf.data(), buf.size())
                              .WithPrefix(std::string(api::ToString(mode)) + " all-reduce"));
   }
   stats.communication_seconds += Since(t0);
@@ -326,6 +325,31 @@ Status ModeCore::Exchange(std::span<const float> grad, float grad_scale, int64_t
       SumOverGroup(in_force_.mode, *world_, local_.get(), options_.measure_wait, buf_, stats));
   ++iteration_;
   stats.iteration = iteration_;
+  return Status::Ok();
+}
+
+Status ModeCore::ExchangePart(std::span<float> part, float grad_scale, int64_t batch,
+                              bool first, bool last, StepStats& stats) {
+  if (!PartsSupported()) {
+    return Status::FailedPrecondition("sync engine: a gradient in parts in fixed_k (exchange it whole)");
+  }
+  if (first) {
+    first_.resize(part.size() + 2);
+    for (size_t i = 0; i < part.size(); ++i) first_[i] = part[i] * grad_scale;
+    first_[part.size()] = static_cast<float>(batch);
+    first_[part.size() + 1] = 1.0f;
+    STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(),
+                                      options_.measure_wait, first_, stats));
+    std::copy(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(part.size()), part.begin());
+    totals_ = {first_[part.size()], first_[part.size() + 1]};
+  } else {
+    for (float& x : part) x *= grad_scale;
+    STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(), false, part, stats));
+  }
+  if (last) {
+    ++iteration_;
+    stats.iteration = iteration_;
+  }
   return Status::Ok();
 }
 

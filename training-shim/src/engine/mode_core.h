@@ -67,6 +67,16 @@ class ModeCore {
   // iteration() unless this worker is a fixed-k child (it only sends).
   Status Exchange(std::span<const float> grad, float grad_scale, int64_t batch,
                   StepStats& stats);
+  // The same sum one part of the gradient at a time, in place (ssgd and groups only:
+  // PartsSupported): every worker passes parts of the same sizes in the same order. The
+  // first part of an iteration also sums [batch, 1] (the arrival barrier runs before it)
+  // and its totals are in part_totals(); `part` becomes its sum over the group; the last
+  // part advances iteration().
+  Status ExchangePart(std::span<float> part, float grad_scale, int64_t batch, bool first,
+                      bool last, StepStats& stats);
+  bool PartsSupported() const { return in_force_.mode != api::SyncMode::kFixedK; }
+  // [batch, gradients summed] over the group after an iteration's first part.
+  const std::vector<float>& part_totals() const { return totals_; }
   // See the header comment. A child that has no gradient awaiting an answer does
   // nothing. `switched` as in ApplyDue.
   Status Publish(std::span<float> state, StepStats& stats, bool* switched);
@@ -121,6 +131,8 @@ class ModeCore {
   EngineOptions options_;
   std::vector<float> buf_;    // [gradient sum, batch, gradients summed]
   std::vector<float> carry_;  // child gradients taken at a switch
+  std::vector<float> first_;  // ExchangePart's first part with its [batch, 1] trailer
+  std::vector<float> totals_{0.0f, 0.0f};  // [batch, gradients summed] of the first part
   int64_t iteration_ = 0;
   int64_t switches_ = 0;
   api::Decision in_force_;     // the last decision switched to (ssgd at the start)

@@ -22,6 +22,13 @@
 //                               DistributedDataParallel's all-reduce gives. A fixed-k child
 //                               only sends (out = its own gradient; its parent's state
 //                               replaces whatever its optimizer does with it).
+//   or, to overlap the exchange with backward (ssgd and groups: parts_supported()),
+//   ExchangePart(part, batch, last) once per part of the gradient as backward produces it
+//                               (a DDP bucket), in place, in the same order and sizes on
+//                               every worker, the parts covering the G floats; each part
+//                               is averaged as Exchange averages the whole (the first
+//                               part carries the batch total, its call runs the arrival
+//                               barrier); the last one ends the iteration.
 //   ... the framework's optimizer step ...
 //   Finish(state)               once, when the worker stops: answers or awaits the
 //                               fixed-k messages still in flight, so no peer hangs.
@@ -75,6 +82,15 @@ class GradientEngine {
   // See the header comment. grad and out have G floats (out may alias grad); batch >= 1.
   // StepStats::update_grad_sq_norm is |out|^2 when updated.
   StatusOr<StepStats> Exchange(std::span<const float> grad, int64_t batch, std::span<float> out);
+  // See the header comment: `part` becomes its batch-weighted mean over the mode's group.
+  // `batch` is the iteration's (the first part's counts). Returns the iteration's stats
+  // so far; complete (updated, update_batch, contributions, |mean gradient|^2) at the
+  // last part. FailedPrecondition in fixed_k (exchange the whole gradient there);
+  // InvalidArgument for an empty part, batch < 1, or parts that do not add up to G.
+  StatusOr<StepStats> ExchangePart(std::span<float> part, int64_t batch, bool last);
+  // Whether the mode in force takes the gradient in parts (ssgd, groups; not fixed_k).
+  // Constant between BeginIteration and the end of the iteration's exchange.
+  bool parts_supported() const;
   // SyncEngine::Schedule's contract.
   Status Schedule(const api::Decision& decision);
   // See the header comment. Idempotent.
@@ -100,6 +116,10 @@ class GradientEngine {
   std::unique_ptr<internal::ModeCore> core_;
   size_t state_size_;
   size_t grad_size_;
+  // ExchangePart's iteration so far: floats exchanged (0: none yet), batch, stats.
+  size_t part_offset_ = 0;
+  int64_t part_batch_ = 0;
+  StepStats part_stats_;
 };
 
 }  // namespace star::shim
