@@ -4,6 +4,8 @@
 #   STAR_BUILD_TYPE   CMake build type (default RelWithDebInfo)
 #   STAR_CUDA_ROOT    CUDA runtime and NCCL (scripts/install-cuda.sh prints one): builds the
 #                     NCCL backend
+#   STAR_TORCH2_PYTHON a python with PyTorch 2.x (scripts/torch-venv.sh prints one): the
+#                     star.torch tests also run on it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,5 +22,6 @@ cmake -S . -B "$BUILD_DIR" "${GEN[@]}" \
   -DCMAKE_BUILD_TYPE="${STAR_BUILD_TYPE:-RelWithDebInfo}" \
   -DSTAR_WERROR=ON \
   ${STAR_CUDA_ROOT:+"-DSTAR_CUDA_ROOT=$STAR_CUDA_ROOT" -DSTAR_WITH_CUDA=ON} \
+  ${STAR_TORCH2_PYTHON:+"-DSTAR_TORCH2_PYTHON=$STAR_TORCH2_PYTHON"} \
   -DSTAR_SANITIZE="$([ "$SANITIZE" = 1 ] && echo ON || echo OFF)"
 cmake --build "$BUILD_DIR" --parallel "${STAR_JOBS:-$(nproc)}"

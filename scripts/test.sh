@@ -15,6 +15,9 @@ bash scripts/install-deps.sh
 bash scripts/k8s-tools.sh "$BUILD_DIR/k8s-tools"
 # CUDA runtime and NCCL from NVIDIA's PyPI wheels, so that the NCCL backend compiles.
 export STAR_CUDA_ROOT=${STAR_CUDA_ROOT:-$(bash scripts/install-cuda.sh)}
+# PyTorch 2.x from PyPI beside Debian's 1.13: every star.torch test runs on both, and
+# `pip install` of the package is tested on it (cached by version).
+export STAR_TORCH2_PYTHON=${STAR_TORCH2_PYTHON:-$(bash scripts/torch-venv.sh)}
 bash scripts/build.sh
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
