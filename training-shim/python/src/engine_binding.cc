@@ -63,7 +63,10 @@ class Engine {
 
   py::dict Exchange(py::array grad, int64_t batch, py::array out) {
     std::span<float> g = Span(grad, "grad"), o = Span(out, "out");
-    const shim::StepStats st = ValueOrThrow(WithoutGil([&] { return engine_->Exchange(g, batch, o); }));
+    return StatsDict(ValueOrThrow(WithoutGil([&] { return engine_->Exchange(g, batch, o); })));
+  }
+
+  static py::dict StatsDict(const shim::StepStats& st) {
     py::dict d;
     d["iteration"] = st.iteration;
     d["updated"] = st.updated;
@@ -74,6 +77,12 @@ class Engine {
     d["wait_seconds"] = st.wait_seconds;
     d["switch_seconds"] = st.switch_seconds;
     return d;
+  }
+
+  // One part of the gradient (a DDP bucket), in place: GradientEngine::ExchangePart.
+  py::dict ExchangePart(py::array part, int64_t batch, bool last) {
+    std::span<float> p = Span(part, "part");
+    return StatsDict(ValueOrThrow(WithoutGil([&] { return engine_->ExchangePart(p, batch, last); })));
   }
 
   void Finish(py::array state) {
@@ -99,12 +108,16 @@ void BindEngine(py::module_& m) {
            py::arg("state"), py::arg("grad_size"), py::arg("measure_wait") = true)
       .def("begin_iteration", &Engine::BeginIteration, py::arg("state"))
       .def("exchange", &Engine::Exchange, py::arg("grad"), py::arg("batch"), py::arg("out"))
+      .def("exchange_part", &Engine::ExchangePart, py::arg("part"), py::arg("batch"), py::arg("last"),
+           "One part of the gradient (in place), in the same order and sizes on every worker; "
+           "the last one ends the iteration. Only where parts_supported (ssgd, groups).")
       .def("schedule", [](Engine& e, const api::Decision& d) { ThrowIfError(e.engine().Schedule(d)); })
       .def("finish", &Engine::Finish, py::arg("state"))
       .def_property_readonly("iteration", [](Engine& e) { return e.engine().iteration(); })
       .def_property_readonly("mode", [](Engine& e) { return std::string(api::ToString(e.engine().mode())); })
       .def_property_readonly("rank", [](Engine& e) { return e.engine().rank(); })
       .def_property_readonly("size", [](Engine& e) { return e.engine().size(); })
+      .def_property_readonly("parts_supported", [](Engine& e) { return e.engine().parts_supported(); })
       .def_property_readonly("is_child", [](Engine& e) { return e.engine().is_child(); })
       .def_property_readonly("state_needed", [](Engine& e) { return e.engine().state_needed(); })
       .def_property_readonly("state_size", [](Engine& e) { return e.engine().state_size(); })

@@ -196,6 +196,43 @@ def torchrun():
             "loss_before": before, "loss_after": full_loss(model.module, ds)}
 
 
+def make_deep_model():
+    """Several DDP buckets (over 1 MB, the first bucket's cap) at bucket_cap_mb=0.01 (STAR exchanges each)."""
+    torch.manual_seed(2)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                               torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                               torch.nn.Linear(512, 2)).to(DEVICE)
+
+
+def ssgd_buckets():
+    ds = data()
+    model = st.DistributedDataParallel(make_deep_model(), bucket_cap_mb=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    train(model, ds, opt, st.AdaptiveBatchSampler(ds, batch_size=8, shuffle=False))
+    exchanger = getattr(model, "_star_exchanger", None)
+    return {"params": flat(model.module), "iteration": st.iteration(),
+            "parts": exchanger.parts if exchanger else 0}
+
+
+def plain_ddp_buckets():
+    """plain_ddp's training with ssgd_buckets's model."""
+    rank, n = int(os.environ["STAR_RANK"]), int(os.environ["STAR_WORLD_SIZE"])
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['DDP_PORT']}",
+                            rank=rank, world_size=n)
+    ds = data()
+    model = torch.nn.parallel.DistributedDataParallel(make_deep_model(), bucket_cap_mb=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x_all, y_all = ds.tensors
+    b = 8
+    for r in range(SAMPLES // (b * n)):
+        lo = r * b * n + rank * b
+        torch.nn.functional.cross_entropy(model(x_all[lo:lo + b]), y_all[lo:lo + b]).backward()
+        opt.step()
+        opt.zero_grad()
+    dist.destroy_process_group()
+    return {"params": flat(model.module)}
+
+
 def main():
     name, out_dir = sys.argv[1], sys.argv[2]
     rank = os.environ.get("STAR_RANK", os.environ.get("RANK", "0"))
