@@ -93,17 +93,17 @@ ENTRYPOINT ["/usr/bin/star-fmnist"]
 # (examples/gpu/fmnist-gpu-job.yaml): star.torch built with the NCCL backend, against the
 # CUDA runtime and NCCL of NVIDIA's PyPI wheels (scripts/install-cuda.sh), and PyTorch 2.8
 # with CUDA 12.8 from PyPI in /opt/venv, whose torchrun starts one process per GPU; and
-# examples/pytorch/train_fmnist.py. Building it needs PyPI (the image tests, which reach
-# no index, build the other three).
+# examples/pytorch/train_fmnist.py. star.torch is built as `pip install` builds it
+# (training-shim/python/pyproject.toml), as a wheel installed into /opt/venv. Building it
+# needs PyPI (the image tests, which reach no index, build the other three).
 FROM build AS build-cuda
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends python3-pip \
     && rm -rf /var/lib/apt/lists/*
 RUN STAR_TOOLS_CACHE=/opt/star-tools STAR_PYTHON=/usr/bin/python3 bash scripts/install-cuda.sh >/cuda-root \
-    && cmake -S . -B /build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF \
-      -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=ON -DSTAR_CUDA_ROOT="$(cat /cuda-root)" -DSTAR_WITH_TORCH=OFF \
-    && cmake --build /build-cuda --target star_shim_python \
-    && mkdir -p /out-cuda && cp -r /build-cuda/python/star /out-cuda/ && strip /out-cuda/star/_star*.so
+    && python3 -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels \
+      --config-settings=cmake.define.STAR_WITH_CUDA=ON \
+      --config-settings=cmake.define.STAR_CUDA_ROOT="$(cat /cuda-root)" ./training-shim/python
 
 FROM runtime AS trainer-cuda
 ARG DEBIAN_FRONTEND=noninteractive
@@ -115,7 +115,8 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
 # torch's wheels bring the CUDA runtime and NCCL that star.torch's module links.
 ENV LD_LIBRARY_PATH=/opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib:/opt/venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib \
     PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-COPY --from=build-cuda /out-cuda/star /opt/venv/lib/python3.11/site-packages/star
+COPY --from=build-cuda /wheels /tmp/wheels
+RUN /opt/venv/bin/pip install --no-cache-dir --no-deps /tmp/wheels/star-*.whl && rm -rf /tmp/wheels
 COPY examples/pytorch/train_fmnist.py /opt/star/examples/pytorch/train_fmnist.py
 WORKDIR /opt/star
 USER 65532:65532
