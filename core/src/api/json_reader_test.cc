@@ -120,6 +120,22 @@ TEST(WorkerReportCodec, AccuracyWithoutItsTimeWasMeasuredAtTheReportsTime) {
   EXPECT_EQ(ToJson(r)["accuracy_time_seconds"], 12.25);
 }
 
+TEST(WorkerReportCodec, LookaheadRoundTripsAndIsBounded) {
+  WorkerReport r;
+  r.local_batch = 8;
+  EXPECT_FALSE(ToJson(r).contains("lookahead"));
+  r.lookahead = 8;
+  json j = ToJson(r);
+  EXPECT_EQ(j["lookahead"], 8);
+  auto back = WorkerReportFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->lookahead, 8);
+  j["lookahead"] = -1;
+  EXPECT_EQ(WorkerReportFromJson(j).status().message(), "lookahead: must be >= 0, got -1");
+  j["lookahead"] = kMaxLookahead + 1;
+  EXPECT_EQ(WorkerReportFromJson(j).status().message(), "lookahead: must be <= 1024, got 1025");
+}
+
 TEST(WorkerReportCodec, RejectsBadAccuracyNamingTheField) {
   WorkerReport valid;
   valid.local_batch = 8;

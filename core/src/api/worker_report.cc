@@ -22,6 +22,7 @@ json ToJson(const WorkerReport& r) {
   if (r.local_grad_sq_norm) j["local_grad_sq_norm"] = *r.local_grad_sq_norm;
   if (r.global_grad_sq_norm) j["global_grad_sq_norm"] = *r.global_grad_sq_norm;
   if (r.loss) j["loss"] = *r.loss;
+  if (r.lookahead) j["lookahead"] = *r.lookahead;
   if (r.accuracy) {
     j["accuracy"] = *r.accuracy;
     j["accuracy_time_seconds"] = r.accuracy_time_seconds.value_or(r.time_seconds);
@@ -59,6 +60,11 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
     if (key != std::string_view("loss")) rd.AtLeast(key, v, 0);
     if (rd.ok()) *field = v;
   }
+  if (rd.Has("lookahead")) {
+    int ahead = 0;
+    rd.Int("lookahead", &ahead).AtLeast("lookahead", ahead, 0).AtMost("lookahead", ahead, kMaxLookahead);
+    if (rd.ok()) r.lookahead = ahead;
+  }
   if (rd.ok() && rd.Has("accuracy")) {
     double a = 0;
     double at = r.time_seconds;
@@ -77,7 +83,7 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
   rd.RejectUnknown({"job", "worker", "iteration", "iterations", "time_seconds", "compute_seconds",
                     "communication_seconds", "wait_seconds", "local_batch", "amp",
                     "local_grad_sq_norm", "global_grad_sq_norm", "loss", "accuracy",
-                    "accuracy_time_seconds"});
+                    "accuracy_time_seconds", "lookahead"});
   if (!rd.ok()) return rd.status();
   return r;
 }

@@ -44,10 +44,11 @@ struct RunResult {
 // 0.02 s, both with 5% lognormal noise (fixed seed). Every worker reports every
 // kReportEvery iterations. Checks on the way that every new decision applies after
 // every iteration reported before it.
-// `after` (optional) runs after every report cycle, with its iteration.
+// `after` (optional) runs after every report cycle, with its iteration; every report
+// says its worker's data loader draws `lookahead` batches ahead.
 RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
               uint64_t seed = 7, double amp_factor = 0.7,
-              const std::function<void(int64_t)>& after = {}) {
+              const std::function<void(int64_t)>& after = {}, int lookahead = 0) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> noise(0.0, 0.05);
   RunResult out;
@@ -69,6 +70,7 @@ RunResult RunJob(JobControlLoop& loop, int64_t iterations, const Slowdown& slow,
       r.time_seconds = static_cast<double>(i) * 0.15;
       r.local_batch = static_cast<int>(batch);
       r.amp = amp;
+      if (lookahead > 0) r.lookahead = lookahead;
       r.compute_seconds = 0.1 * static_cast<double>(batch) / 64.0 * slow(w, i) *
                           (amp ? amp_factor : 1.0) * noise(rng);
       r.communication_seconds = 0.02 * noise(rng);
@@ -540,6 +542,20 @@ TEST(JobControlLoop, TheApplyMarginIsScaledOnlyInModesWhereWorkersRunApart) {
   // about 3.5.
   EXPECT_GE(split[1].apply_at_iteration - r.reported_before[first + 1],
             3 * patient.apply_margin_iterations);
+}
+
+// A data loader that draws batches ahead (prefetching) learns a batch decision before it
+// draws the batch of the decision's iteration: the decision lies the reported lookahead
+// further ahead.
+TEST(JobControlLoop, DecisionsApplyPastTheDataLoadersLookahead) {
+  constexpr int kLookahead = 9;
+  for (int lookahead : {0, kLookahead}) {
+    JobControlLoop loop = MakeLoop(Spec(api::SyncPolicy::kSsgd, false, true));
+    RunResult r = RunJob(loop, 300, [](int w, int64_t) { return w == 2 ? 2.0 : 1.0; }, 7, 0.7, {}, lookahead);
+    ASSERT_FALSE(r.decisions.empty()) << TimelineText(loop);
+    EXPECT_EQ(r.decisions[0].apply_at_iteration - r.reported_before[0],
+              LoopOptions{}.apply_margin_iterations + lookahead);
+  }
 }
 
 // Workers that run at their own pace, as in groups mode (each worker's iteration count

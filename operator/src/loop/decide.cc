@@ -64,7 +64,11 @@ int64_t JobControlLoop::ApplyAtIteration(const std::vector<double>& times) const
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     ratio = std::clamp(*tmax / *tmin, 1.0, 50.0);
   }
-  return SaturatingAdd(std::max<int64_t>(max_iteration_, 0),
+  // A worker whose data loader draws ahead needs the decision before it draws the batch
+  // of the apply iteration.
+  int lookahead = 0;
+  for (const WorkerData& wd : workers_) lookahead = std::max(lookahead, wd.lookahead);
+  return SaturatingAdd(SaturatingAdd(std::max<int64_t>(max_iteration_, 0), lookahead),
                        SaturatingCeil(static_cast<double>(options_.apply_margin_iterations) * ratio));
 }
 

@@ -61,7 +61,7 @@ void BindSession(py::module_& m) {
       .def(
           "end_iteration",
           [](S& s, int64_t iteration, int local_batch, bool amp, std::optional<double> local_norm,
-             std::optional<double> global_norm, std::optional<double> loss) {
+             std::optional<double> global_norm, std::optional<double> loss, std::optional<int> lookahead) {
             shim::IterationInfo info;
             info.iteration = iteration;
             info.local_batch = local_batch;
@@ -69,12 +69,13 @@ void BindSession(py::module_& m) {
             info.local_grad_sq_norm = local_norm;
             info.global_grad_sq_norm = global_norm;
             info.loss = loss;
+            info.lookahead = lookahead;
             // May wait for the report's answer.
             return SampleDict(ValueOrThrow(WithoutGil([&] { return s.EndIteration(info); })));
           },
           py::arg("iteration"), py::arg("local_batch"), py::arg("amp"),
           py::arg("local_grad_sq_norm") = std::nullopt, py::arg("global_grad_sq_norm") = std::nullopt,
-          py::arg("loss") = std::nullopt)
+          py::arg("loss") = std::nullopt, py::arg("lookahead") = std::nullopt)
       .def("report_accuracy", [](S& s, double v) { ThrowIfError(s.ReportAccuracy(v)); })
       .def("flush", [](S& s, int64_t timeout_ms) {
              ThrowIfError(WithoutGil([&] { return s.Flush(std::chrono::milliseconds(timeout_ms)); }));

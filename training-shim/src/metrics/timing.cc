@@ -120,6 +120,7 @@ StatusOr<api::WorkerReport> IterationTimer::TakeReport() {
   r.local_grad_sq_norm = local_norm_.Get();
   r.global_grad_sq_norm = global_norm_.Get();
   r.loss = loss_.Get();
+  r.lookahead = last_.lookahead;
   n_ = 0;
   compute_sum_ = comm_sum_ = wait_sum_ = 0;
   local_norm_ = global_norm_ = loss_ = Mean{};

@@ -227,6 +227,8 @@ class JobControlLoop {
     // AMP was measured slower than full precision on this worker (no native bf16, say):
     // it is turned off and not used for the worker again.
     bool amp_hurts = false;
+    // Batches the worker's data loader had drawn past its iteration at its last report.
+    int lookahead = 0;
   };
   // How the job synchronises: mode, k and groups of a decision.
   struct SyncSetting {

@@ -32,6 +32,7 @@ struct IterationInfo {
   std::optional<double> local_grad_sq_norm = std::nullopt;   // absent = not measured this iteration
   std::optional<double> global_grad_sq_norm = std::nullopt;  // absent = not measured this iteration
   std::optional<double> loss = std::nullopt;                 // absent = not measured this iteration
+  std::optional<int> lookahead = std::nullopt;  // api::WorkerReport::lookahead; absent = none
 };
 
 // One finished iteration: its phase times (seconds) and its IterationInfo.

@@ -13,6 +13,8 @@ namespace star::api {
 
 // Timings cover `iterations` consecutive iterations ending at `iteration`; the
 // per-iteration values are the means over them. Times are in seconds.
+inline constexpr int kMaxLookahead = 1024;
+
 struct WorkerReport {
   std::string job;               // "<namespace>/<name>" or a local job name; may be empty
   int worker = 0;                // rank, >= 0
@@ -35,6 +37,11 @@ struct WorkerReport {
   // accuracy.
   std::optional<double> accuracy;
   std::optional<double> accuracy_time_seconds;
+  // Batches the worker's data loader has already drawn past `iteration` (prefetching):
+  // a decision that changes batches must reach the worker before the batch of its
+  // iteration is drawn, so the controller schedules decisions at least this far ahead.
+  // In [0, kMaxLookahead]; absent (0) when the trainer does not draw ahead.
+  std::optional<int> lookahead;
 
   // compute + communication: the iteration time excluding waiting on others (t_i).
   double iteration_seconds() const { return compute_seconds + communication_seconds; }
