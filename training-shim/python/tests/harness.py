@@ -54,9 +54,10 @@ class FakeController:
         self._server.server_close()
 
 
-def run_workers(n, scenario, out_dir, controller=None, env=None, timeout=180):
-    """Runs scenarios.py SCENARIO on n worker processes; returns [(returncode, output,
-    result dict or None)] by rank. Every process is gone when it returns."""
+def run_workers(n, scenario, out_dir, controller=None, env=None, timeout=180, script="scenarios.py"):
+    """Runs SCRIPT SCENARIO (scenarios.py, or user_scripts.py) on n worker processes;
+    returns [(returncode, output, result dict or None)] by rank. Every process is gone
+    when it returns."""
     port = free_port()
     procs = []
     for rank in range(n):
@@ -67,7 +68,7 @@ def run_workers(n, scenario, out_dir, controller=None, env=None, timeout=180):
         if controller is not None:
             e["STAR_CONTROLLER_URL"] = controller.url
         e.update(env or {})
-        procs.append(subprocess.Popen([PYTHON, os.path.join(HERE, "scenarios.py"), scenario, str(out_dir)],
+        procs.append(subprocess.Popen([PYTHON, os.path.join(HERE, script), scenario, str(out_dir)],
                                       env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     results = []
     try:

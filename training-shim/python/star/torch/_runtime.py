@@ -41,8 +41,25 @@ class Runtime:
         self.engine = None      # _star.Engine, made by the model
         self.decisions = []     # every decision received, in arrival order
         self.default_batch = None  # the sampler's batch_size: every worker's until a decision
-        self.drawn_batch = None    # the size of the batch the sampler drew last
+        self.drawn = {}            # iteration -> this worker's batch the sampler drew for it
+        self.drawn_ahead = None    # the furthest iteration the sampler has drawn for
         self.step = None           # the open step (star.torch._step.Step), if any
+        self.open = None           # the iteration steps are accumulating into (_step.Open)
+
+    def note_drawn(self, iteration, batch):
+        """The sampler drew `batch` samples for `iteration` (maybe ahead of training)."""
+        self.drawn[iteration] = batch
+        self.drawn_ahead = iteration if self.drawn_ahead is None else max(self.drawn_ahead, iteration)
+
+    def take_drawn(self, iteration):
+        """The batch drawn for `iteration` (None: the sampler drew none), forgetting it
+        and anything drawn for earlier iterations (rounds a fixed-k child skipped);
+        and how many iterations past it the sampler has drawn."""
+        batch = self.drawn.pop(iteration, None)
+        for stale in [i for i in self.drawn if i < iteration]:
+            del self.drawn[stale]
+        ahead = 0 if self.drawn_ahead is None else max(0, self.drawn_ahead - iteration)
+        return batch, ahead
 
     def batches_at(self, iteration):
         """Every worker's batch at `iteration`: the newest decision in force that sets

@@ -1,12 +1,23 @@
 """star.torch.AdaptiveBatchSampler: per-worker batches from the job's decisions (BOA).
 
-Every worker walks the same shuffled order of the dataset; each round of the job takes
-one global batch from it (the sum of the batches in force that round, which a decision
-may change), and worker i takes its share (its batch, after the shares of workers
-0..i-1). No sample is drawn twice in an epoch unless its rounds need more samples than
-the dataset has (then the order wraps around). An epoch is len(dataset) // global batch rounds on every
-worker; a fixed-k child, whose rounds follow its parent's, draws fewer batches and ends
-its epoch with the others."""
+Every worker walks the same shuffled order of the dataset; each round of the job (one
+iteration) takes one global batch from it (the sum of the batches in force that round,
+which a decision may change), and worker i takes its share (its batch, after the shares
+of workers 0..i-1). No sample is drawn twice in an epoch unless its rounds need more
+samples than the dataset has (then the order wraps around). An epoch is
+len(dataset) // global batch rounds on every worker.
+
+A DataLoader with worker processes draws batches ahead of training (num_workers x
+prefetch_factor of them), so the sampler numbers its draws itself: draw j of an epoch is
+round start + j, whatever iteration the engine is at when it is drawn, and its size is
+the one in force at that round as far as the decisions received say. How far ahead it
+has drawn goes out with the worker's reports (`lookahead`), and the controller schedules
+batch decisions at least that far ahead, so a decision is known before the batch of its
+iteration is drawn. A fixed-k child, whose engine skips rounds with its parent, skips
+them here too (draws never lag the engine) and ends its epoch with the others.
+
+With gradient accumulation (accumulation_steps A > 1), each round's share is drawn as A
+micro-batches (sizes as equal as they can be); the iteration's batch is their sum."""
 
 import torch
 
@@ -15,28 +26,34 @@ from star.torch import _runtime
 
 
 class AdaptiveBatchSampler(torch.utils.data.Sampler):
-    """A batch_sampler for DataLoader: `DataLoader(dataset, batch_sampler=sampler)`.
-    batch_size is this worker's batch until a decision changes it (the job's global batch
-    is batch_size x world_size); left out, it is the job's global batch (STAR_GLOBAL_BATCH)
-    / world_size. A batch_size whose global batch is not the job's is refused (ConfigError
-    naming both). shuffle with seed (+ the epoch) the same on every worker;
-    set_epoch(e) as with DistributedSampler, else each pass over it is the next epoch."""
+    """A batch_sampler for DataLoader: `DataLoader(dataset, batch_sampler=sampler)`, with
+    any num_workers, prefetch_factor and persistent_workers. batch_size is this worker's
+    batch until a decision changes it (the job's global batch is batch_size x
+    world_size); left out, it is the job's global batch (STAR_GLOBAL_BATCH) / world_size.
+    A batch_size whose global batch is not the job's is refused (ConfigError naming
+    both). shuffle with seed (+ the epoch) the same on every worker; set_epoch(e) as with
+    DistributedSampler, else each pass over it is the next epoch. accumulation_steps: the
+    micro-batches per iteration when the script accumulates gradients (no_sync())."""
 
-    def __init__(self, dataset, batch_size=None, shuffle=True, seed=0):
+    def __init__(self, dataset, batch_size=None, shuffle=True, seed=0, accumulation_steps=1):
         rt = _runtime.require("AdaptiveBatchSampler")
         workers = rt.config.world_size
+        self.size = _dataset_size(dataset)
         if batch_size is None:
             batch_size = _batch_from_job(rt.settings.global_batch, workers)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size: must be an integer >= 1, got {batch_size!r}")
+        _check_count("batch_size", batch_size)
+        _check_count("accumulation_steps", accumulation_steps)
+        if accumulation_steps > batch_size:
+            raise ConfigError(f"accumulation_steps: {accumulation_steps} micro-batches cannot split a batch "
+                              f"of {batch_size}")
         check_global_batch(rt.settings.global_batch, batch_size, workers)
-        self.size = dataset if isinstance(dataset, int) else len(dataset)
         self.global_batch = batch_size * workers
         self.steps = self.size // self.global_batch
         if self.steps < 1:
             raise ConfigError(f"batch_size: a global batch of {self.global_batch} ({batch_size} x "
                               f"{workers} workers) is larger than the dataset ({self.size})")
         rt.default_batch = batch_size
+        self.accumulation_steps = accumulation_steps
         self.shuffle = shuffle
         self.seed = seed
         self.epoch = 0
@@ -45,32 +62,63 @@ class AdaptiveBatchSampler(torch.utils.data.Sampler):
         self.epoch = epoch
 
     def __len__(self):
-        return self.steps
+        return self.steps * self.accumulation_steps
 
     def __iter__(self):
         rt = _runtime.require("AdaptiveBatchSampler")
-        if self.shuffle:
-            g = torch.Generator()
-            g.manual_seed(self.seed + self.epoch)
-            order = torch.randperm(self.size, generator=g).tolist()
-        else:
-            order = list(range(self.size))
+        order = self._order()
         self.epoch += 1
         me = rt.config.worker
         start = _runtime.iteration()
         taken, counted = 0, 0  # samples the epoch's rounds before `counted` took
-        for drawn in range(self.steps):
-            it = _runtime.iteration() if rt.engine is not None else start + drawn
+        it = start - 1
+        for _ in range(self.steps):
+            # The next round, or the engine's iteration if it skipped ahead (a fixed-k child).
+            it = max(it + 1, _runtime.iteration())
             round_ = it - start
             if round_ >= self.steps:
                 return
-            while counted < round_:  # rounds since the last draw (a fixed-k child skips some)
+            while counted < round_:
                 taken += sum(rt.batches_at(start + counted))
                 counted += 1
             batches = rt.batches_at(it)
+            rt.note_drawn(it, batches[me])
             first = taken + sum(batches[:me])
-            rt.drawn_batch = batches[me]
-            yield [order[(first + j) % self.size] for j in range(batches[me])]
+            share = [order[(first + j) % self.size] for j in range(batches[me])]
+            yield from _split(share, self.accumulation_steps)
+
+    def _order(self):
+        if not self.shuffle:
+            return list(range(self.size))
+        g = torch.Generator()
+        g.manual_seed(self.seed + self.epoch)
+        return torch.randperm(self.size, generator=g).tolist()
+
+
+def _split(share, parts):
+    """`share` as `parts` consecutive micro-batches, sizes differing by at most one."""
+    base, extra = divmod(len(share), parts)
+    at = 0
+    for p in range(parts):
+        n = base + (1 if p < extra else 0)
+        yield share[at:at + n]
+        at += n
+
+
+def _dataset_size(dataset):
+    """len(dataset) (or dataset itself, an int). ConfigError for a dataset without one."""
+    if isinstance(dataset, int) and not isinstance(dataset, bool):
+        return dataset
+    if isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__"):
+        raise ConfigError(f"dataset: AdaptiveBatchSampler needs a map-style dataset with a length (indexable, "
+                          f"len()); {type(dataset).__name__} is iterable: give the DataLoader its own batch_size, "
+                          "or wrap the data in a map-style Dataset")
+    return len(dataset)
+
+
+def _check_count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name}: must be an integer >= 1, got {value!r}")
 
 
 def _batch_from_job(global_batch, workers):
