@@ -90,3 +90,38 @@ def test_the_nccl_backend_without_a_cuda_device_is_a_config_error(clean_env):
             timeout_ms=10000)
     with pytest.raises(st.ConfigError, match="backend: nccl"):
         st.DistributedDataParallel(scenarios.make_model())
+
+
+class _Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(range(10))
+
+
+def test_what_cannot_work_beside_star_is_refused_naming_the_change(clean_env):
+    st.init(rank=0, world_size=1)
+    with pytest.raises(st.ConfigError, match="map-style"):
+        st.AdaptiveBatchSampler(_Stream(), batch_size=2)
+    with pytest.raises(st.ConfigError, match="accumulation_steps"):
+        st.AdaptiveBatchSampler(scenarios.data(), batch_size=2, accumulation_steps=3)
+    import torch.distributed as dist
+    with pytest.raises(st.ConfigError, match="already wrapped in torch's"):
+        st.DistributedDataParallel(torch.nn.parallel.DistributedDataParallel(
+            scenarios.make_model(), process_group=dist.new_group([0])))
+    model = st.DistributedDataParallel(scenarios.make_model())
+    lbfgs = torch.optim.LBFGS(model.parameters())
+    x, y = scenarios.data().tensors
+    with pytest.raises(st.ConfigError, match="LBFGS"):
+        with st.step():
+            torch.nn.functional.cross_entropy(model(x[:4]), y[:4]).backward()
+    del lbfgs
+
+
+def test_a_model_wrapped_in_torchs_ddp_too_is_refused(clean_env):
+    import torch.distributed as dist
+    st.init(rank=0, world_size=1)
+    model = st.DistributedDataParallel(scenarios.make_model())
+    outer = torch.nn.parallel.DistributedDataParallel(model, process_group=dist.new_group([0]))
+    x, y = scenarios.data().tensors
+    with pytest.raises(st.ConfigError, match="also wrapped in torch's"):
+        with st.step():
+            torch.nn.functional.cross_entropy(outer(x[:4]), y[:4]).backward()

@@ -4,10 +4,12 @@ the gradients to STAR's engine (SSGD, fixed-k, groups) instead of an all-reduce.
 DDP runs on a process group of its own of size 1, so its own collectives never wait on a
 slow peer; every byte between workers goes through the engine. The engine keeps the
 model's state (parameters, then float buffers such as BatchNorm statistics) consistent
-across mode switches: at a switch it reconciles that state over all workers and the
-optimizers over the model's parameters start afresh (their state is cleared), as STAR's
-C++ engine resets its momentum."""
+across mode switches: at a switch it reconciles that state over all workers, and the
+optimizers over the model's parameters are re-synchronised the same way (_optimizers.py).
+no_sync() accumulates gradients locally as in DDP: the step whose backward runs outside
+it exchanges the sum."""
 
+import contextlib
 import datetime
 import gc
 
@@ -17,7 +19,7 @@ import torch.distributed as dist
 
 from star import _star
 from star.errors import ConfigError, StateError
-from star.torch import _runtime
+from star.torch import _optimizers, _runtime
 from star.torch._exchange import hook as _hook
 from star.torch._state import ModelState
 
@@ -34,6 +36,10 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
         if rt.model is not None:
             raise StateError("star.torch.DistributedDataParallel: this process already wraps a model "
                              "(one per process)")
+        if isinstance(module, torch.nn.parallel.DistributedDataParallel):
+            raise ConfigError("star.torch.DistributedDataParallel: the module is already wrapped in torch's "
+                              "DistributedDataParallel; wrap the plain model in star.torch's only (its gradients "
+                              "would be averaged twice, once past STAR)")
         if "process_group" in ddp_kwargs:
             raise ConfigError("star.torch.DistributedDataParallel: process_group: STAR brings its own")
         group = _solo_group(datetime.timedelta(milliseconds=rt.config.timeout_ms))
@@ -46,14 +52,35 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
         self._star_state.scatter()  # rank 0's
         self._star_grad = np.zeros(self._star_state.grad_size, dtype=np.float32)
         self._star_buckets = []     # (bucket, future) of this backward pass
+        self._star_unsynced = False  # a no_sync() block was entered since the last exchange
+        self._star_checked = False   # the first step's checks ran
         self.register_comm_hook(rt, _hook)
         rt.model = self
 
+    @contextlib.contextmanager
+    def no_sync(self):
+        """As DDP's: backward passes inside accumulate gradients locally, and the first
+        one outside exchanges the accumulated sum (star.torch.step() then ends the
+        iteration; a step under no_sync() is one micro-batch of it)."""
+        self._star_unsynced = True
+        with super().no_sync():
+            yield
+
     # -- used by step() and shutdown() --------------------------------------------------
+
+    def _star_accumulating(self):
+        """Whether the step that just ended ran its backward under no_sync(): a
+        micro-batch, not the end of an iteration."""
+        unsynced = self._star_unsynced or not self.require_backward_grad_sync
+        if self.require_backward_grad_sync:
+            self._star_unsynced = False
+        return unsynced
 
     def _star_begin(self, rt):
         """The engine's BeginIteration with the model's state, when the engine needs it;
         clears the optimizers' state after a switch. Returns its stats."""
+        if not self._star_checked:
+            self._star_first_step_checks()
         needed = rt.engine.state_needed
         if needed:
             self._star_state.gather()
@@ -61,17 +88,21 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
         if needed:
             self._star_state.scatter()
         if stats["switched"]:
-            self._star_reset_optimizers()
+            _optimizers.resync(_optimizers.over(self.module), rt.config.world_size)
         return stats
 
-    def _star_reset_optimizers(self):
-        """Clears the state (momentum, moments) of every optimizer over these parameters:
-        after a switch the workers' states would differ."""
-        params = {id(p) for p in self.module.parameters()}
+    def _star_first_step_checks(self):
+        """ConfigError for what cannot work alongside STAR: torch's own DDP around this
+        model, or an optimizer whose state cannot follow a mode switch."""
+        self._star_checked = True
         for obj in gc.get_objects():
-            if isinstance(obj, torch.optim.Optimizer) and any(
-                    id(p) in params for g in obj.param_groups for p in g["params"]):
-                obj.state.clear()
+            if (issubclass(type(obj), torch.nn.parallel.DistributedDataParallel) and not isinstance(obj, type(self))
+                    and obj.module in (self, self.module)):
+                raise ConfigError("star.torch.DistributedDataParallel: this model is also wrapped in torch's "
+                                  "DistributedDataParallel; use star.torch's wrapper alone (torch's would "
+                                  "all-reduce every gradient past STAR)")
+        for opt in _optimizers.over(self.module):
+            _optimizers.check(opt)
 
     def _star_finish(self, rt):
         self._star_state.gather()
