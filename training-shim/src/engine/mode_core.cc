@@ -18,6 +18,7 @@ constexpr uint32_t kGradTag = 0x53450001;     // child -> parent on p2p: [grad G
 constexpr uint32_t kStateTag = 0x53450002;    // parent -> child on world: [state S, iter x2, flag]
 constexpr uint32_t kCheckTag = 0x53450003;    // rank r -> 0 on world: CheckMessage
 constexpr uint32_t kVerdictTag = 0x53450004;  // rank 0 -> r on world: [ok]
+constexpr uint32_t kMergeTag = 0x53450005;    // groups leader -> leader on signal: [1]
 
 // State message flags.
 constexpr float kRound = 0.0f;
@@ -73,6 +74,16 @@ std::vector<int> FixedKOrder(const api::Decision& d, int n) {
     if (!listed[static_cast<size_t>(r)]) order.push_back(r);
   }
   return order;
+}
+
+// The lowest rank of `rank`'s group in a groups decision (the rank itself if in none).
+int GroupLeader(const api::Decision& d, int rank) {
+  for (const auto& group : d.groups) {
+    if (std::find(group.begin(), group.end(), rank) != group.end()) {
+      return *std::min_element(group.begin(), group.end());
+    }
+  }
+  return rank;
 }
 
 // Removes and returns the decision scheduled at `iteration`, if any.
@@ -230,14 +241,19 @@ struct ModeCore::ChildInbox {
 };
 
 ModeCore::ModeCore(std::unique_ptr<Collective> world, std::unique_ptr<Collective> p2p,
-                   size_t state_size, size_t grad_size, EngineOptions options)
+                   std::unique_ptr<Collective> signal, size_t state_size, size_t grad_size,
+                   EngineOptions options)
     : world_(std::move(world)),
       p2p_(std::move(p2p)),
+      signal_(std::move(signal)),
       state_size_(state_size),
       grad_size_(grad_size),
       options_(options) {}
 
-ModeCore::~ModeCore() { StopInbox(); }
+ModeCore::~ModeCore() {
+  StopInbox();
+  merges_.reset();
+}
 
 StatusOr<std::unique_ptr<ModeCore>> ModeCore::Create(std::unique_ptr<Collective> world,
                                                      size_t state_size, size_t grad_size,
@@ -255,8 +271,9 @@ StatusOr<std::unique_ptr<ModeCore>> ModeCore::Create(std::unique_ptr<Collective>
   std::vector<int> all(static_cast<size_t>(world->size()));
   for (int r = 0; r < world->size(); ++r) all[static_cast<size_t>(r)] = r;
   STAR_ASSIGN_OR_RETURN(std::unique_ptr<Collective> p2p, world->Split(all, "engine/p2p"));
-  return std::unique_ptr<ModeCore>(
-      new ModeCore(std::move(world), std::move(p2p), state_size, grad_size, options));
+  STAR_ASSIGN_OR_RETURN(std::unique_ptr<Collective> signal, world->Split(all, "engine/signal"));
+  return std::unique_ptr<ModeCore>(new ModeCore(std::move(world), std::move(p2p), std::move(signal),
+                                                state_size, grad_size, options));
 }
 
 Status ModeCore::CheckUsable() const {
@@ -286,11 +303,24 @@ Status ModeCore::Schedule(const api::Decision& d) {
         " already passed on rank " + std::to_string(rank()) + " (at iteration " +
         std::to_string(iteration_) + ")");
   }
-  return AddPending(pending_, d);
+  STAR_RETURN_IF_ERROR(AddPending(pending_, d));
+  ListenForMerges();
+  return Status::Ok();
 }
 
 Status ModeCore::ApplyDue(std::span<float> state, StepStats& stats, bool* switched) {
   if (is_child() || finished_) return Status::Ok();
+  if (in_force_.mode == api::SyncMode::kGroups) {
+    // Leaving groups: at the exit's iteration, or at the first boundary after the group
+    // learned that another group reached it (the fast group does not wait for the slow
+    // one to run up to that iteration number).
+    const std::optional<int64_t> exit = PendingExit();
+    if (exit && (*exit == iteration_ || merge_now_)) {
+      STAR_RETURN_IF_ERROR(MergeGroups(*exit, state, stats));
+      if (switched != nullptr) *switched = true;
+      return Status::Ok();
+    }
+  }
   const std::optional<api::Decision> d = TakePending(pending_, iteration_);
   if (!d || api::SameSynchronization(*d, in_force_)) return Status::Ok();  // batches/AMP only
   STAR_RETURN_IF_ERROR(ApplyDecision(&*d, state, stats));
@@ -301,10 +331,12 @@ Status ModeCore::ApplyDue(std::span<float> state, StepStats& stats, bool* switch
 Status ModeCore::Exchange(std::span<const float> grad, float grad_scale, int64_t batch,
                           StepStats& stats) {
   const size_t g = grad_size_;
-  buf_.resize(g + 2);
+  const bool groups = in_force_.mode == api::SyncMode::kGroups;
+  buf_.resize(g + (groups ? 4 : 2));
   for (size_t i = 0; i < g; ++i) buf_[i] = grad[i] * grad_scale;
   buf_[g] = static_cast<float>(batch);
   buf_[g + 1] = 1.0f;
+  if (groups) FillMergeTrailer(&buf_[g + 2]);
   if (!carry_.empty()) {
     for (size_t i = 0; i < g + 2; ++i) buf_[i] += carry_[i];
     carry_.clear();
@@ -323,6 +355,7 @@ Status ModeCore::Exchange(std::span<const float> grad, float grad_scale, int64_t
   }
   STAR_RETURN_IF_ERROR(
       SumOverGroup(in_force_.mode, *world_, local_.get(), options_.measure_wait, buf_, stats));
+  if (groups) ReadMergeTrailer(&buf_[g + 2]);
   ++iteration_;
   stats.iteration = iteration_;
   return Status::Ok();
@@ -334,12 +367,16 @@ Status ModeCore::ExchangePart(std::span<float> part, float grad_scale, int64_t b
     return Status::FailedPrecondition("sync engine: a gradient in parts in fixed_k (exchange it whole)");
   }
   if (first) {
-    first_.resize(part.size() + 2);
-    for (size_t i = 0; i < part.size(); ++i) first_[i] = part[i] * grad_scale;
-    first_[part.size()] = static_cast<float>(batch);
-    first_[part.size() + 1] = 1.0f;
+    const bool groups = in_force_.mode == api::SyncMode::kGroups;
+    const size_t p = part.size();
+    first_.resize(p + (groups ? 4 : 2));
+    for (size_t i = 0; i < p; ++i) first_[i] = part[i] * grad_scale;
+    first_[p] = static_cast<float>(batch);
+    first_[p + 1] = 1.0f;
+    if (groups) FillMergeTrailer(&first_[p + 2]);
     STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(),
                                       options_.measure_wait, first_, stats));
+    if (groups) ReadMergeTrailer(&first_[p + 2]);
     std::copy(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(part.size()), part.begin());
     totals_ = {first_[part.size()], first_[part.size() + 1]};
   } else {
@@ -384,7 +421,7 @@ Status ModeCore::Publish(std::span<float> state, StepStats& stats, bool* switche
 
 bool ModeCore::StateNeeded() const {
   if (is_child()) return awaiting_parent_ && !parent_finished_;
-  return !contributors_.empty() || (!finished_ && pending_.count(iteration_) > 0);
+  return !contributors_.empty() || (!finished_ && (pending_.count(iteration_) > 0 || merge_now_));
 }
 
 Status ModeCore::ReceiveFromParent(std::span<float> state, StepStats& stats, bool* switched) {
@@ -451,6 +488,12 @@ Status ModeCore::ApplyDecision(const api::Decision* d, std::span<float> state, S
     STAR_RETURN_IF_ERROR(AnswerChildrenLast(state, kSwitch, stats));
   }
   STAR_RETURN_IF_ERROR(CheckConsistent(d));
+  if (merges_ != nullptr) {
+    // Every leader sent its ready message before its check: the listener has them all.
+    const Status heard = merges_->Join();
+    merges_.reset();
+    STAR_RETURN_IF_ERROR(heard);
+  }
   if (d == nullptr) {
     return Status::Internal("sync engine: switch without a decision passed the check");
   }
@@ -556,6 +599,8 @@ Status ModeCore::SetUp(const api::Decision& d) {
   parent_ = -1;
   awaiting_parent_ = false;
   children_.clear();
+  other_leaders_.clear();
+  merge_now_ = false;
   in_force_ = d;
   const int me = rank();
   const std::string name = "engine/s" + std::to_string(switches_);
@@ -568,6 +613,13 @@ Status ModeCore::SetUp(const api::Decision& d) {
         STAR_ASSIGN_OR_RETURN(local_, world_->Split(members, name + "/g" + std::to_string(g)));
       }
     }
+    if (me == GroupLeader(d, me)) {
+      for (const auto& group : d.groups) {
+        const int leader = *std::min_element(group.begin(), group.end());
+        if (leader != me) other_leaders_.push_back(leader);
+      }
+    }
+    ListenForMerges();
     return Status::Ok();
   }
   if (d.mode != api::SyncMode::kFixedK) return Status::Ok();
@@ -595,6 +647,44 @@ Status ModeCore::SetUp(const api::Decision& d) {
     inbox_->thread = std::thread(&ChildInbox::Run, inbox_.get(), p2p_.get(), grad_size_ + 2);
   }
   return Status::Ok();
+}
+
+std::optional<int64_t> ModeCore::PendingExit() const {
+  for (const auto& [at, d] : pending_) {
+    if (!api::SameSynchronization(d, in_force_)) return at;
+  }
+  return std::nullopt;
+}
+
+void ModeCore::ListenForMerges() {
+  if (in_force_.mode != api::SyncMode::kGroups || merges_ != nullptr || other_leaders_.empty() ||
+      finished_ || !PendingExit()) {
+    return;
+  }
+  merges_ = std::make_unique<MergeSignals>(signal_.get(), other_leaders_, kMergeTag);
+}
+
+void ModeCore::FillMergeTrailer(float* trailer) const {
+  trailer[0] = merges_ != nullptr && merges_->heard() ? 1.0f : 0.0f;
+  trailer[1] = PendingExit() ? 1.0f : 0.0f;
+}
+
+void ModeCore::ReadMergeTrailer(const float* trailer) {
+  // Merge once a leader heard of it and every member knows the exit decision.
+  const float members = local_ != nullptr ? static_cast<float>(local_->size()) : 1.0f;
+  merge_now_ = trailer[0] > 0.0f && trailer[1] == members;
+}
+
+Status ModeCore::MergeGroups(int64_t at, std::span<float> state, StepStats& stats) {
+  if (merges_ != nullptr) STAR_RETURN_IF_ERROR(merges_->SendReady());
+  iteration_ = at;
+  stats.iteration = at;
+  const std::optional<api::Decision> d = TakePending(pending_, at);
+  // The decisions before `at` change batches or AMP only (`at` is the first exit): the
+  // groups that merge early skip them, as a fixed-k child skips what its parent passed.
+  pending_.erase(pending_.begin(), pending_.lower_bound(at));
+  merge_now_ = false;
+  return ApplyDecision(d ? &*d : nullptr, state, stats);
 }
 
 void ModeCore::StopInbox() {

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "star/core/status.h"
 #include "star/shim/collective.h"
 #include "star/shim/sync_engine.h"
+#include "engine/merge_signals.h"
 
 namespace star::shim::internal {
 
@@ -86,7 +88,8 @@ class ModeCore {
   Status Finish(std::span<float> state);
 
   // Whether the next Publish + ApplyDue read or write the state (a parent answers its
-  // children, a child awaits its parent, or a decision is due): when false the caller
+  // children, a child awaits its parent, a decision is due, or the group merges now
+  // because another reached the exit from groups): when false the caller
   // may skip gathering the state.
   bool StateNeeded() const;
 
@@ -107,7 +110,8 @@ class ModeCore {
  private:
   struct ChildInbox;
   ModeCore(std::unique_ptr<Collective> world, std::unique_ptr<Collective> p2p,
-           size_t state_size, size_t grad_size, EngineOptions options);
+           std::unique_ptr<Collective> signal, size_t state_size, size_t grad_size,
+           EngineOptions options);
 
   Status ApplyDecision(const api::Decision* d, std::span<float> state, StepStats& stats);
   // Waits for one gradient from every child (kept as the carry) and answers each with
@@ -120,11 +124,23 @@ class ModeCore {
   Status CheckConsistent(const api::Decision* d);
   Status Reconcile(api::SyncMode old_mode, std::span<float> state);
   Status SetUp(const api::Decision& d);
+  // Groups: the iteration of the first pending decision that leaves the groups in force.
+  std::optional<int64_t> PendingExit() const;
+  // Groups: a leader starts listening for other groups' merges once an exit is pending.
+  void ListenForMerges();
+  // Groups: every group merges at its own iteration boundary (see merge_signals.h) into
+  // the exit decision at `at`, iteration() becoming `at`.
+  Status MergeGroups(int64_t at, std::span<float> state, StepStats& stats);
+  // Groups: the [merge heard, exit known] trailer of this worker's all-reduce, and what the
+  // group's sum of it says.
+  void FillMergeTrailer(float* trailer) const;
+  void ReadMergeTrailer(const float* trailer);
   void StopInbox();
   std::vector<float> StateMessage(std::span<const float> state, float flag) const;
 
   std::unique_ptr<Collective> world_;
   std::unique_ptr<Collective> p2p_;    // child -> parent gradients only
+  std::unique_ptr<Collective> signal_;  // groups leaders' merge messages only
   std::unique_ptr<Collective> local_;  // ring (fixed_k) or own group (groups); null if alone
   size_t state_size_ = 0;
   size_t grad_size_ = 0;
@@ -143,6 +159,9 @@ class ModeCore {
   std::vector<int> children_;  // fixed_k parent: world ranks
   std::vector<int> contributors_;  // fixed_k parent: child indices of the last round
   std::unique_ptr<ChildInbox> inbox_;
+  std::unique_ptr<MergeSignals> merges_;  // groups leader, an exit pending: listening
+  std::vector<int> other_leaders_;        // groups leader: the other groups' leaders
+  bool merge_now_ = false;                // groups: the group agreed to merge at the next boundary
   std::map<int64_t, api::Decision> pending_;  // by apply_at_iteration
   Status failed_;
 };
