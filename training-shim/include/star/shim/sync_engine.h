@@ -39,6 +39,14 @@
 // its iteration alone, with no check, no reconciling and its momentum kept, so workers
 // that drift apart (fixed_k, groups) do not wait for each other.
 //
+// Leaving groups (any switching decision while in groups) does not wait for every group
+// to reach apply_at_iteration: the first group there tells the other groups' leaders,
+// each group agrees on it through its next all-reduce, and merges at the boundary after
+// it, its iteration() set to apply_at_iteration (decisions in between, batches or AMP
+// only, are skipped). The fast group waits about one of the slowest group's iterations.
+// Limit: the first group must reach the decision within one communicator timeout of a
+// leader learning of it (a leader listens from then on).
+//
 // Errors are sticky: once a Step fails, the engine is unusable and every later Step
 // returns FailedPrecondition naming the first error (like an aborted NCCL communicator).
 // A Schedule error means this worker cannot follow the job's decisions; the caller
