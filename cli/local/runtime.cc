@@ -1,16 +1,20 @@
 #include "local/runtime.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -85,6 +89,7 @@ class Runner {
   std::unique_ptr<shim::StoreServer> store_;
   std::unique_ptr<report::ReportServer> reports_;
   std::string token_;
+  int master_port_ = 0;  // torch.distributed's rendezvous at worker 0 (a manifest's command)
   std::filesystem::path run_dir_;
   bool own_run_dir_ = false;
   double origin_ = 0;
@@ -205,6 +210,25 @@ Status Runner::SetupSandbox() {
   return host.WriteCpu(sandbox_->eval_cgroup(), {QuotaUs(o_.eval_millicores), kCfsPeriodUs, 100});
 }
 
+// torch.distributed's port at worker 0, as on the operator's pods.
+constexpr int kMasterPort = 29501;
+
+// A TCP port free on 127.0.0.1 now.
+static StatusOr<int> FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Internal("MASTER_PORT: socket: " + std::string(std::strerror(errno)));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return Status::Internal("MASTER_PORT: no free loopback port: " + std::string(std::strerror(err)));
+  return static_cast<int>(ntohs(a.sin_port));
+}
+
 // The rendezvous store and the report endpoint, on the host's address, behind one token.
 Status Runner::SetupEndpoints() {
   token_ = report::RandomToken();
@@ -221,6 +245,11 @@ Status Runner::SetupEndpoints() {
       ro, [this](const api::WorkerReport& r) { return OnReport(r); });
   if (!reports.ok()) return reports.status();
   reports_ = std::move(*reports);
+  // A manifest's own script meets its torch.distributed default group at worker 0, as
+  // the operator's pods do: in worker 0's own network namespace any port is free.
+  if (!bundled_) {
+    STAR_ASSIGN_OR_RETURN(master_port_, sandbox_->has_network() ? StatusOr<int>(kMasterPort) : FreeLoopbackPort());
+  }
   return Status::Ok();
 }
 
@@ -284,6 +313,13 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
   if (bundled_) {
     set("STAR_SNAPSHOT_DIR", (run_dir_ / "snapshots").string());
     set("STAR_SNAPSHOT_EVERY", std::to_string(o_.snapshot_every));
+  }
+  if (master_port_ > 0) {
+    set("MASTER_ADDR", sandbox_->slot_address(servers_));
+    set("MASTER_PORT", std::to_string(master_port_));
+    // torch's Gloo listens on the address the host name resolves to (loopback in a
+    // namespace) unless told the interface: each worker's namespace has its eth0.
+    if (sandbox_->has_network()) set("GLOO_SOCKET_IFNAME", "eth0");
   }
   for (const auto& [k, v] : o_.job.worker_env) set(k, v);
   return env;
