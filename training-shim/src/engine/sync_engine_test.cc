@@ -5,6 +5,7 @@
 #include "engine/engine_test_support.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <future>
 #include <limits>
@@ -239,11 +240,25 @@ TEST(SyncEngineGroups, GroupsEvolveIndependentlyAndConverge) {
   const SgdOptions sgd{.lr = 0.4f};
   auto batch_begin = [](int r, int s) { return static_cast<size_t>((s * 4 + r) * 4); };
   std::vector<std::vector<float>> at_regroup(4), finals(4);
+  // A group that reaches the return to ssgd first makes the other merge at its next
+  // boundary: every worker waits here one step before it, so both groups run all
+  // `steps` steps (the reference below is two groups of exactly that many).
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
   ExpectAllOk(RunRanks(4, milliseconds(10000), [&](int r, std::unique_ptr<Collective> world) -> Status {
     STAR_ASSIGN_OR_RETURN(auto engine, SyncEngine::Create(std::move(world), Zeros(Problem::kDim), sgd));
     STAR_RETURN_IF_ERROR(engine->Schedule(MakeDecision(1, 0, api::SyncMode::kGroups, 2, {{0, 1}, {2, 3}})));
     STAR_RETURN_IF_ERROR(engine->Schedule(MakeDecision(2, steps, api::SyncMode::kSsgd, 4)));
     for (int s = 0; s < steps + 3; ++s) {
+      if (s == steps - 1) {
+        std::unique_lock<std::mutex> lock(mu);
+        ++arrived;
+        cv.notify_all();
+        if (!cv.wait_for(lock, milliseconds(10000), [&] { return arrived == 4; })) {
+          return Status::DeadlineExceeded("the other group did not reach step " + std::to_string(s));
+        }
+      }
       if (s == steps) at_regroup[static_cast<size_t>(r)].assign(engine->params().begin(), engine->params().end());
       auto g = problem.GradSum(engine->params(), batch_begin(r, s), 4);
       STAR_ASSIGN_OR_RETURN(StepStats stats, engine->Step(g, 4));
