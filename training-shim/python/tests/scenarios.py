@@ -233,14 +233,18 @@ def plain_ddp_buckets():
     return {"params": flat(model.module)}
 
 
-def main():
+def main(functions=None, own_group=()):
+    """Runs the worker program argv[1] (a function of `functions`: this module's by
+    default) and writes its result to argv[2]/<rank>.json. STAR is initialised first,
+    except for the plain_* programs (PyTorch's DDP alone) and those in `own_group` (they
+    make torch.distributed's group before star.torch.init())."""
     name, out_dir = sys.argv[1], sys.argv[2]
     rank = os.environ.get("STAR_RANK", os.environ.get("RANK", "0"))
     if DEVICE == "cuda":  # one device per worker where there are several
         torch.cuda.set_device(int(rank) % torch.cuda.device_count())
-    if name != "plain_ddp":
+    if not name.startswith("plain_") and name not in own_group:
         st.init()
-    result = globals()[name]()
+    result = (functions or globals())[name]()
     try:
         st.shutdown()
     except st.StarError as e:

@@ -5,7 +5,6 @@ process's rank and writes its result to OUT_DIR/<rank>.json (as scenarios.py).""
 
 import json
 import os
-import sys
 import warnings
 
 import torch
@@ -13,6 +12,7 @@ import torch.distributed as dist
 
 import star.torch as st
 from star.torch import _testing
+import scenarios
 from scenarios import FEATURES, flat, full_loss, make_model
 
 LOADER_SAMPLES = 640  # 40 rounds of 16
@@ -193,19 +193,5 @@ def adam_switch():
             "loss_after": full_loss(model.module, ds)}
 
 
-def main():
-    name, out_dir = sys.argv[1], sys.argv[2]
-    rank = os.environ.get("STAR_RANK", os.environ.get("RANK", "0"))
-    if not name.startswith("plain_") and name != "own_group":  # those make their own group first
-        st.init()
-    result = globals()[name]()
-    try:
-        st.shutdown()
-    except st.StarError as e:
-        result["shutdown_error"] = f"{type(e).__name__}: {e}"
-    with open(os.path.join(out_dir, f"{rank}.json"), "w") as f:
-        json.dump(result, f)
-
-
 if __name__ == "__main__":
-    main()
+    scenarios.main(globals(), own_group=("own_group",))

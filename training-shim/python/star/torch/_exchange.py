@@ -127,7 +127,7 @@ class _BucketExchanger:
                         sq = self._exchange(job, sq)
                     except Exception as e:  # noqa: BLE001 - handed to the step and the futures
                         error = e
-                        job.step._error = e  # step() raises the engine's own error
+                        job.step.failed(e)  # step() raises the engine's own error
                 if error is not None:
                     job.future.set_exception(error)
                 if job.last:
@@ -142,8 +142,7 @@ class _BucketExchanger:
         stats = job.rt.engine.exchange_part(job.array, step.batch, job.last)
         self.parts += 1
         if job.last:
-            step._local_norm = sq if job.report else None
-            step._stats = stats
+            step.exchanged(stats, sq if job.report else None)
             job.rt.session.add_wait(stats["wait_seconds"])
             job.rt.session.end_communication()
         job.resolve()

@@ -72,13 +72,23 @@ class Step:
         try:
             rt.session.end_compute()
             rt.session.begin_communication()
-            self._local_norm = float(np.dot(grad, grad)) if rt.session.report_due else None
-            self._stats = rt.engine.exchange(grad, self.batch, grad)
+            local_norm = float(np.dot(grad, grad)) if rt.session.report_due else None
+            self.exchanged(rt.engine.exchange(grad, self.batch, grad), local_norm)
             rt.session.add_wait(self._stats["wait_seconds"])
             rt.session.end_communication()
         except StarError as e:
-            self._error = e
+            self.failed(e)
             raise
+
+    def exchanged(self, stats, local_grad_sq_norm):
+        """The engine's stats of this step's exchange, and this worker's squared gradient
+        norm when a report is due (None otherwise); the hook's exchanger calls it when the
+        last bucket is done."""
+        self._stats, self._local_norm = stats, local_grad_sq_norm
+
+    def failed(self, error):
+        """The exchange failed: step() raises `error` (the engine's own) at its end."""
+        self._error = error
 
     def __exit__(self, exc_type, exc, tb):
         rt = self._rt
