@@ -88,3 +88,16 @@ def run_workers(n, scenario, out_dir, controller=None, env=None, timeout=180, sc
 def expect_all_ok(results):
     for rank, (code, out, result) in enumerate(results):
         assert code == 0 and result is not None, f"rank {rank} exited {code}:\n{out}"
+
+
+def run_beside_ddp(n, ours, theirs, tmp_path, script="scenarios.py"):
+    """Runs worker program `ours` (star.torch) and `theirs` (PyTorch's own DDP over Gloo)
+    on n workers each; returns ours's results and theirs's rank 0 parameters."""
+    import torch
+    (tmp_path / "star").mkdir()
+    (tmp_path / "ddp").mkdir()
+    star = run_workers(n, ours, tmp_path / "star", script=script)
+    expect_all_ok(star)
+    ddp = run_workers(n, theirs, tmp_path / "ddp", env={"DDP_PORT": str(free_port())}, script=script)
+    expect_all_ok(ddp)
+    return star, torch.tensor(ddp[0][2]["params"])

@@ -3,18 +3,12 @@ buckets trains exactly as PyTorch's DDP."""
 
 import torch
 
-from harness import expect_all_ok, free_port, run_workers
+from harness import run_beside_ddp
 import scenarios
 
 
 def test_bucket_by_bucket_ssgd_matches_pytorch_ddp(tmp_path):
-    (tmp_path / "star").mkdir()
-    (tmp_path / "ddp").mkdir()
-    ours = run_workers(3, "ssgd_buckets", tmp_path / "star")
-    expect_all_ok(ours)
-    theirs = run_workers(3, "plain_ddp_buckets", tmp_path / "ddp", env={"DDP_PORT": str(free_port())})
-    expect_all_ok(theirs)
-    reference = torch.tensor(theirs[0][2]["params"])
+    ours, reference = run_beside_ddp(3, "ssgd_buckets", "plain_ddp_buckets", tmp_path)
     iterations = scenarios.SAMPLES // (8 * 3)
     for rank, (_, _, result) in enumerate(ours):
         assert result["iteration"] == iterations

@@ -2,18 +2,12 @@
 
 import torch
 
-from harness import FakeController, expect_all_ok, free_port, run_workers
+from harness import FakeController, expect_all_ok, run_beside_ddp, run_workers
 import scenarios
 
 
 def test_ssgd_matches_pytorch_ddp(tmp_path):
-    (tmp_path / "star").mkdir()
-    (tmp_path / "ddp").mkdir()
-    ours = run_workers(3, "ssgd", tmp_path / "star")
-    expect_all_ok(ours)
-    theirs = run_workers(3, "plain_ddp", tmp_path / "ddp", env={"DDP_PORT": str(free_port())})
-    expect_all_ok(theirs)
-    reference = torch.tensor(theirs[0][2]["params"])
+    ours, reference = run_beside_ddp(3, "ssgd", "plain_ddp", tmp_path)
     for rank, (_, _, result) in enumerate(ours):
         assert result["iteration"] == scenarios.SAMPLES // (8 * 3)
         assert torch.allclose(torch.tensor(result["params"]), reference, atol=1e-5), f"rank {rank}"
