@@ -318,8 +318,8 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
     set("MASTER_ADDR", sandbox_->slot_address(servers_));
     set("MASTER_PORT", std::to_string(master_port_));
     // torch's Gloo listens on the address the host name resolves to (loopback in a
-    // namespace) unless told the interface: each worker's namespace has its eth0.
-    if (sandbox_->has_network()) set("GLOO_SOCKET_IFNAME", "eth0");
+    // namespace) unless told the interface inside each worker's namespace.
+    if (sandbox_->has_network()) set("GLOO_SOCKET_IFNAME", Sandbox::kSlotIfname);
   }
   for (const auto& [k, v] : o_.job.worker_env) set(k, v);
   return env;

@@ -284,9 +284,9 @@ StatusOr<int> CreateBridge(Host& host, const Names& n) {
 Status CreateSlotNetwork(Host& host, const Names& n, int subnet, int slot) {
   const std::string ns = n.netns(slot);
   STAR_RETURN_IF_ERROR(host.CreateNamespace(ns));
-  STAR_RETURN_IF_ERROR(host.CreateVeth(n.veth(slot), n.bridge(), ns, "eth0"));
-  STAR_RETURN_IF_ERROR(host.AddAddress(ns, "eth0", Address(subnet, slot + 2) + "/24"));
-  return host.BringUp(ns, "eth0", Address(subnet, 1));
+  STAR_RETURN_IF_ERROR(host.CreateVeth(n.veth(slot), n.bridge(), ns, Sandbox::kSlotIfname));
+  STAR_RETURN_IF_ERROR(host.AddAddress(ns, Sandbox::kSlotIfname, Address(subnet, slot + 2) + "/24"));
+  return host.BringUp(ns, Sandbox::kSlotIfname, Address(subnet, 1));
 }
 
 // Checks every option (InvalidArgument naming it).
@@ -447,7 +447,7 @@ Status Sandbox::SetDelay(int slot, double seconds) {
     std::lock_guard lock(mu_);
     if (torn_down_) return Status::FailedPrecondition("SetDelay: the sandbox was torn down");
   }
-  return host_->SetDelay(netns(slot), "eth0", seconds)
+  return host_->SetDelay(netns(slot), kSlotIfname, seconds)
       .WithPrefix("SetDelay: slot " + std::to_string(slot));
 }
 

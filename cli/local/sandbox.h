@@ -103,6 +103,8 @@ class Sandbox {
   // without: "127.0.0.1" for both.
   std::string host_address() const;
   std::string slot_address(int slot) const;
+  // The interface inside every slot's network namespace (the veth's other side).
+  static constexpr const char* kSlotIfname = "eth0";
   // Slot i's host-side veth (the shaping target for Host::WriteNet); "" without network.
   std::string host_ifname(int slot) const;
   // The bridge's name; "" without network.
