@@ -5,79 +5,31 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <sstream>
-#include <utility>
+
+#include "cohort.h"
 
 namespace star::detect {
 namespace {
 
-constexpr int kMinWindow = 3;
-constexpr int kMaxWindow = 1024;
-constexpr int kMaxEvaluations = 1000;
+using internal::MedianInPlace;
+using internal::SlowClassStart;
+using internal::SortedMedian;
+
 // Korel's consistency constant: 1.4826 * MAD estimates the standard deviation.
 constexpr double kMadToSigma = 1.4826;
+// The faster of two speed classes must hold at least this many workers to be the
+// cohort's reference (one unusually fast worker is not a class).
+constexpr size_t kMinClass = 2;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string Num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-Status Bad(std::string_view field, const std::string& reason) {
-  return Status::InvalidArgument(std::string(field) + ": " + reason);
-}
-
-double DefaultThreshold(api::DetectionRule rule) {
-  switch (rule) {
-    case api::DetectionRule::kMad: return 3.0;
-    case api::DetectionRule::kRelativeScore: return 0.75;
-    case api::DetectionRule::kStar: return 0.2;
-    case api::DetectionRule::kChangePoint: return 0.2;
-  }
-  return 0;
-}
-
-double DefaultRecoveryThreshold(api::DetectionRule rule) {
-  switch (rule) {
-    case api::DetectionRule::kMad: return 2.0;
-    case api::DetectionRule::kRelativeScore: return 0.85;
-    case api::DetectionRule::kStar: return 0.1;
-    case api::DetectionRule::kChangePoint: return 0.1;
-  }
-  return 0;
-}
-
-bool UseDefault(double v) { return std::isnan(v) || v == 0; }
-
-// Median of data[0, n); reorders data. n >= 1.
-double MedianInPlace(double* data, size_t n) {
-  const size_t mid = n / 2;
-  if (n <= 32) {  // small windows: insertion sort beats selection
-    for (size_t i = 1; i < n; ++i) {
-      const double v = data[i];
-      size_t j = i;
-      for (; j > 0 && data[j - 1] > v; --j) data[j] = data[j - 1];
-      data[j] = v;
-    }
-    return n % 2 == 1 ? data[mid] : 0.5 * (data[mid - 1] + data[mid]);
-  }
-  std::nth_element(data, data + mid, data + n);
-  const double upper = data[mid];
-  if (n % 2 == 1) return upper;
-  const double lower = *std::max_element(data, data + mid);
-  return 0.5 * (lower + upper);
-}
-
-double Round4(double v) { return std::round(v * 1e4) / 1e4; }
-
-// Statistics of one round's cohort (the workers with a full window).
+// Statistics of one round's reference workers.
 struct Cohort {
-  double fastest = 0, typical = 0, typical_compute = 0, typical_comm = 0;
+  double typical = 0, typical_compute = 0, typical_comm = 0;
   std::optional<double> sigma;         // rule mad only
   std::optional<double> typical_mean;  // rule change_point only
 };
 
-// The cohort of workers[id] for the ids in `ready` (not empty), through the scratch
+// The statistics of workers[id] for the ids in `ready` (not empty), through the scratch
 // buffers (each at least ready.size() long). Templated over the detector's private
 // worker record.
 template <typename Worker>
@@ -87,15 +39,12 @@ Cohort CohortOf(const std::vector<Worker>& workers, const std::vector<int>& read
                 std::vector<double>& scratch_d) {
   const size_t n = ready.size();
   Cohort c;
-  double fastest = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < n; ++i) {
     const Worker& w = workers[static_cast<size_t>(ready[i])];
     scratch_a[i] = w.med_total;
     scratch_b[i] = w.med_compute;
     scratch_c[i] = w.med_comm;
-    fastest = std::min(fastest, w.med_total);
   }
-  c.fastest = fastest;
   c.typical = MedianInPlace(scratch_a.data(), n);
   c.typical_compute = MedianInPlace(scratch_b.data(), n);
   c.typical_comm = MedianInPlace(scratch_c.data(), n);
@@ -115,24 +64,25 @@ Cohort CohortOf(const std::vector<Worker>& workers, const std::vector<int>& read
 
 // One more round over the onset threshold; a new streak notes where it started.
 template <typename Worker>
-void ExtendOnsetStreak(Worker& w, int64_t evaluation) {
-  if (w.onset_streak++ == 0) {
-    w.streak_start_iteration = w.last_iteration;
-    w.streak_start_evaluation = evaluation;
-  }
+void ExtendOnsetStreak(Worker& w) {
+  if (w.onset_streak++ == 0) w.streak_start_iteration = w.last_iteration;
 }
 
-// Onset confirmed: `w` becomes a straggler of `cause`, static when its streak started
-// within the first `onset_evaluations` evaluations.
+// Onset confirmed: `w` becomes a straggler of `cause` and `kind`.
 template <typename Worker>
-void MarkStraggler(Worker& w, api::StragglerCause cause, int onset_evaluations) {
+void MarkStraggler(Worker& w, api::StragglerCause cause, api::StragglerKind kind) {
   w.straggler = true;
   w.since = w.last_iteration;
-  w.onset_samples = w.samples;
+  w.event_samples = w.samples;
   w.cause = cause;
-  w.kind = w.streak_start_evaluation < onset_evaluations ? api::StragglerKind::kStatic
-                                                         : api::StragglerKind::kDynamic;
+  w.kind = kind;
   w.onset_streak = w.recovery_streak = w.cause_streak = 0;
+}
+
+// The component whose excess (seconds over a reference) is larger.
+api::StragglerCause CauseOf(double compute_excess, double comm_excess) {
+  return comm_excess > compute_excess ? api::StragglerCause::kCommunication
+                                      : api::StragglerCause::kCompute;
 }
 
 template <typename Worker>
@@ -170,137 +120,6 @@ bool Reclassify(Worker& w, double compute, double comm, const DetectorOptions& o
 }
 
 }  // namespace
-
-std::string_view RuleName(api::DetectionRule rule) {
-  switch (rule) {
-    case api::DetectionRule::kMad: return "mad";
-    case api::DetectionRule::kRelativeScore: return "relative";
-    case api::DetectionRule::kStar: return "star";
-    case api::DetectionRule::kChangePoint: return "change_point";
-  }
-  return "unknown";
-}
-
-std::optional<api::DetectionRule> ParseRule(std::string_view s) {
-  using R = api::DetectionRule;
-  for (R r : {R::kMad, R::kRelativeScore, R::kStar, R::kChangePoint}) {
-    if (RuleName(r) == s) return r;
-  }
-  return std::nullopt;
-}
-
-std::string_view ToString(State state) {
-  switch (state) {
-    case State::kStraggler: return "straggler";
-    case State::kRecovered: return "recovered";
-  }
-  return "unknown";
-}
-
-DetectorOptions ResolveDefaults(DetectorOptions options) {
-  if (UseDefault(options.threshold)) options.threshold = DefaultThreshold(options.rule);
-  if (UseDefault(options.recovery_threshold)) {
-    options.recovery_threshold = DefaultRecoveryThreshold(options.rule);
-  }
-  return options;
-}
-
-Status Validate(const DetectorOptions& options) {
-  const api::DetectionRule rule = options.rule;
-  if (RuleName(rule) == "unknown") {
-    return Bad("rule", "unknown rule " + std::to_string(static_cast<int>(rule)));
-  }
-  if (options.window < kMinWindow || options.window > kMaxWindow) {
-    return Bad("window", "must be in [" + std::to_string(kMinWindow) + ", " +
-                             std::to_string(kMaxWindow) + "], got " +
-                             std::to_string(options.window));
-  }
-  const std::string rule_name(RuleName(rule));
-  for (const auto& [field, value] : {std::pair<std::string_view, double>{"threshold", options.threshold},
-                                     {"recovery_threshold", options.recovery_threshold}}) {
-    if (std::isnan(value)) continue;
-    if (!std::isfinite(value) || value < 0) {
-      return Bad(field, "must be a finite number >= 0 (0 or NaN = rule default), got " + Num(value));
-    }
-  }
-  const DetectorOptions r = ResolveDefaults(options);
-  if (rule == api::DetectionRule::kRelativeScore) {
-    if (r.threshold >= 1) {
-      return Bad("threshold", "must be in (0, 1) for rule relative, got " + Num(r.threshold));
-    }
-    if (r.recovery_threshold > 1) {
-      return Bad("recovery_threshold",
-                 "must be in (0, 1] for rule relative, got " + Num(r.recovery_threshold));
-    }
-    if (r.recovery_threshold < r.threshold) {
-      return Bad("recovery_threshold", "must be >= threshold (" + Num(r.threshold) +
-                                           ") for rule relative, got " +
-                                           Num(r.recovery_threshold));
-    }
-  } else if (r.recovery_threshold > r.threshold) {
-    return Bad("recovery_threshold", "must be <= threshold (" + Num(r.threshold) +
-                                         ") for rule " + rule_name + ", got " +
-                                         Num(r.recovery_threshold));
-  }
-  if (!std::isfinite(options.min_slowdown) || options.min_slowdown < 1) {
-    return Bad("min_slowdown", "must be a finite number >= 1, got " + Num(options.min_slowdown));
-  }
-  if (!std::isfinite(options.recovery_slowdown) || options.recovery_slowdown < 1 ||
-      options.recovery_slowdown > options.min_slowdown) {
-    return Bad("recovery_slowdown", "must be in [1, min_slowdown (" +
-                                        Num(options.min_slowdown) + ")], got " +
-                                        Num(options.recovery_slowdown));
-  }
-  if (options.change_point_min_iterations < 0) {
-    return Bad("change_point_min_iterations",
-               "must be >= 0, got " + std::to_string(options.change_point_min_iterations));
-  }
-  for (const auto& [field, value] :
-       {std::pair<std::string_view, int>{"onset_evaluations", options.onset_evaluations},
-        {"recovery_evaluations", options.recovery_evaluations}}) {
-    if (value < 1 || value > kMaxEvaluations) {
-      return Bad(field, "must be in [1, " + std::to_string(kMaxEvaluations) + "], got " +
-                            std::to_string(value));
-    }
-  }
-  if (options.onset_window < 0) {
-    return Bad("onset_window", "must be >= 0 (0 = the full window), got " +
-                                   std::to_string(options.onset_window));
-  }
-  if (!std::isfinite(options.step_slowdown) ||
-      (options.step_slowdown != 0 && options.step_slowdown <= 1)) {
-    return Bad("step_slowdown", "must be 0 (off) or a finite number > 1, got " +
-                                    Num(options.step_slowdown));
-  }
-  if (options.step_samples < 1 || options.step_samples > options.window) {
-    return Bad("step_samples", "must be in [1, window (" + std::to_string(options.window) +
-                                   ")], got " + std::to_string(options.step_samples));
-  }
-  if (options.static_after_iterations < 1) {
-    return Bad("static_after_iterations",
-               "must be >= 1, got " + std::to_string(options.static_after_iterations));
-  }
-  if (!std::isfinite(options.cause_switch_ratio) || options.cause_switch_ratio < 1) {
-    return Bad("cause_switch_ratio",
-               "must be a finite number >= 1, got " + Num(options.cause_switch_ratio));
-  }
-  return Status::Ok();
-}
-
-nlohmann::json ToJson(const Event& event) { return nlohmann::json::parse(ToJsonLine(event)); }
-
-std::string ToJsonLine(const Event& event) {
-  nlohmann::ordered_json j;  // keeps the contract's key order
-  j["iteration"] = event.iteration;
-  j["worker"] = event.worker;
-  j["state"] = ToString(event.state);
-  if (event.state == State::kStraggler) {
-    j["cause"] = api::ToString(event.cause);
-    j["kind"] = api::ToString(event.kind);
-    j["slowdown"] = Round4(event.slowdown);
-  }
-  return j.dump();
-}
 
 Detector::Detector(DetectorOptions options) {
   const bool valid = Validate(options).ok();
@@ -390,16 +209,12 @@ void Detector::UpdateWorkerStats(int id) {
   w.mean_total = sum / static_cast<double>(n);
   w.med_compute = median_of(compute_, nullptr);
   w.med_comm = median_of(comm_, nullptr);
-  // The newest m samples: ring positions head - 1, head - 2, ... (mod window).
-  const auto window = static_cast<size_t>(options_.window);
   // Only mad and relative look at the newest samples: star's narrow hysteresis band
   // (0.2 / 0.1 over the fastest) needs the full window's median not to flap, and
   // change_point compares means.
   const size_t m = ShortLevel() ? std::min(n, static_cast<size_t>(options_.onset_window)) : n;
   auto newest_median = [&](const std::vector<double>& ring) {
-    for (size_t i = 0; i < m; ++i) {
-      scratch[i] = ring[base + (static_cast<size_t>(w.head) + window - 1 - i) % window];
-    }
+    for (size_t i = 0; i < m; ++i) scratch[i] = ring[Newest(w, id, i)];
     return MedianInPlace(scratch, m);
   };
   if (m == n) {  // the whole window: its medians
@@ -425,13 +240,22 @@ bool Detector::ShortLevel() const {
           options_.rule == api::DetectionRule::kRelativeScore);
 }
 
-bool Detector::OnsetCondition(const Worker& w) const {
+double Detector::OnsetFloor(const Worker& w) const {
+  if (w.baseline <= 0) return options_.static_slowdown;
+  return std::max(options_.min_slowdown, w.baseline * options_.min_slowdown);
+}
+
+double Detector::RecoveryFloor(const Worker& w) const {
+  return std::max(options_.recovery_slowdown, w.baseline * options_.recovery_slowdown);
+}
+
+bool Detector::OnsetCondition(const Worker& w, double mad_floor) const {
   if (w.level_total <= 0) return false;
   switch (options_.rule) {
     case api::DetectionRule::kMad:
       // sigma_ == 0: no spread estimate, nobody is flagged.
       return sigma_ > 0 && w.level_total > typical_ + options_.threshold * sigma_ &&
-             w.slowdown >= options_.min_slowdown;
+             w.slowdown >= mad_floor;
     case api::DetectionRule::kRelativeScore:
       return fastest_ / w.level_total < options_.threshold ||
              (options_.individual_score && w.best_total / w.level_total < options_.threshold);
@@ -443,12 +267,21 @@ bool Detector::OnsetCondition(const Worker& w) const {
   return false;
 }
 
+bool Detector::MadRecovered(const Worker& w) const {
+  const double floor = RecoveryFloor(w);
+  const double bound =
+      std::max(typical_ + options_.recovery_threshold * sigma_, typical_ * floor);
+  // A wide spread must not put the recovery bound near the onset's: the worker returns
+  // at least to the middle of its hysteresis band.
+  return w.level_total <= std::min(bound, typical_ * std::sqrt(floor * OnsetFloor(w)));
+}
+
 bool Detector::RecoveryCondition(const Worker& w) const {
   if (w.level_total <= 0) return true;
   const double rt = options_.recovery_threshold;
   switch (options_.rule) {
     case api::DetectionRule::kMad:
-      return w.level_total <= std::max(typical_ + rt * sigma_, typical_ * options_.recovery_slowdown);
+      return MadRecovered(w);
     case api::DetectionRule::kRelativeScore:
       return fastest_ / w.level_total >= rt &&
              (!options_.individual_score || w.best_total / w.level_total >= rt);
@@ -481,7 +314,7 @@ void Detector::Excess(const Worker& w, double* compute, double* comm) const {
 api::StragglerCause Detector::DominantCause(const Worker& w) const {
   double compute = 0, comm = 0;
   Excess(w, &compute, &comm);
-  return comm > compute ? api::StragglerCause::kCommunication : api::StragglerCause::kCompute;
+  return CauseOf(compute, comm);
 }
 
 Event Detector::StragglerEvent(int id, const Worker& w) const {
@@ -493,19 +326,11 @@ void Detector::Evaluate(std::vector<Event>* events) {
   const bool window_cohort = WindowCohort();
   StepCohort();
   for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
-    Worker& w = workers_[id];
+    const Worker& w = workers_[id];
     if (!w.known) continue;
-    if (!w.straggler && StepOnset(w)) {
-      double compute = w.step_compute - typical_step_compute_;
-      double comm = w.step_comm - typical_step_comm_;
-      MarkStraggler(w, comm > compute ? api::StragglerCause::kCommunication
-                                      : api::StragglerCause::kCompute, 1);
-      w.kind = w.step_rounds == 1 ? api::StragglerKind::kStatic : api::StragglerKind::kDynamic;
-      w.slowdown = w.step_total / typical_step_;
-      events->push_back(StragglerEvent(static_cast<int>(id), w));
-      continue;
-    }
-    if (window_cohort && in_window_[id]) JudgeWindow(static_cast<int>(id), events);
+    const int i = static_cast<int>(id);
+    if (w.straggler ? StepUpdate(i, events) : StepOnset(i, events)) continue;
+    if (window_cohort && in_window_[id]) JudgeWindow(i, events);
   }
 }
 
@@ -520,15 +345,43 @@ bool Detector::WindowCohort() {
     ready_.push_back(static_cast<int>(id));
   }
   if (ready_.size() < 2) return false;
-  const Cohort cohort =
-      CohortOf(workers_, ready_, options_.rule, scratch_a_, scratch_b_, scratch_c_, scratch_d_);
-  fastest_ = cohort.fastest;
+  SplitWindowCohort();
+  const Cohort cohort = CohortOf(workers_, reference_, options_.rule, scratch_a_, scratch_b_,
+                                 scratch_c_, scratch_d_);
+  fastest_ = kInf;
+  for (int id : ready_) fastest_ = std::min(fastest_, workers_[static_cast<size_t>(id)].med_total);
   typical_ = cohort.typical;
   typical_compute_ = cohort.typical_compute;
   typical_comm_ = cohort.typical_comm;
   if (cohort.sigma) sigma_ = *cohort.sigma;
   if (cohort.typical_mean) typical_mean_ = *cohort.typical_mean;
   return true;
+}
+
+void Detector::SplitWindowCohort() {
+  const size_t n = ready_.size();
+  for (size_t i = 0; i < n; ++i) scratch_d_[i] = workers_[static_cast<size_t>(ready_[i])].med_total;
+  std::sort(scratch_d_.begin(), scratch_d_.begin() + static_cast<std::ptrdiff_t>(n));
+  // Hysteresis: a split, once seen, lasts until the gap closes to half its width.
+  const double gap = split_ ? 1 + (options_.class_gap - 1) / 2 : options_.class_gap;
+  const size_t slow = SlowClassStart(scratch_d_.data(), n, gap, kMinClass);
+  const double cut = slow > 0 ? scratch_d_[slow] : kInf;
+  reference_.clear();
+  for (int id : ready_) {
+    if (workers_[static_cast<size_t>(id)].med_total < cut) reference_.push_back(id);
+  }
+  const bool split = slow > 0;
+  // Baselines are slowdowns against the reference: re-express them when it changes.
+  const double scale = split ? SortedMedian(scratch_d_.data(), n) / SortedMedian(scratch_d_.data(), slow)
+                             : 1;
+  if (split && !split_) RescaleBaselines(scale);
+  if (!split && split_) RescaleBaselines(1 / class_scale_);
+  if (split) class_scale_ = scale;
+  split_ = split;
+}
+
+void Detector::RescaleBaselines(double factor) {
+  for (Worker& w : workers_) w.baseline *= factor;
 }
 
 void Detector::StepCohort() {
@@ -540,24 +393,37 @@ void Detector::StepCohort() {
     if (!w.known || w.count < options_.step_samples) continue;
     UpdateStepLevel(static_cast<int>(id));
     ++w.step_rounds;
-    scratch_a_[n] = w.step_total;
-    scratch_b_[n] = w.step_compute;
-    scratch_c_[n] = w.step_comm;
-    ++n;
+    scratch_d_[n++] = w.step_total;
   }
   if (n < 3) return;
-  typical_step_ = MedianInPlace(scratch_a_.data(), n);
-  typical_step_compute_ = MedianInPlace(scratch_b_.data(), n);
-  typical_step_comm_ = MedianInPlace(scratch_c_.data(), n);
+  // The typical step level is the faster class's when the step levels show two.
+  std::sort(scratch_d_.begin(), scratch_d_.begin() + static_cast<std::ptrdiff_t>(n));
+  const size_t slow = SlowClassStart(scratch_d_.data(), n, options_.class_gap, kMinClass);
+  const double cut = slow > 0 ? scratch_d_[slow] : kInf;
+  size_t m = 0;
+  for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
+    const Worker& w = workers_[id];
+    if (!w.known || w.count < options_.step_samples || w.step_total >= cut) continue;
+    scratch_a_[m] = w.step_total;
+    scratch_b_[m] = w.step_compute;
+    scratch_c_[m] = w.step_comm;
+    ++m;
+  }
+  typical_step_ = MedianInPlace(scratch_a_.data(), m);
+  typical_step_compute_ = MedianInPlace(scratch_b_.data(), m);
+  typical_step_comm_ = MedianInPlace(scratch_c_.data(), m);
+}
+
+size_t Detector::Newest(const Worker& w, int id, size_t i) const {
+  const auto window = static_cast<size_t>(options_.window);
+  return static_cast<size_t>(id) * window + (static_cast<size_t>(w.head) + window - 1 - i) % window;
 }
 
 void Detector::UpdateStepLevel(int id) {
   Worker& w = workers_[static_cast<size_t>(id)];
-  const auto window = static_cast<size_t>(options_.window);
-  const size_t base = static_cast<size_t>(id) * window;
-  w.step_total = std::numeric_limits<double>::infinity();
+  w.step_total = kInf;
   for (size_t i = 0; i < static_cast<size_t>(options_.step_samples); ++i) {
-    const size_t slot = base + (static_cast<size_t>(w.head) + window - 1 - i) % window;
+    const size_t slot = Newest(w, id, i);
     if (total_[slot] < w.step_total) {
       w.step_total = total_[slot];
       w.step_compute = compute_[slot];
@@ -566,30 +432,79 @@ void Detector::UpdateStepLevel(int id) {
   }
 }
 
-bool Detector::StepOnset(const Worker& w) const {
-  return typical_step_ > 0 && w.count >= options_.step_samples &&
-         w.step_total >= options_.step_slowdown * typical_step_;
+double Detector::PriorMedian(int id, const std::vector<double>& ring) {
+  const Worker& w = workers_[static_cast<size_t>(id)];
+  const auto m = static_cast<size_t>(options_.step_samples);
+  const auto n = static_cast<size_t>(w.count);
+  if (n <= m) return 0;
+  for (size_t i = m; i < n; ++i) scratch_window_[i - m] = ring[Newest(w, id, i)];
+  return MedianInPlace(scratch_window_.data(), n - m);
+}
+
+bool Detector::StepOnset(int id, std::vector<Event>* events) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  if (typical_step_ <= 0 || w.count < options_.step_samples ||
+      w.step_total < options_.step_slowdown * typical_step_) {
+    return false;
+  }
+  // A step is a change: the worker must have risen over its own earlier samples (by half
+  // the step's excess), so noise on a worker that was always slow is not one.
+  const double prior = PriorMedian(id, total_);
+  if (prior > 0 && w.step_total < (1 + (options_.step_slowdown - 1) / 2) * prior) return false;
+  // Slow in its first judged samples: static.
+  MarkStraggler(w, CauseOf(w.step_compute - typical_step_compute_, w.step_comm - typical_step_comm_),
+                w.step_rounds == 1 ? api::StragglerKind::kStatic : api::StragglerKind::kDynamic);
+  w.slowdown = w.step_total / typical_step_;
+  events->push_back(StragglerEvent(id, w));
+  return true;
+}
+
+bool Detector::StepUpdate(int id, std::vector<Event>* events) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  if (typical_step_ <= 0 || YoungEpisode(w) || w.count < options_.step_samples ||
+      w.step_total < options_.step_slowdown * std::max(w.slowdown, 1.0) * typical_step_) {
+    return false;
+  }
+  // A straggler slowed further: an update with the step's slowdown and the cause of the
+  // step (what rose over the worker's own earlier samples). Its kind stays.
+  w.cause = CauseOf(w.step_compute - PriorMedian(id, compute_),
+                    w.step_comm - PriorMedian(id, comm_));
+  w.slowdown = w.step_total / typical_step_;
+  w.event_samples = w.samples;
+  w.recovery_streak = w.cause_streak = 0;
+  events->push_back(StragglerEvent(id, w));
+  return true;
 }
 
 bool Detector::YoungEpisode(const Worker& w) const {
-  return w.straggler && w.samples - w.onset_samples < options_.window / 2;
+  return w.straggler && w.samples - w.event_samples < options_.window / 2;
 }
 
 void Detector::JudgeWindow(int id, std::vector<Event>* events) {
   Worker& w = workers_[static_cast<size_t>(id)];
   w.slowdown = typical_ > 0 ? w.level_total / typical_ : 1;
-  const int64_t evaluation = w.evaluations++;
-  if (!w.straggler) {
-    if (!OnsetCondition(w)) {
-      w.onset_streak = 0;
-      return;
-    }
-    ExtendOnsetStreak(w, evaluation);
-    if (!PersistedLongEnough(w, w.onset_streak, options_.onset_evaluations)) return;
-    MarkStraggler(w, DominantCause(w), options_.onset_evaluations);
-    events->push_back(StragglerEvent(id, w));
+  if (w.straggler) {
+    JudgeStraggler(id, events);
     return;
   }
+  if (!OnsetCondition(w, OnsetFloor(w))) {
+    w.onset_streak = 0;
+    // At the cohort's level (not even over the static floor): the worker's baseline.
+    if (!OnsetCondition(w, options_.static_slowdown)) {
+      w.baseline = w.baseline > 0 ? std::min(w.baseline, w.slowdown) : w.slowdown;
+    }
+    return;
+  }
+  ExtendOnsetStreak(w);
+  if (!PersistedLongEnough(w, w.onset_streak, options_.onset_evaluations)) return;
+  // Never seen at a normal level: slow since it was first judged, so static.
+  MarkStraggler(w, DominantCause(w),
+                w.baseline > 0 ? api::StragglerKind::kDynamic : api::StragglerKind::kStatic);
+  events->push_back(StragglerEvent(id, w));
+}
+
+void Detector::JudgeStraggler(int id, std::vector<Event>* events) {
+  Worker& w = workers_[static_cast<size_t>(id)];
   // Recovery is judged once half a window of samples followed the onset, so the window
   // reflects the episode (a step-path onset comes before the window has seen it).
   if (!YoungEpisode(w) && RecoveryCondition(w)) {
@@ -604,7 +519,7 @@ void Detector::JudgeWindow(int id, std::vector<Event>* events) {
   w.recovery_streak = 0;
   // Reclassify cause and kind only while the worker is clearly slow (not in the
   // hysteresis band between the recovery and onset thresholds).
-  if (!OnsetCondition(w)) {
+  if (!OnsetCondition(w, OnsetFloor(w))) {
     w.cause_streak = 0;
     return;
   }

@@ -128,6 +128,17 @@ struct DetectorOptions {
   // counts as recovered.
   double min_slowdown = 1.2;
   double recovery_slowdown = 1.1;
+  // kMad only: a worker never judged at a normal level (slow since its first window) is
+  // a straggler (static) only at this slowdown; below it, it is ordinary heterogeneity
+  // and its level becomes its baseline. >= min_slowdown; default 1.45 (clean cohorts
+  // with workers up to 1.35x apart flag nobody).
+  double static_slowdown = 1.45;
+  // Two speed classes: when the sorted levels of the workers show a gap of at least this
+  // ratio with at least two workers below it, the faster class is the cohort's
+  // reference (its typical worker, spread and step level), so the slower class is a
+  // set of stragglers rather than half of the statistics. Once seen, a split lasts until
+  // its gap narrows to 1 + (class_gap - 1) / 2. 0 = off, else > 1; default 1.4.
+  double class_gap = 1.4;
   // kRelativeScore only: also score each worker against its own best windowed median.
   bool individual_score = false;
   // kChangePoint only: a shift (onset or recovery) must last more than this many
@@ -265,7 +276,6 @@ class Detector {
     int head = 0;   // next write position
     bool dirty = false;
     int64_t last_iteration = -1;
-    int64_t evaluations = 0;  // rounds this worker was evaluated in
     double med_total = 0, med_compute = 0, med_comm = 0, mean_total = 0;
     // The worker's level: medians of its newest onset_window samples, or its window's.
     double level_total = 0, level_compute = 0, level_comm = 0;
@@ -279,9 +289,11 @@ class Detector {
     int64_t since = -1;
     int onset_streak = 0, recovery_streak = 0, cause_streak = 0;
     int64_t streak_start_iteration = 0;
-    int64_t streak_start_evaluation = 0;
     int64_t samples = 0;        // samples observed, ever
-    int64_t onset_samples = 0;  // `samples` at the onset event
+    int64_t event_samples = 0;  // `samples` at the onset or the last step update
+    // The lowest slowdown the worker showed in a round it was at a normal level (not a
+    // straggler, under static_slowdown); 0 until it has been at one.
+    double baseline = 0;
     // Step path: the worker's step level (its smallest of the newest step_samples
     // totals) and that sample's components; rounds it was judged in by the step path.
     double step_total = 0, step_compute = 0, step_comm = 0;
@@ -289,23 +301,47 @@ class Detector {
   };
 
   void Evaluate(std::vector<Event>* events);
-  // The window rule's cohort statistics over ready_; false when fewer than 2 are ready.
+  // The window rule's cohort statistics over reference_; false when fewer than 2 are
+  // ready.
   bool WindowCohort();
+  // reference_: the ready workers of the faster class when their levels show two (see
+  // class_gap), else all of them.
+  void SplitWindowCohort();
+  void RescaleBaselines(double factor);
   // The step levels of the workers with step_samples samples and their typical level
-  // (typical_step_*; 0 when fewer than 3 have them).
+  // (typical_step_*, the faster class's when there are two; 0 when fewer than 3 have
+  // them).
   void StepCohort();
-  // Whether (step path) `w` is at least step_slowdown times the typical step level.
-  bool StepOnset(const Worker& w) const;
-  // Whether `w` straggles in an episode younger than half a window (its window does not
-  // show the episode yet: no recovery is judged, and its level is its step level).
+  // Step path for a worker that is not a straggler: flags it (and returns true) when its
+  // step level is at least step_slowdown times the typical one and it rose over its own
+  // earlier samples.
+  bool StepOnset(int id, std::vector<Event>* events);
+  // Step path for a straggler: a further step of step_slowdown over its current
+  // slowdown is an update event (returns true).
+  bool StepUpdate(int id, std::vector<Event>* events);
+  // Whether `w` straggles in an episode (or after a step update) younger than half a
+  // window (its window does not show it yet: no recovery is judged, and its level is
+  // its step level).
   bool YoungEpisode(const Worker& w) const;
   // The window rule's judgement of `id` (in ready_) for this round.
   void JudgeWindow(int id, std::vector<Event>* events);
+  void JudgeStraggler(int id, std::vector<Event>* events);
   void UpdateWorkerStats(int id);
   void UpdateStepLevel(int id);
+  // Ring slot of the worker's i-th newest sample (0 = newest).
+  size_t Newest(const Worker& w, int id, size_t i) const;
+  // Median of the worker's samples in `ring` other than its newest step_samples; 0 if
+  // it has no others.
+  double PriorMedian(int id, const std::vector<double>& ring);
   // Whether workers' levels are the newest onset_window samples (see the option).
   bool ShortLevel() const;
-  bool OnsetCondition(const Worker& w) const;
+  // kMad: the slowdown a worker must reach to be flagged (static_slowdown until it has
+  // a baseline, then min_slowdown over its baseline) and the one it must return under.
+  double OnsetFloor(const Worker& w) const;
+  double RecoveryFloor(const Worker& w) const;
+  // `mad_floor`: the slowdown rule mad requires (the other rules ignore it).
+  bool OnsetCondition(const Worker& w, double mad_floor) const;
+  bool MadRecovered(const Worker& w) const;
   bool RecoveryCondition(const Worker& w) const;
   bool PersistedLongEnough(const Worker& w, int streak, int needed) const;
   // Excess seconds of compute and communication over the reference worker.
@@ -326,6 +362,9 @@ class Detector {
   std::vector<double> scratch_window_;
   std::vector<double> scratch_a_, scratch_b_, scratch_c_, scratch_d_;
   std::vector<int> ready_;
+  std::vector<int> reference_;  // the ready workers the cohort statistics come from
+  bool split_ = false;          // the last round's ready workers showed two classes
+  double class_scale_ = 1;      // then: typical of all / typical of the faster class
   std::vector<char> in_window_;  // per worker id: in ready_ this round
   // Cohort statistics of the round being evaluated.
   double typical_ = 0, typical_compute_ = 0, typical_comm_ = 0, typical_mean_ = 0;
