@@ -237,7 +237,8 @@ std::string TrainQuarterFixedKModel(const std::string& path) {
 TEST_F(SimCommand, MlSelectorRunsTheModelItIsGiven) {
   SimArgs a;
   json s = Scenario();
-  s["episodes"][0].erase("end");  // a straggler the loop decides a mode for
+  s["episodes"][0].erase("end");  // a straggler the loop decides a mode for: 1.8x
+  s["episodes"][0]["cpu"] = 0.25;  // (0.4 is 1.4x of the slow ring: ordinary heterogeneity)
   s["amp_available"] = false;      // (rather than AMP's)
   a.scenario = Write("s.json", s);
   a.policy = "auto";

@@ -253,8 +253,9 @@ bool Detector::OnsetCondition(const Worker& w, double mad_floor) const {
   if (w.level_total <= 0) return false;
   switch (options_.rule) {
     case api::DetectionRule::kMad:
-      // sigma_ == 0: no spread estimate, nobody is flagged.
-      return sigma_ > 0 && w.level_total > typical_ + options_.threshold * sigma_ &&
+      // sigma_ == 0: no spread estimate, nobody is flagged, unless the cohort shows two
+      // classes (the gap between them is the evidence).
+      return (sigma_ > 0 || split_) && w.level_total > typical_ + options_.threshold * sigma_ &&
              w.slowdown >= mad_floor;
     case api::DetectionRule::kRelativeScore:
       return fastest_ / w.level_total < options_.threshold ||

@@ -323,18 +323,26 @@ TEST(MadRule, NoiseOnlyAtTenPercentRaisesNoEvents) {
   }
 }
 
-TEST(MadRule, MadOfZeroFlagsNobodyEvenWithOneSlowWorker) {
-  // More than half of the workers are exactly equal: MAD = 0, no spread estimate.
-  TraceSpec spec;
-  spec.noise = 0;
-  spec.episodes = {Episode{1, 0, spec.iterations, 2.0, 1.0}};
+TEST(MadRule, MadOfZeroFlagsOnlyASeparateClass) {
+  // More than half of the workers are exactly equal: MAD = 0, no spread estimate. A
+  // worker 1.24x slower (under the class gap) is not flagged by the window rule; one
+  // 1.8x slower is a class of its own, and the gap is the evidence.
   DetectorOptions window_only;
   window_only.step_slowdown = 0;
+  TraceSpec spec;
+  spec.noise = 0;
+  spec.episodes = {Episode{1, 0, spec.iterations, 1.3, 1.0}};
   EXPECT_TRUE(RunDetector(window_only, MakeTrace(spec, 1)).empty());
+  spec.episodes = {Episode{1, 0, spec.iterations, 2.0, 1.0}};
+  const std::vector<Event> window = RunDetector(window_only, MakeTrace(spec, 1));
+  ASSERT_EQ(window.size(), 1u) << Describe(window);
+  EXPECT_EQ(window[0].worker, 1);
+  EXPECT_EQ(window[0].kind, StragglerKind::kStatic);
   // The step path does not need a spread: 1.8x the typical step level flags it.
   const std::vector<Event> step = RunDetector(DetectorOptions{}, MakeTrace(spec, 1));
   ASSERT_EQ(step.size(), 1u) << Describe(step);
   EXPECT_EQ(step[0].worker, 1);
+  EXPECT_EQ(step[0].iteration, 1);
   // The relative rules do flag it.
   const std::vector<Event> star = RunDetector(Options(Rule::kStar), MakeTrace(spec, 1));
   ASSERT_EQ(star.size(), 1u) << Describe(star);

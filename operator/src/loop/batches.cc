@@ -97,4 +97,23 @@ std::vector<int64_t> JobControlLoop::PlanWorkerBatches(const std::vector<int64_t
   return out;
 }
 
+std::vector<double> JobControlLoop::BalancedTimes(const std::vector<double>& times) const {
+  const std::vector<int64_t> equal = batch::EqualBatches(spec_.training.global_batch_size, n_);
+  batch::PlanInput in;
+  in.min_batch = spec_.mitigation.batch_adaptation.min_local_batch;
+  for (int w = 0; w < n_; ++w) {
+    in.global_batch += equal[static_cast<size_t>(w)];
+    in.workers.push_back(FitWorker(w));
+  }
+  StatusOr<batch::BatchPlan> plan = batch::PlanBatches(in);
+  if (!plan.ok()) return times;
+  std::vector<double> out(times.size());
+  for (size_t i = 0; i < times.size() && i < in.workers.size(); ++i) {
+    const batch::WorkerModel& m = in.workers[i];
+    const double compute = m.alpha * static_cast<double>(equal[i]) + m.beta;
+    out[i] = std::max(times[i] - compute, 0.0) + plan.value().makespan_seconds;
+  }
+  return out;
+}
+
 }  // namespace star::op

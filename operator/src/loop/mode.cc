@@ -87,7 +87,7 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     return std::nullopt;  // recently switched: let it settle
   }
   select::SelectionInput in{spec_.architecture, BatchPerWorker(), NoiseScale(), times};
-  StatusOr<select::Selection> sel = SelectMode(in, t);
+  StatusOr<select::Selection> sel = adapt_batches_ ? SelectWithPlannedBatches(in, t) : SelectMode(in, t);
   if (!sel.ok()) return std::nullopt;  // keep the mode in force
   if (!WorthLeaving(sel.value())) return std::nullopt;
   if (!flagged && in_force_.sync.mode == api::SyncMode::kSsgd &&
@@ -132,6 +132,31 @@ StatusOr<select::Selection> JobControlLoop::SelectMode(const select::SelectionIn
     RecordSelectorFallback(t, "model failed: " + learned.status().message());
   }
   return select::Select(in, options_.select);
+}
+
+StatusOr<select::Selection> JobControlLoop::SelectWithPlannedBatches(
+    const select::SelectionInput& in, double t) {
+  // Batch adaptation evens out a barrier of all workers (ssgd, fixed_k, asgd: Barriers)
+  // but plans each group apart: the one-barrier modes are judged at the times their
+  // planned batches give, groups at the measured ones (its groups are even inside).
+  select::SelectionInput planned = in;
+  planned.iteration_seconds = BalancedTimes(in.iteration_seconds);
+  StatusOr<select::Selection> one = SelectMode(planned, t);
+  StatusOr<select::Selection> apart = select::Select(in, options_.select);
+  if (!one.ok() || !apart.ok()) return one;
+  select::Selection out = std::move(one).value();
+  for (const select::Candidate& c : apart.value().candidates) {
+    if (c.mode != api::SyncMode::kGroups) continue;
+    std::erase_if(out.candidates, [](const select::Candidate& o) { return o.mode == api::SyncMode::kGroups; });
+    out.candidates.push_back(c);
+    if (c.groups.size() > 1 && c.estimated_seconds_per_progress < out.estimated_seconds_per_progress) {
+      out.mode = c.mode;
+      out.k = c.k;
+      out.groups = c.groups;
+      out.estimated_seconds_per_progress = c.estimated_seconds_per_progress;
+    }
+  }
+  return out;
 }
 
 void JobControlLoop::RecordSelectorFallback(double t, std::string reason) {

@@ -294,6 +294,14 @@ class JobControlLoop {
   // Auto's selection: the learned selector's when the job asks for it and it works,
   // else Select's (recording the first fallback).
   [[nodiscard]] StatusOr<select::Selection> SelectMode(const select::SelectionInput& in, double t);
+  // SelectMode for a job whose batches are adapted: ssgd, fixed_k and asgd judged at
+  // BalancedTimes, groups at the measured times.
+  [[nodiscard]] StatusOr<select::Selection> SelectWithPlannedBatches(const select::SelectionInput& in,
+                                                                     double t);
+  // Each worker's iteration time once one barrier of all workers runs the batches
+  // planned from their fitted speeds: its communication (time less its fitted compute
+  // at its equal share) plus the plan's makespan. `times` if no plan can be made.
+  [[nodiscard]] std::vector<double> BalancedTimes(const std::vector<double>& times) const;
   void RecordSelectorFallback(double t, std::string reason);
   // The mean over workers of communication / (compute + communication), in [0, 1].
   [[nodiscard]] double CommunicationShare() const;
