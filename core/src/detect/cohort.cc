@@ -27,10 +27,11 @@ double SortedMedian(const double* sorted, size_t n) {
   return n % 2 == 1 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
 }
 
-size_t SlowClassStart(const double* sorted, size_t n, double gap, size_t min_fast) {
-  if (gap <= 1 || min_fast < 1) return 0;
+size_t SlowClassStart(const double* sorted, size_t n, double step, double ratio, size_t min_fast) {
+  if (step <= 1 || min_fast < 1) return 0;
   for (size_t i = min_fast; i < n; ++i) {
-    if (sorted[i - 1] > 0 && sorted[i] >= gap * sorted[i - 1]) return i;
+    if (sorted[i - 1] <= 0 || sorted[i] < step * sorted[i - 1]) continue;
+    if (SortedMedian(sorted + i, n - i) >= ratio * SortedMedian(sorted, i)) return i;
   }
   return 0;
 }

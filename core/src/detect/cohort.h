@@ -12,9 +12,10 @@ double MedianInPlace(double* data, size_t n);
 double SortedMedian(const double* sorted, size_t n);
 
 // Where the slower of two speed classes starts in `sorted` (n levels, ascending): the
-// first index i >= min_fast whose level is at least `gap` times the one before it, so
-// the faster class sorted[0, i) holds at least min_fast workers. 0 when there is no such
-// gap (one class), when n < min_fast + 1, or when gap <= 1.
-size_t SlowClassStart(const double* sorted, size_t n, double gap, size_t min_fast);
+// first index i >= min_fast such that sorted[i] is at least `step` times sorted[i - 1]
+// (a visible gap between neighbours) and the median of sorted[i, n) is at least `ratio`
+// times the median of sorted[0, i) (the classes are that far apart). 0 when there is
+// none (one class).
+size_t SlowClassStart(const double* sorted, size_t n, double step, double ratio, size_t min_fast);
 
 }  // namespace star::detect::internal

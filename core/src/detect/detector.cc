@@ -325,7 +325,7 @@ Event Detector::StragglerEvent(int id, const Worker& w) const {
 void Detector::Evaluate(std::vector<Event>* events) {
   pending_ = 0;
   const bool window_cohort = WindowCohort();
-  StepCohort();
+  StepCohort(/*owns_split=*/!window_cohort);
   for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
     const Worker& w = workers_[id];
     if (!w.known) continue;
@@ -363,9 +363,8 @@ void Detector::SplitWindowCohort() {
   const size_t n = ready_.size();
   for (size_t i = 0; i < n; ++i) scratch_d_[i] = workers_[static_cast<size_t>(ready_[i])].med_total;
   std::sort(scratch_d_.begin(), scratch_d_.begin() + static_cast<std::ptrdiff_t>(n));
-  // Hysteresis: a split, once seen, lasts until the gap closes to half its width.
-  const double gap = split_ ? 1 + (options_.class_gap - 1) / 2 : options_.class_gap;
-  const size_t slow = SlowClassStart(scratch_d_.data(), n, gap, kMinClass);
+  const size_t slow = SlowClassStart(scratch_d_.data(), n, options_.class_gap > 0 ? ClassExit() : 0,
+                                     split_ ? ClassExit() : options_.class_gap, kMinClass);
   const double cut = slow > 0 ? scratch_d_[slow] : kInf;
   reference_.clear();
   for (int id : ready_) {
@@ -381,11 +380,13 @@ void Detector::SplitWindowCohort() {
   split_ = split;
 }
 
+double Detector::ClassExit() const { return 1 + (options_.class_gap - 1) / 2; }
+
 void Detector::RescaleBaselines(double factor) {
   for (Worker& w : workers_) w.baseline *= factor;
 }
 
-void Detector::StepCohort() {
+void Detector::StepCohort(bool owns_split) {
   typical_step_ = typical_step_compute_ = typical_step_comm_ = 0;
   if (options_.step_slowdown == 0) return;
   size_t n = 0;
@@ -393,13 +394,14 @@ void Detector::StepCohort() {
     Worker& w = workers_[id];
     if (!w.known || w.count < options_.step_samples) continue;
     UpdateStepLevel(static_cast<int>(id));
-    ++w.step_rounds;
     scratch_d_[n++] = w.step_total;
   }
   if (n < 3) return;
   // The typical step level is the faster class's when the step levels show two.
   std::sort(scratch_d_.begin(), scratch_d_.begin() + static_cast<std::ptrdiff_t>(n));
-  const size_t slow = SlowClassStart(scratch_d_.data(), n, options_.class_gap, kMinClass);
+  const size_t slow = SlowClassStart(scratch_d_.data(), n, options_.class_gap > 0 ? ClassExit() : 0,
+                                     split_ ? ClassExit() : options_.class_gap, kMinClass);
+  if (owns_split) split_ = slow > 0;
   const double cut = slow > 0 ? scratch_d_[slow] : kInf;
   size_t m = 0;
   for (size_t id = 0; id < static_cast<size_t>(num_workers_); ++id) {
@@ -448,13 +450,14 @@ bool Detector::StepOnset(int id, std::vector<Event>* events) {
       w.step_total < options_.step_slowdown * typical_step_) {
     return false;
   }
-  // A step is a change: the worker must have risen over its own earlier samples (by half
-  // the step's excess), so noise on a worker that was always slow is not one.
+  // A step is a change: the worker must have risen over its own earlier samples (by
+  // three quarters of the step's excess: a step level is the smaller of its samples), so
+  // noise on a worker that was always slow is not one. A worker slow from its first
+  // samples shows no step: the window judges it (static).
   const double prior = PriorMedian(id, total_);
-  if (prior > 0 && w.step_total < (1 + (options_.step_slowdown - 1) / 2) * prior) return false;
-  // Slow in its first judged samples: static.
+  if (prior <= 0 || w.step_total < (1 + 0.75 * (options_.step_slowdown - 1)) * prior) return false;
   MarkStraggler(w, CauseOf(w.step_compute - typical_step_compute_, w.step_comm - typical_step_comm_),
-                w.step_rounds == 1 ? api::StragglerKind::kStatic : api::StragglerKind::kDynamic);
+                api::StragglerKind::kDynamic);
   w.slowdown = w.step_total / typical_step_;
   events->push_back(StragglerEvent(id, w));
   return true;

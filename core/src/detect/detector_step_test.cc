@@ -103,13 +103,16 @@ INSTANTIATE_TEST_SUITE_P(Rules, StepPath,
                                            Rule::kChangePoint),
                          [](const auto& info) { return std::string(RuleName(info.param)); });
 
-TEST(StepPathKind, SlowFromItsFirstJudgedRoundIsStatic) {
+TEST(StepPathKind, SlowFromItsFirstSamplesIsNoStepButStaticByItsWindow) {
+  // No earlier samples show a change: the window flags it, static, once it is full and
+  // the onset held for onset_evaluations rounds (iterations 9, 10, 11).
+  const DetectorOptions o;
   TraceSpec spec;
   spec.episodes = {Episode{2, 0, 200, 3.0, 1.0}};
-  const std::vector<Event> events = RunDetector(DetectorOptions{}, MakeTrace(spec, 4));
+  const std::vector<Event> events = RunDetector(o, MakeTrace(spec, 4));
   ASSERT_EQ(events.size(), 1u) << Describe(events);
   EXPECT_EQ(events[0].worker, 2);
-  EXPECT_EQ(events[0].iteration, 1);  // its second sample
+  EXPECT_EQ(events[0].iteration, o.window - 1 + o.onset_evaluations - 1);
   EXPECT_EQ(events[0].kind, StragglerKind::kStatic);
 }
 

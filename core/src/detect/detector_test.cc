@@ -338,11 +338,8 @@ TEST(MadRule, MadOfZeroFlagsOnlyASeparateClass) {
   ASSERT_EQ(window.size(), 1u) << Describe(window);
   EXPECT_EQ(window[0].worker, 1);
   EXPECT_EQ(window[0].kind, StragglerKind::kStatic);
-  // The step path does not need a spread: 1.8x the typical step level flags it.
-  const std::vector<Event> step = RunDetector(DetectorOptions{}, MakeTrace(spec, 1));
-  ASSERT_EQ(step.size(), 1u) << Describe(step);
-  EXPECT_EQ(step[0].worker, 1);
-  EXPECT_EQ(step[0].iteration, 1);
+  // The same with the step path on: a worker slow from its first samples shows no step.
+  EXPECT_EQ(RunDetector(DetectorOptions{}, MakeTrace(spec, 1)), window);
   // The relative rules do flag it.
   const std::vector<Event> star = RunDetector(Options(Rule::kStar), MakeTrace(spec, 1));
   ASSERT_EQ(star.size(), 1u) << Describe(star);

@@ -97,6 +97,10 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     // typical worker is slow too, so it flags nobody) between workers really slower
     // than others. Out of SSGD, Select decides alone: flags on uneven workers come and
     // go, and going back to SSGD between them costs two switches.
+    // Nor before the detector has judged every worker: a worker slow from its first
+    // reports is flagged (static) once its window is full, and batch adaptation may
+    // then be the better fix.
+    if (!EveryWorkerJudged()) return ssgd;
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     if (*tmax < options_.auto_min_spread * *tmin) return ssgd;
     if (!(sel.value().estimated_seconds_per_progress <
@@ -105,6 +109,13 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     }
   }
   return FromSelection(sel.value(), times);
+}
+
+bool JobControlLoop::EveryWorkerJudged() const {
+  for (int i = 0; i < n_; ++i) {
+    if (!detector_.View(i).ready) return false;
+  }
+  return true;
 }
 
 bool JobControlLoop::WorthLeaving(const select::Selection& sel) const {

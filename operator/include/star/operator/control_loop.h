@@ -293,6 +293,8 @@ class JobControlLoop {
   [[nodiscard]] bool WorthLeaving(const select::Selection& sel) const;
   // Auto's selection: the learned selector's when the job asks for it and it works,
   // else Select's (recording the first fallback).
+  // Whether every worker's detector window is full (the detector has judged it).
+  [[nodiscard]] bool EveryWorkerJudged() const;
   [[nodiscard]] StatusOr<select::Selection> SelectMode(const select::SelectionInput& in, double t);
   // SelectMode for a job whose batches are adapted: ssgd, fixed_k and asgd judged at
   // BalancedTimes, groups at the measured times.

@@ -133,11 +133,13 @@ struct DetectorOptions {
   // and its level becomes its baseline. >= min_slowdown; default 1.45 (clean cohorts
   // with workers up to 1.35x apart flag nobody).
   double static_slowdown = 1.45;
-  // Two speed classes: when the sorted levels of the workers show a gap of at least this
-  // ratio with at least two workers below it, the faster class is the cohort's
-  // reference (its typical worker, spread and step level), so the slower class is a
-  // set of stragglers rather than half of the statistics. Once seen, a split lasts until
-  // its gap narrows to 1 + (class_gap - 1) / 2. 0 = off, else > 1; default 1.4.
+  // Two speed classes: when the sorted levels of the workers show a step of at least
+  // 1 + (class_gap - 1) / 2 between neighbours, with at least two workers below it and
+  // the median of the workers above it at least class_gap times the median of those
+  // below, the faster class is the cohort's reference (its typical worker, spread and
+  // step level), so the slower class is a set of stragglers rather than half of the
+  // statistics. Once seen, a split lasts while the medians stay 1 + (class_gap - 1) / 2
+  // apart. 0 = off, else > 1; default 1.4.
   double class_gap = 1.4;
   // kRelativeScore only: also score each worker against its own best windowed median.
   bool individual_score = false;
@@ -295,9 +297,8 @@ class Detector {
     // straggler, under static_slowdown); 0 until it has been at one.
     double baseline = 0;
     // Step path: the worker's step level (its smallest of the newest step_samples
-    // totals) and that sample's components; rounds it was judged in by the step path.
+    // totals) and that sample's components.
     double step_total = 0, step_compute = 0, step_comm = 0;
-    int64_t step_rounds = 0;
   };
 
   void Evaluate(std::vector<Event>* events);
@@ -310,8 +311,11 @@ class Detector {
   void RescaleBaselines(double factor);
   // The step levels of the workers with step_samples samples and their typical level
   // (typical_step_*, the faster class's when there are two; 0 when fewer than 3 have
-  // them).
-  void StepCohort();
+  // them). `owns_split`: no window cohort this round, so the step levels set split_.
+  void StepCohort(bool owns_split);
+  // Half the class gap's width: the step between neighbours a split needs, and the ratio
+  // of the classes' medians that keeps a split once seen.
+  double ClassExit() const;
   // Step path for a worker that is not a straggler: flags it (and returns true) when its
   // step level is at least step_slowdown times the typical one and it rose over its own
   // earlier samples.
@@ -363,7 +367,7 @@ class Detector {
   std::vector<double> scratch_a_, scratch_b_, scratch_c_, scratch_d_;
   std::vector<int> ready_;
   std::vector<int> reference_;  // the ready workers the cohort statistics come from
-  bool split_ = false;          // the last round's ready workers showed two classes
+  bool split_ = false;          // the last round's cohort showed two classes
   double class_scale_ = 1;      // then: typical of all / typical of the faster class
   std::vector<char> in_window_;  // per worker id: in ready_ this round
   // Cohort statistics of the round being evaluated.
