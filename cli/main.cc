@@ -43,6 +43,8 @@ struct DetectArgs {
   int onset_window = 0;
   double step_slowdown = detect::DetectorOptions{}.step_slowdown;
   int step_samples = detect::DetectorOptions{}.step_samples;
+  double static_slowdown = detect::DetectorOptions{}.static_slowdown;
+  double class_gap = detect::DetectorOptions{}.class_gap;
 };
 
 int RunDetect(const DetectArgs& args) {
@@ -58,6 +60,8 @@ int RunDetect(const DetectArgs& args) {
   options.onset_window = args.onset_window;
   options.step_slowdown = args.step_slowdown;
   options.step_samples = args.step_samples;
+  options.static_slowdown = args.static_slowdown;
+  options.class_gap = args.class_gap;
   // Option fields name the flags: "onset_window: must be ..." -> "--onset-window: ...".
   if (Status s = detect::Validate(options); !s.ok()) return Fail(AsFlagError(s));
 
@@ -134,6 +138,14 @@ CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
       ->capture_default_str();
   detect->add_option("--step-samples", args.step_samples,
                      "slow samples in a row the step path needs")
+      ->capture_default_str();
+  detect->add_option("--static-slowdown", args.static_slowdown,
+                     "rule mad: a worker slow since its first window is a (static) straggler "
+                     "from this slowdown; below it, ordinary heterogeneity")
+      ->capture_default_str();
+  detect->add_option("--class-gap", args.class_gap,
+                     "two speed classes this far apart make the faster one the reference "
+                     "(0 = off)")
       ->capture_default_str();
   return detect;
 }

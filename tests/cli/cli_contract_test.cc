@@ -188,6 +188,38 @@ TEST_F(StarCli, DetectStepPathFlagsALargeStepInTwoSamples) {
   }
 }
 
+TEST_F(StarCli, DetectKeepsABimodalCohortSteady) {
+  // Workers 0-4 three times slower than 5-9 for the whole run: five static stragglers,
+  // flagged once each and never recovered.
+  std::ostringstream t;
+  t << "iteration,worker,compute_seconds,communication_seconds\n";
+  for (int it = 0; it < 300; ++it) {
+    for (int w = 0; w < 10; ++w) {
+      const double jitter = 1.0 + 0.03 * (((it * 7 + w * 13) % 11) - 5) / 5.0;
+      const double slow = w < 5 ? 3.0 : 1.0;
+      t << it << "," << w << "," << 0.1 * jitter * slow << "," << 0.02 * jitter * slow << "\n";
+    }
+  }
+  const std::string trace = Write("bimodal.csv", t.str());
+  Result r = Run("detect --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto events = Lines(r.out);
+  ASSERT_EQ(events.size(), 5u) << r.out;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].at("worker"), static_cast<int>(i)) << events[i];
+    EXPECT_EQ(events[i].at("state"), "straggler");
+    EXPECT_EQ(events[i].at("kind"), "static");
+    EXPECT_NEAR(events[i].at("slowdown").get<double>(), 3.0, 0.3);
+  }
+  for (const char* flags : {"--class-gap 1", "--static-slowdown 1.1"}) {
+    Result bad = Run(std::string("detect ") + flags + " --trace " + trace);
+    EXPECT_NE(bad.exit_code, 0) << flags;
+    EXPECT_EQ(bad.out, "") << flags;
+    const std::string flag = std::string(flags).substr(0, std::string(flags).find(' '));
+    EXPECT_NE(bad.err.find(flag + ":"), std::string::npos) << bad.err;
+  }
+}
+
 TEST_F(StarCli, DetectOnsetWindowFlagsTheStepSooner) {
   std::string trace = Write("t.csv", Trace(4, 200, 3, 50, 150, 3.0, 1.0));
   Result full = Run("detect --step-slowdown 0 --trace " + trace);
