@@ -23,17 +23,32 @@
 //   Flush() after the last sample (end of a trace) to evaluate the final round.
 //   Samples should arrive roughly in iteration order across workers, as they do from a
 //   live job or a trace sorted by iteration.
+// * Two speed classes. The cohort's typical worker is the median worker of its faster
+//   class when the workers' levels show two (class_gap: a step between neighbours and
+//   class medians 1.4x apart), else of all of them; the MAD's spread and the step
+//   path's typical level come from the same class. So with half of the workers 3x
+//   slower the slow half are stragglers (static), not half of the statistics.
 // * Persistence and hysteresis. A worker becomes a straggler only after its onset
 //   condition held in `onset_evaluations` consecutive rounds; it recovers only after
 //   its (stricter, lower) recovery condition held in `recovery_evaluations` consecutive
 //   rounds, judged from half a window of its samples after the onset (so its window
 //   reflects the episode). Between the two thresholds the state is kept. So noise does
 //   not flap.
+// * Baseline (rule mad). A worker's baseline is the lowest slowdown it showed in a
+//   round at a normal level (not straggling, under static_slowdown). Without one (slow
+//   since its first window) it is flagged only from static_slowdown (1.45), as static;
+//   with one, from min_slowdown times max(1, baseline), as dynamic, and it recovers at
+//   recovery_slowdown times max(1, baseline), never above the middle of that band. So
+//   ordinary heterogeneity (a worker 1.3x slower for the whole run) is not a straggler,
+//   and an episode of such a worker is judged against its own level.
 // * Step path. A large step (step_slowdown, default 1.6x the cohort's typical short
-//   level, in each of the worker's newest step_samples = 2 samples) is flagged at once,
+//   level, in each of the worker's newest step_samples = 2 samples, and a rise of
+//   three quarters of that over the worker's own earlier samples) is flagged at once,
 //   by any rule; see DetectorOptions::step_slowdown. Its slowdown is the step ratio,
-//   its cause the excess of the components of the worker's step sample, and its kind
-//   static when the worker was slow from the first round it could be judged in.
+//   its cause the excess of the components of the worker's step sample, its kind
+//   dynamic. A straggler whose step level rises step_slowdown times over its slowdown
+//   gets an update event (the new slowdown and the step's cause) within the same two
+//   samples.
 // * Rules (`threshold` / `recovery_threshold` meaning; NaN or 0 selects the default):
 //   - kMad (default, Korel): m = typical median, MAD = median_j |med_j - m|,
 //     sigma = 1.4826 * MAD. Onset: med_i > m + k * sigma with k = threshold (default 3)
@@ -43,8 +58,9 @@
 //     recovery_slowdown default 1.1. A MAD of 0 (more than half of the workers have
 //     exactly the same windowed time, e.g. a noise-free simulated trace) gives no spread
 //     estimate: the MAD rule then flags NOBODY (recovery is still judged by the
-//     relative bound). Use kRelativeScore or kStar for noise-free traces. With fewer
-//     than 3 workers the MAD rule cannot flag anyone.
+//     relative bound), unless the cohort shows two classes (the gap is the evidence).
+//     Use kRelativeScore or kStar for noise-free traces. With fewer than 3 workers the
+//     MAD rule cannot flag anyone.
 //   - kRelativeScore (NVIDIA resiliency-ext): score_i = min_j med_j / med_i in (0, 1].
 //     Onset: score_i < threshold (default 0.75). Recovery: score_i >= recovery_threshold
 //     (default 0.85). With `individual_score`, a worker is also scored against its own
@@ -60,8 +76,8 @@
 //     `change_point_min_iterations` (default 10) iterations of that worker. Recovery: the
 //     ratio falls to <= 1 + recovery_threshold (default 0.1) for just as long. Being
 //     relative to the cohort, a worker slow from its first window counts as shifted.
-// * slowdown = med_i / typical median (the median of all worker medians), whatever the
-//   rule.
+// * slowdown = med_i / typical median (the median worker's, of the faster class when
+//   there are two), whatever the rule.
 // * Cause. The excess of the worker's windowed compute median and communication median
 //   over the typical worker's (median over workers of those medians) is compared in
 //   seconds: the component that accounts for most of the extra time is the cause.
@@ -69,16 +85,17 @@
 //   1.5x compute slowdown unattributed; comparing the excesses covers them.)
 //   With `individual_score`, when the worker is further above its own best window than
 //   above the typical worker, the components of its best window are the reference.
-// * Kind (BOA). kStatic if the onset condition already held in one of the worker's first
-//   `onset_evaluations` evaluated rounds (slow since its first full window), or once an
-//   episode has lasted `static_after_iterations` iterations; kDynamic otherwise.
+// * Kind (BOA). kStatic if the worker was never judged at a normal level before its
+//   onset (slow since its first full window), or once an episode has lasted
+//   `static_after_iterations` iterations; kDynamic otherwise.
 // * Reclassification. While a worker straggles, a change of its cause (the other
 //   component's excess must exceed the current one by `cause_switch_ratio` for
 //   `onset_evaluations` consecutive rounds) or of its kind (dynamic -> static when the
 //   episode gets long; never static -> dynamic within an episode), judged only while
 //   the onset condition holds (not in the hysteresis band), emits a NEW
 //   kStraggler event carrying the new classification; `since_iteration` is unchanged.
-//   Consumers treat a kStraggler event for an already-straggling worker as an update.
+//   Consumers treat a kStraggler event for an already-straggling worker as an update
+//   (these and the step path's updates).
 // * Event iteration = the last iteration the worker reported when the round closed.
 // * Noise (synthetic 100 ms iterations, lognormal noise of sigma s on each component,
 //   8 and 64 workers, 300 seeds x 300 iterations): with the defaults no rule raised an
