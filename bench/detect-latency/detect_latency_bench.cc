@@ -40,13 +40,6 @@ DetectorOptions OptionsOf(int64_t rule, int64_t variant) {
   return star::detect::ResolveDefaults(o);
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 double Max(const std::vector<double>& v) {
   return v.empty() ? -1 : *std::max_element(v.begin(), v.end());
 }
@@ -78,9 +71,9 @@ void BM_DetectLatency(benchmark::State& state) {
       if (off) recovery.push_back(static_cast<double>(*off - kEnd));
     }
   }
-  state.counters["onset_median"] = Median(onset);
+  state.counters["onset_median"] = t::MedianOrMinusOne(onset);
   state.counters["onset_max"] = Max(onset);
-  state.counters["recovery_median"] = Median(recovery);
+  state.counters["recovery_median"] = t::MedianOrMinusOne(recovery);
   state.counters["recovery_max"] = Max(recovery);
   state.counters["missed"] = missed;
   state.counters["false_alarms"] = false_alarms;

@@ -40,13 +40,6 @@ namespace t = star::detect::testing;
 constexpr uint64_t kSeeds = 20;
 constexpr int kWorkers = 10;
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 std::vector<Event> Run(const t::TraceSpec& spec, uint64_t seed) {
   return t::RunDetector(DetectorOptions{}, t::MakeTrace(spec, seed));
 }
@@ -130,7 +123,7 @@ void BM_LateStep(benchmark::State& state) {
       missed += !l;
     }
   }
-  state.counters["latency_median"] = Median(latency);
+  state.counters["latency_median"] = t::MedianOrMinusOne(latency);
   state.counters["latency_max"] = latency.empty() ? -1 : *std::max_element(latency.begin(), latency.end());
   state.counters["missed"] = missed;
   state.counters["max_changes"] = max_changes;

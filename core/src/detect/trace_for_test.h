@@ -1,6 +1,7 @@
 // Synthetic per-iteration timing traces for the detector's tests (test-only header).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -153,6 +154,15 @@ inline TraceSpec Heterogeneous(double spread, int slow_class, uint64_t seed) {
     spec.episodes.push_back(Episode{w, 0, spec.iterations, f, f});
   }
   return spec;
+}
+
+// Median of `v` (the mean of the middle two for an even count); -1 if empty. For the
+// benchmarks' counters.
+inline double MedianOrMinusOne(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 // Events per worker, by worker id (workers without events included, as 0).
