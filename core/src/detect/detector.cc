@@ -459,7 +459,7 @@ bool Detector::StepOnset(int id, std::vector<Event>* events) {
   MarkStraggler(w, CauseOf(w.step_compute - typical_step_compute_, w.step_comm - typical_step_comm_),
                 api::StragglerKind::kDynamic);
   w.slowdown = w.step_total / typical_step_;
-  events->push_back(StragglerEvent(id, w));
+  EmitStraggler(id, events);
   return true;
 }
 
@@ -476,7 +476,7 @@ bool Detector::StepUpdate(int id, std::vector<Event>* events) {
   w.slowdown = w.step_total / typical_step_;
   w.event_samples = w.samples;
   w.recovery_streak = w.cause_streak = 0;
-  events->push_back(StragglerEvent(id, w));
+  EmitStraggler(id, events);
   return true;
 }
 
@@ -504,7 +504,7 @@ void Detector::JudgeWindow(int id, std::vector<Event>* events) {
   // Never seen at a normal level: slow since it was first judged, so static.
   MarkStraggler(w, DominantCause(w),
                 w.baseline > 0 ? api::StragglerKind::kDynamic : api::StragglerKind::kStatic);
-  events->push_back(StragglerEvent(id, w));
+  EmitStraggler(id, events);
 }
 
 void Detector::JudgeStraggler(int id, std::vector<Event>* events) {
@@ -521,6 +521,7 @@ void Detector::JudgeStraggler(int id, std::vector<Event>* events) {
     return;
   }
   w.recovery_streak = 0;
+  if (WindowRise(id, events)) return;
   // Reclassify cause and kind only while the worker is clearly slow (not in the
   // hysteresis band between the recovery and onset thresholds).
   if (!OnsetCondition(w, OnsetFloor(w))) {
@@ -529,7 +530,34 @@ void Detector::JudgeStraggler(int id, std::vector<Event>* events) {
   }
   double compute = 0, comm = 0;
   Excess(w, &compute, &comm);
-  if (Reclassify(w, compute, comm, options_)) events->push_back(StragglerEvent(id, w));
+  if (Reclassify(w, compute, comm, options_)) EmitStraggler(id, events);
+}
+
+bool Detector::WindowRise(int id, std::vector<Event>* events) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  // Judged once a whole window followed the last event (the window then holds only the
+  // level reported, or what came after it); the reference is that settled level, or a
+  // clearly lower one the worker dropped to since.
+  if (w.samples - w.update_samples < options_.window) return false;
+  if (!w.settled || w.slowdown * options_.min_slowdown <= w.reference_slowdown) {
+    w.settled = true;
+    w.reference_slowdown = w.slowdown;
+  }
+  if (w.slowdown < options_.min_slowdown * w.reference_slowdown) {
+    w.rise_streak = 0;
+    return false;
+  }
+  if (++w.rise_streak < options_.onset_evaluations) return false;
+  EmitStraggler(id, events);
+  return true;
+}
+
+void Detector::EmitStraggler(int id, std::vector<Event>* events) {
+  Worker& w = workers_[static_cast<size_t>(id)];
+  w.update_samples = w.samples;
+  w.settled = false;
+  w.rise_streak = 0;
+  events->push_back(StragglerEvent(id, w));
 }
 
 bool Detector::IsStraggler(int worker) const {

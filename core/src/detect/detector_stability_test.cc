@@ -109,6 +109,26 @@ TEST(Stability, ALateStepOnASlowWorkerIsFlaggedWithinTwoSamples) {
   }
 }
 
+TEST(Stability, ASmallerLateStepIsAnUpdateOnceTheWindowShowsIt) {
+  // 1.5x more is under the step path's 1.6x: the window flags it, min_slowdown over the
+  // level the worker had settled at, in about half a window plus onset_evaluations.
+  constexpr int64_t kAt = 200;
+  const DetectorOptions o;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SCOPED_TRACE(Name("late step", 1.5, seed));
+    const std::vector<Event> events = RunDefaults(LateStep(3.0, 1.5, kAt, seed), seed);
+    std::vector<Event> mine;
+    for (const Event& e : events) {
+      if (e.worker == 2) mine.push_back(e);
+    }
+    ASSERT_EQ(mine.size(), 2u) << Describe(events);
+    EXPECT_EQ(mine[1].state, State::kStraggler);
+    EXPECT_GE(mine[1].iteration, kAt);
+    EXPECT_LE(mine[1].iteration, kAt + o.window / 2 + o.onset_evaluations + 2);
+    EXPECT_GT(mine[1].slowdown, 1.2 * mine[0].slowdown);
+  }
+}
+
 TEST(Stability, ACleanHeterogeneousCohortFlagsNobody) {
   for (double spread : {1.2, 1.35}) {
     for (int slow_class : {0, 2, 5, 8}) {  // 0: spread evenly

@@ -48,7 +48,9 @@
 //   its cause the excess of the components of the worker's step sample, its kind
 //   dynamic. A straggler whose step level rises step_slowdown times over its slowdown
 //   gets an update event (the new slowdown and the step's cause) within the same two
-//   samples.
+//   samples; a smaller rise, min_slowdown times over the level the straggler settled
+//   at (its slowdown a window after its last event, or lower since) for
+//   onset_evaluations rounds, is an update from the window path.
 // * Rules (`threshold` / `recovery_threshold` meaning; NaN or 0 selects the default):
 //   - kMad (default, Korel): m = typical median, MAD = median_j |med_j - m|,
 //     sigma = 1.4826 * MAD. Onset: med_i > m + k * sigma with k = threshold (default 3)
@@ -310,6 +312,13 @@ class Detector {
     int64_t streak_start_iteration = 0;
     int64_t samples = 0;        // samples observed, ever
     int64_t event_samples = 0;  // `samples` at the onset or the last step update
+    int64_t update_samples = 0;  // `samples` at the straggler's last event of any kind
+    // A straggler's settled level (its slowdown a window after its last event, or lower
+    // since), the rounds its slowdown has been min_slowdown times over it, and whether
+    // it is set.
+    double reference_slowdown = 0;
+    int rise_streak = 0;
+    bool settled = false;
     // The lowest slowdown the worker showed in a round it was at a normal level (not a
     // straggler, under static_slowdown); 0 until it has been at one.
     double baseline = 0;
@@ -347,6 +356,12 @@ class Detector {
   // The window rule's judgement of `id` (in ready_) for this round.
   void JudgeWindow(int id, std::vector<Event>* events);
   void JudgeStraggler(int id, std::vector<Event>* events);
+  // A straggler whose window has settled since its last event and whose slowdown then
+  // rose min_slowdown times over that level for onset_evaluations rounds: an update
+  // event (returns true).
+  bool WindowRise(int id, std::vector<Event>* events);
+  // Appends a kStraggler event of `id` (an onset or an update) and notes when it was.
+  void EmitStraggler(int id, std::vector<Event>* events);
   void UpdateWorkerStats(int id);
   void UpdateStepLevel(int id);
   // Ring slot of the worker's i-th newest sample (0 = newest).
