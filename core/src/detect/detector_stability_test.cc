@@ -30,6 +30,14 @@ std::vector<Event> RunDefaults(const TraceSpec& spec, uint64_t seed) {
   return RunDetector(DetectorOptions{}, MakeTrace(spec, seed));
 }
 
+std::vector<Event> EventsOf(const std::vector<Event>& events, int worker) {
+  std::vector<Event> out;
+  for (const Event& e : events) {
+    if (e.worker == worker) out.push_back(e);
+  }
+  return out;
+}
+
 std::string Name(const char* family, double factor, uint64_t seed) {
   return std::string(family) + " " + std::to_string(factor) + "x seed " + std::to_string(seed);
 }
@@ -93,10 +101,7 @@ TEST(Stability, ALateStepOnASlowWorkerIsFlaggedWithinTwoSamples) {
     for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
       SCOPED_TRACE(Name("late step", step, seed));
       const std::vector<Event> events = RunDefaults(LateStep(3.0, step, kAt, seed), seed);
-      std::vector<Event> mine;
-      for (const Event& e : events) {
-        if (e.worker == 2) mine.push_back(e);
-      }
+      const std::vector<Event> mine = EventsOf(events, 2);
       ASSERT_EQ(mine.size(), 2u) << Describe(events);
       EXPECT_EQ(mine[0].kind, StragglerKind::kStatic);
       EXPECT_LT(mine[0].iteration, kAt);
@@ -117,10 +122,7 @@ TEST(Stability, ASmallerLateStepIsAnUpdateOnceTheWindowShowsIt) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SCOPED_TRACE(Name("late step", 1.5, seed));
     const std::vector<Event> events = RunDefaults(LateStep(3.0, 1.5, kAt, seed), seed);
-    std::vector<Event> mine;
-    for (const Event& e : events) {
-      if (e.worker == 2) mine.push_back(e);
-    }
+    const std::vector<Event> mine = EventsOf(events, 2);
     ASSERT_EQ(mine.size(), 2u) << Describe(events);
     EXPECT_EQ(mine[1].state, State::kStraggler);
     EXPECT_GE(mine[1].iteration, kAt);
