@@ -136,6 +136,33 @@ TEST(WorkerReportCodec, LookaheadRoundTripsAndIsBounded) {
   EXPECT_EQ(WorkerReportFromJson(j).status().message(), "lookahead: must be <= 1024, got 1025");
 }
 
+TEST(WorkerReportCodec, LinkRoundTripsAsThreeFieldsOrNone) {
+  WorkerReport r;
+  r.worker = 2;
+  r.local_batch = 8;
+  EXPECT_FALSE(ToJson(r).contains("link_peer"));
+  r.link = LinkReading{1, 0.004, 65536};
+  json j = ToJson(r);
+  EXPECT_EQ(j["link_peer"], 1);
+  EXPECT_EQ(j["link_bytes"], 65536);
+  auto back = WorkerReportFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->link, r.link);
+  auto message = [](json bad) { return WorkerReportFromJson(bad).status().message(); };
+  json self = j;
+  self["link_peer"] = 2;
+  EXPECT_EQ(message(self), "link_peer: must not be the worker itself");
+  json no_bytes = j;
+  no_bytes.erase("link_bytes");
+  EXPECT_EQ(message(no_bytes), "link_bytes: required with the other link_ fields");
+  json empty = j;
+  empty["link_bytes"] = 0;
+  EXPECT_EQ(message(empty), "link_bytes: must be >= 1, got 0");
+  json negative = j;
+  negative["link_seconds"] = -1;
+  EXPECT_EQ(message(negative), "link_seconds: must be >= 0, got -1");
+}
+
 TEST(WorkerReportCodec, RejectsBadAccuracyNamingTheField) {
   WorkerReport valid;
   valid.local_batch = 8;

@@ -23,12 +23,42 @@ json ToJson(const WorkerReport& r) {
   if (r.global_grad_sq_norm) j["global_grad_sq_norm"] = *r.global_grad_sq_norm;
   if (r.loss) j["loss"] = *r.loss;
   if (r.lookahead) j["lookahead"] = *r.lookahead;
+  if (r.link) {
+    j["link_peer"] = r.link->peer;
+    j["link_seconds"] = r.link->seconds;
+    j["link_bytes"] = r.link->bytes;
+  }
   if (r.accuracy) {
     j["accuracy"] = *r.accuracy;
     j["accuracy_time_seconds"] = r.accuracy_time_seconds.value_or(r.time_seconds);
   }
   return j;
 }
+
+namespace {
+
+// link_peer, link_seconds and link_bytes: all three or none.
+void ReadLink(ObjectReader& rd, WorkerReport& r) {
+  const int given = rd.Has("link_peer") + rd.Has("link_seconds") + rd.Has("link_bytes");
+  if (given == 0) return;
+  if (given < 3) {
+    for (const char* key : {"link_peer", "link_seconds", "link_bytes"}) {
+      if (!rd.Has(key)) rd.Fail(key, "required with the other link_ fields");
+    }
+    return;
+  }
+  LinkReading l;
+  rd.Int("link_peer", &l.peer)
+      .AtLeast("link_peer", l.peer, 0)
+      .Number("link_seconds", &l.seconds)
+      .AtLeast("link_seconds", l.seconds, 0)
+      .Int("link_bytes", &l.bytes)
+      .AtLeast("link_bytes", static_cast<double>(l.bytes), 1);
+  if (rd.ok() && l.peer == r.worker) rd.Fail("link_peer", "must not be the worker itself");
+  if (rd.ok()) r.link = l;
+}
+
+}  // namespace
 
 StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& path) {
   WorkerReport r;
@@ -65,6 +95,7 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
     rd.Int("lookahead", &ahead).AtLeast("lookahead", ahead, 0).AtMost("lookahead", ahead, kMaxLookahead);
     if (rd.ok()) r.lookahead = ahead;
   }
+  ReadLink(rd, r);
   if (rd.ok() && rd.Has("accuracy")) {
     double a = 0;
     double at = r.time_seconds;
@@ -83,7 +114,7 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
   rd.RejectUnknown({"job", "worker", "iteration", "iterations", "time_seconds", "compute_seconds",
                     "communication_seconds", "wait_seconds", "local_batch", "amp",
                     "local_grad_sq_norm", "global_grad_sq_norm", "loss", "accuracy",
-                    "accuracy_time_seconds", "lookahead"});
+                    "accuracy_time_seconds", "lookahead", "link_peer", "link_seconds", "link_bytes"});
   if (!rd.ok()) return rd.status();
   return r;
 }

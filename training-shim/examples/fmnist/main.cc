@@ -204,6 +204,7 @@ Status Worker::Exchange(const LocalGradient& grad) {
   info.local_batch = static_cast<int>(grad.batch);
   info.amp = amp_->enabled();
   info.loss = grad.mean_loss;
+  if (step.link) info.link = api::LinkReading{step.link->peer, step.link->seconds, step.link->bytes};
   if (session_->report_due() && step.updated && step.update_batch > grad.batch) {
     const double b = static_cast<double>(grad.batch);
     info.local_grad_sq_norm = SquaredL2Norm(grad_sum_) / (b * b);

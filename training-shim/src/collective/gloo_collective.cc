@@ -2,11 +2,9 @@
 // every call into Gloo is wrapped by Guard(), which converts them to Status once.
 #include "star/shim/gloo_collective.h"
 
-#include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -15,7 +13,9 @@
 #include <algorithm>
 #include <csignal>
 #include <mutex>
+#include <utility>
 
+#include "gloo_ring.h"
 #include "store/gloo_store.h"
 
 namespace star::shim {
@@ -73,14 +73,16 @@ class GlooCollective final : public Collective {
   Status AllReduceSum(float* data, size_t count) override {
     if (count == 0) return Status::Ok();
     return Guard("AllReduceSum", -1, [&] {
-      gloo::AllreduceOptions opts(context_);
-      opts.setOutput(data, count);
-      opts.setReduceFunction(
-          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
-      opts.setTimeout(timeout());
-      gloo::allreduce(opts);
+      const std::optional<LinkSample> hop =
+          RingAllReduceSum(*context_, data, count, timeout(), scratch_, serial_++);
+      if (!hop) return;
+      if (!link_) link_ = LinkSample{hop->peer, 0, 0};
+      link_->seconds += hop->seconds;
+      link_->bytes += hop->bytes;
     });
   }
+
+  std::optional<LinkSample> TakeLinkSample() override { return std::exchange(link_, std::nullopt); }
 
   Status Broadcast(float* data, size_t count, int root) override {
     if (root < 0 || root >= size()) {
@@ -204,6 +206,9 @@ class GlooCollective final : public Collective {
   std::shared_ptr<gloo::Context> context_;
   const std::string prefix_;
   Status broken_;
+  std::vector<float> scratch_;        // the ring's receive buffer
+  uint32_t serial_ = 0;               // all-reduces so far (their slots)
+  std::optional<LinkSample> link_;    // since the last TakeLinkSample
 };
 
 }  // namespace

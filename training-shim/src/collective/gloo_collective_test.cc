@@ -49,6 +49,33 @@ std::string RunScenario(const std::string& scenario, Collective& c, Store& store
         return err.str();
       }
     }
+  } else if (scenario == "ring") {
+    // Counts below, at and above the ring size (empty chunks, uneven chunks), then the
+    // link sample: from the predecessor, covering every all-reduce since the last take.
+    if (c.TakeLinkSample()) return "a link sample before any all-reduce";
+    int64_t bytes = 0;
+    for (size_t count : {size_t{1}, size_t(n - 1), size_t(n), size_t(n + 1), size_t{1001}}) {
+      std::vector<float> data(count);
+      for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>(r * 1000 + i);
+      if (Status s = c.AllReduceSum(data.data(), count); !s.ok()) return s.ToString();
+      for (size_t i = 0; i < count; ++i) {
+        const float want = static_cast<float>(1000 * n * (n - 1) / 2 + n * i);
+        if (data[i] != want) {
+          err << "count " << count << ": element " << i << " = " << data[i] << ", want " << want;
+          return err.str();
+        }
+      }
+      bytes += static_cast<int64_t>(sizeof(float) * (count / n + (count % n != 0)));
+    }
+    const std::optional<LinkSample> link = c.TakeLinkSample();
+    if (!link) return "no link sample after the all-reduces";
+    if (link->peer != (r + n - 1) % n) return "link from " + std::to_string(link->peer);
+    if (!(link->seconds > 0)) return "link seconds " + std::to_string(link->seconds);
+    // The fastest hop of each all-reduce: at most its largest chunk, at least its smallest.
+    if (link->bytes > bytes || link->bytes < 5 * static_cast<int64_t>(sizeof(float))) {
+      return "link bytes " + std::to_string(link->bytes) + " outside [20, " + std::to_string(bytes) + "]";
+    }
+    if (c.TakeLinkSample()) return "a second link sample without an all-reduce";
   } else if (scenario == "broadcast") {
     for (int root = 0; root < n; ++root) {
       std::vector<float> data(5000, r == root ? static_cast<float>(root + 10) : -1.0f);
@@ -254,6 +281,10 @@ class GlooProcessTest : public ::testing::Test {
 TEST_F(GlooProcessTest, AllReduceGivesExactSumsAtSize2) { RunAndExpectSuccess("allreduce", 2); }
 TEST_F(GlooProcessTest, AllReduceGivesExactSumsAtSize3) { RunAndExpectSuccess("allreduce", 3); }
 TEST_F(GlooProcessTest, AllReduceGivesExactSumsAtSize4) { RunAndExpectSuccess("allreduce", 4); }
+TEST_F(GlooProcessTest, RingSumsUnevenChunksAndTimesTheLinkFromThePredecessor) {
+  RunAndExpectSuccess("ring", 3);
+}
+TEST_F(GlooProcessTest, RingOfTwoTimesItsOneLink) { RunAndExpectSuccess("ring", 2); }
 TEST_F(GlooProcessTest, BroadcastFromEveryRoot) { RunAndExpectSuccess("broadcast", 3); }
 TEST_F(GlooProcessTest, SendRecvAroundARing) { RunAndExpectSuccess("sendrecv", 3); }
 TEST_F(GlooProcessTest, RecvFromAnyReturnsTheActualSender) {

@@ -126,13 +126,25 @@ Status CheckDecisionRanks(const api::Decision& d, int n) {
   return Status::Ok();
 }
 
+// Adds a group's link sample to the step's, its peer renumbered to a world rank through
+// `members` (the group's world ranks; empty for the world itself).
+void AddLink(std::span<const int> members, const std::optional<LinkSample>& sample,
+             StepStats& stats) {
+  if (!sample) return;
+  const int peer = members.empty() ? sample->peer : members[static_cast<size_t>(sample->peer)];
+  if (!stats.link) stats.link = LinkSample{peer, 0, 0};
+  stats.link->seconds += sample->seconds;
+  stats.link->bytes += sample->bytes;
+}
+
 // Sums buf over the mode's group (the world in ssgd, else the local group if any). A
 // barrier first, so waiting on slower peers is measured as wait and the all-reduce after
 // it as communication (without it a fast worker's all-reduce time includes the wait, and
 // every worker of a synchronous job looks as slow as its slowest).
 // With `barrier` false only the all-reduce runs (a later part of the same iteration).
-Status SumOverGroup(api::SyncMode mode, Collective& world, Collective* local, bool barrier,
-                    std::span<float> buf, StepStats& stats) {
+Status SumOverGroup(api::SyncMode mode, Collective& world, Collective* local,
+                    std::span<const int> local_members, bool barrier, std::span<float> buf,
+                    StepStats& stats) {
   Collective* sync_group = mode == api::SyncMode::kSsgd ? &world : local;
   if (barrier && sync_group != nullptr && sync_group->size() > 1) {
     const Clock::time_point tw = Clock::now();
@@ -144,6 +156,8 @@ Status SumOverGroup(api::SyncMode mode, Collective& world, Collective* local, bo
   if (sync_group != nullptr) {
     STAR_RETURN_IF_ERROR(sync_group->AllReduceSum(buf.data(), buf.size())
                              .WithPrefix(std::string(api::ToString(mode)) + " all-reduce"));
+    AddLink(sync_group == &world ? std::span<const int>() : local_members,
+            sync_group->TakeLinkSample(), stats);
   }
   stats.communication_seconds += Since(t0);
   return Status::Ok();
@@ -354,7 +368,8 @@ Status ModeCore::Exchange(std::span<const float> grad, float grad_scale, int64_t
     STAR_ASSIGN_OR_RETURN(contributors_, inbox_->Drain(buf_));
   }
   STAR_RETURN_IF_ERROR(
-      SumOverGroup(in_force_.mode, *world_, local_.get(), options_.measure_wait, buf_, stats));
+      SumOverGroup(in_force_.mode, *world_, local_.get(), local_members_, options_.measure_wait,
+                   buf_, stats));
   if (groups) ReadMergeTrailer(&buf_[g + 2]);
   ++iteration_;
   stats.iteration = iteration_;
@@ -374,14 +389,15 @@ Status ModeCore::ExchangePart(std::span<float> part, float grad_scale, int64_t b
     first_[p] = static_cast<float>(batch);
     first_[p + 1] = 1.0f;
     if (groups) FillMergeTrailer(&first_[p + 2]);
-    STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(),
+    STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(), local_members_,
                                       options_.measure_wait, first_, stats));
     if (groups) ReadMergeTrailer(&first_[p + 2]);
     std::copy(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(part.size()), part.begin());
     totals_ = {first_[part.size()], first_[part.size() + 1]};
   } else {
     for (float& x : part) x *= grad_scale;
-    STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(), false, part, stats));
+    STAR_RETURN_IF_ERROR(SumOverGroup(in_force_.mode, *world_, local_.get(), local_members_, false,
+                                      part, stats));
   }
   if (last) {
     ++iteration_;
@@ -596,6 +612,7 @@ Status ModeCore::Reconcile(api::SyncMode old_mode, std::span<float> state) {
 
 Status ModeCore::SetUp(const api::Decision& d) {
   local_.reset();
+  local_members_.clear();
   parent_ = -1;
   awaiting_parent_ = false;
   children_.clear();
@@ -611,6 +628,7 @@ Status ModeCore::SetUp(const api::Decision& d) {
       std::sort(members.begin(), members.end());
       if (members.size() > 1) {
         STAR_ASSIGN_OR_RETURN(local_, world_->Split(members, name + "/g" + std::to_string(g)));
+        local_members_ = members;
       }
     }
     if (me == GroupLeader(d, me)) {
@@ -638,6 +656,7 @@ Status ModeCore::SetUp(const api::Decision& d) {
   std::sort(ring.begin(), ring.end());
   if (ring.size() > 1) {
     STAR_ASSIGN_OR_RETURN(local_, world_->Split(ring, name + "/ring"));
+    local_members_ = ring;
   }
   if (!children_.empty()) {
     inbox_ = std::make_unique<ChildInbox>();

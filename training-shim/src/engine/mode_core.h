@@ -142,6 +142,7 @@ class ModeCore {
   std::unique_ptr<Collective> p2p_;    // child -> parent gradients only
   std::unique_ptr<Collective> signal_;  // groups leaders' merge messages only
   std::unique_ptr<Collective> local_;  // ring (fixed_k) or own group (groups); null if alone
+  std::vector<int> local_members_;     // local_'s world ranks, ascending
   size_t state_size_ = 0;
   size_t grad_size_ = 0;
   EngineOptions options_;

@@ -97,6 +97,12 @@ StatusOr<IterationSample> IterationTimer::EndIteration(const IterationInfo& info
   compute_sum_ += s.compute_seconds;
   comm_sum_ += s.communication_seconds;
   wait_sum_ += s.wait_seconds;
+  if (info.link) {
+    link_sum_.peer = info.link->peer;
+    link_sum_.seconds += info.link->seconds;
+    link_sum_.bytes += info.link->bytes;
+    ++link_n_;
+  }
   local_norm_.Add(info.local_grad_sq_norm);
   global_norm_.Add(info.global_grad_sq_norm);
   loss_.Add(info.loss);
@@ -121,6 +127,12 @@ StatusOr<api::WorkerReport> IterationTimer::TakeReport() {
   r.global_grad_sq_norm = global_norm_.Get();
   r.loss = loss_.Get();
   r.lookahead = last_.lookahead;
+  if (link_n_ > 0) {
+    r.link = api::LinkReading{link_sum_.peer, link_sum_.seconds / link_n_,
+                              std::max<int64_t>(1, link_sum_.bytes / link_n_)};
+  }
+  link_sum_ = {};
+  link_n_ = 0;
   n_ = 0;
   compute_sum_ = comm_sum_ = wait_sum_ = 0;
   local_norm_ = global_norm_ = loss_ = Mean{};

@@ -177,6 +177,27 @@ TEST(IterationTimer, ReportHoldsPerIterationMeansAndTheLastSetting) {
   EXPECT_FALSE(next->local_grad_sq_norm.has_value());
 }
 
+TEST(IterationTimer, ReportAveragesTheLinkOverTheIterationsThatTimedIt) {
+  FakeClock clock;
+  IterationTimer timer = MakeTimer(clock);
+  ASSERT_TRUE(timer.EndIteration({.iteration = 1, .local_batch = 8}).ok());
+  StatusOr<api::WorkerReport> none = timer.TakeReport();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->link);
+  ASSERT_TRUE(timer.EndIteration({.iteration = 2, .local_batch = 8,
+                                  .link = api::LinkReading{2, 0.25, 1000}}).ok());
+  ASSERT_TRUE(timer.EndIteration({.iteration = 3, .local_batch = 8}).ok());
+  ASSERT_TRUE(timer.EndIteration({.iteration = 4, .local_batch = 8,
+                                  .link = api::LinkReading{2, 0.5, 3000}}).ok());
+  StatusOr<api::WorkerReport> r = timer.TakeReport();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->link, (api::LinkReading{2, 0.375, 2000}));
+  ASSERT_TRUE(timer.EndIteration({.iteration = 5, .local_batch = 8}).ok());
+  StatusOr<api::WorkerReport> next = timer.TakeReport();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->link);  // the sums start afresh with each report
+}
+
 TEST(IterationTimer, ElapsedSecondsIsTheReportsClockFromTheOrigin) {
   FakeClock clock;
   IterationTimerOptions o;

@@ -10,12 +10,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "star/core/status.h"
 
 namespace star::shim {
+
+// The link into a rank from its ring predecessor `peer`, as its ring all-reduces timed it:
+// the fastest hop's receive (`seconds` for `bytes`), summed over the all-reduces it covers.
+struct LinkSample {
+  int peer = -1;  // rank in the communicator that measured it
+  double seconds = 0;
+  int64_t bytes = 0;
+};
 
 class Collective {
  public:
@@ -36,6 +45,10 @@ class Collective {
   [[nodiscard]] virtual StatusOr<int> RecvFromAny(float* data, size_t count,
                                                   const std::vector<int>& peers, uint32_t tag) = 0;
   [[nodiscard]] virtual Status Barrier() = 0;
+
+  // The link sample of the AllReduceSum calls since the last call, then starts afresh;
+  // nullopt when none ran or the backend does not time its links (only Gloo does).
+  virtual std::optional<LinkSample> TakeLinkSample() { return std::nullopt; }
 
   // A communicator over `members` (ranks of this one, ascending, including this rank);
   // ranks are renumbered 0..members.size()-1 in that order. Every member must call it

@@ -29,6 +29,8 @@ struct GlooOptions {
 // operation the communicator is broken (Gloo closes every connection of a context on a
 // timeout or I/O error): later calls fail with Aborted; build a new one. Splits share the
 // parent's TCP device and store; they stay usable after the parent is destroyed.
+// AllReduceSum is a ring (reduce-scatter, all-gather) whose hops are timed: TakeLinkSample
+// gives the link from this rank's ring predecessor (gloo_ring.h).
 // Zero-length AllReduceSum/Broadcast/Send/Recv return OK without communicating (every
 // rank passes the same count); RecvFromAny of 0 floats is InvalidArgument.
 // The first call sets SIGPIPE to ignored for the process: Gloo writes to peer sockets

@@ -65,6 +65,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -108,6 +109,9 @@ struct StepStats {
   int64_t update_batch = 0;          // samples summed into the update, when updated
   int contributions = 0;             // gradients summed into the update, when updated
   double update_grad_sq_norm = 0;    // |summed gradient / update_batch|^2, when updated
+  // The link into this worker from its ring predecessor in the step's all-reduces (peer:
+  // a world rank); absent when the collective does not time links (Collective::TakeLinkSample).
+  std::optional<LinkSample> link;
 };
 
 class SyncEngine {

@@ -33,6 +33,9 @@ struct IterationInfo {
   std::optional<double> global_grad_sq_norm = std::nullopt;  // absent = not measured this iteration
   std::optional<double> loss = std::nullopt;                 // absent = not measured this iteration
   std::optional<int> lookahead = std::nullopt;  // api::WorkerReport::lookahead; absent = none
+  // The link from the ring predecessor in this iteration's all-reduces (StepStats::link);
+  // absent = not timed.
+  std::optional<api::LinkReading> link = std::nullopt;
 };
 
 // One finished iteration: its phase times (seconds) and its IterationInfo.
@@ -119,6 +122,9 @@ class IterationTimer {
   int n_ = 0;
   double compute_sum_ = 0;
   double comm_sum_ = 0;
+  // Sums of the iterations' link readings since the last report, and how many there were.
+  api::LinkReading link_sum_;
+  int link_n_ = 0;
   double wait_sum_ = 0;
   Mean local_norm_, global_norm_, loss_;
   IterationInfo last_;

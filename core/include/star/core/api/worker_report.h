@@ -15,6 +15,18 @@ namespace star::api {
 // per-iteration values are the means over them. Times are in seconds.
 inline constexpr int kMaxLookahead = 1024;
 
+// The link into a worker from its ring predecessor, per iteration: the fastest hop of
+// the iteration's ring all-reduces, `seconds` to receive `bytes` from worker `peer`. In a
+// ring every member's all-reduce takes as long as its slowest link; the fastest hop
+// shows each link's own speed (training-shim's gloo_ring.h), so a slow link is seen
+// by the worker behind it.
+struct LinkReading {
+  int peer = 0;        // the sender, >= 0, not the reporting worker
+  double seconds = 0;  // >= 0
+  int64_t bytes = 0;   // >= 1
+  friend bool operator==(const LinkReading&, const LinkReading&) = default;
+};
+
 struct WorkerReport {
   std::string job;               // "<namespace>/<name>" or a local job name; may be empty
   int worker = 0;                // rank, >= 0
@@ -42,6 +54,9 @@ struct WorkerReport {
   // iteration is drawn, so the controller schedules decisions at least this far ahead.
   // In [0, kMaxLookahead]; absent (0) when the trainer does not draw ahead.
   std::optional<int> lookahead;
+  // Absent when the collective does not time its links (NCCL, parameter servers, a
+  // single worker). On the wire: link_peer, link_seconds, link_bytes, all three or none.
+  std::optional<LinkReading> link;
 
   // compute + communication: the iteration time excluding waiting on others (t_i).
   double iteration_seconds() const { return compute_seconds + communication_seconds; }
