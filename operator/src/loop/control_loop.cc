@@ -41,6 +41,8 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
       options_(std::move(options)),
       n_(api::WorldSize(spec_)),
       detector_(options_.detector),
+      links_(n_),
+      link_holds_(static_cast<size_t>(n_)),
       amp_(std::move(amp)),
       workers_(static_cast<size_t>(n_)),
       reported_(static_cast<size_t>(n_), false),
@@ -108,9 +110,10 @@ Status JobControlLoop::Resume(const api::Decision& d) {
 
 StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::WorkerReport& r) {
   STAR_RETURN_IF_ERROR(CheckReport(r));
-  RecordSample(r);
-  ObserveNoise(r);
-  bool decide = ObserveDetector(r);
+  const api::WorkerReport own = OwnCommunication(r);
+  RecordSample(own);
+  ObserveNoise(own);
+  bool decide = ObserveDetector(own);
   if (CountTowardRound(r.worker)) decide = true;
   if (redecide_ && decision_ && MinIteration() >= decision_->apply_at_iteration) decide = true;
   if (decide) Decide(r.time_seconds);
@@ -135,6 +138,20 @@ bool JobControlLoop::ObserveDetector(const api::WorkerReport& r) {
   return !events.empty();
 }
 
+api::WorkerReport JobControlLoop::OwnCommunication(const api::WorkerReport& r) {
+  api::WorkerReport own = r;
+  own.communication_seconds = r.communication_seconds * links_.OwnShare(r.worker);
+  LinkHold& hold = link_holds_[static_cast<size_t>(r.worker)];
+  if (r.link) {
+    round_links_.emplace_back(r.worker, *r.link);
+    hold = {own.communication_seconds, 4 * spec_.mitigation.detection.window};
+  } else if (hold.reports_left > 0) {
+    --hold.reports_left;
+    own.communication_seconds = std::max(own.communication_seconds, hold.communication_seconds);
+  }
+  return own;
+}
+
 api::WorkerReport JobControlLoop::AtEqualBatch(const api::WorkerReport& r) const {
   const int64_t equal = equal_batches_[static_cast<size_t>(r.worker)];
   api::WorkerReport scaled = r;
@@ -152,6 +169,10 @@ bool JobControlLoop::CountTowardRound(int worker) {
   }
   if (reported_count_ < n_) return false;
   ++rounds_;
+  // The round's link readings count from the next round on, so that every report of a
+  // round is judged against the same links.
+  for (const auto& [receiver, reading] : round_links_) links_.Observe(receiver, reading);
+  round_links_.clear();
   std::fill(reported_.begin(), reported_.end(), false);
   reported_count_ = 0;
   const double typical = TypicalComputePerSample();

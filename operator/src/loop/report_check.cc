@@ -56,6 +56,14 @@ Status JobControlLoop::CheckReport(const api::WorkerReport& r) const {
   if (r.global_grad_sq_norm && !NonNegative(*r.global_grad_sq_norm)) {
     return Bad("global_grad_sq_norm", "must be finite and >= 0");
   }
+  if (r.link) {
+    if (r.link->peer < 0 || r.link->peer >= n_ || r.link->peer == r.worker) {
+      return Bad("link_peer", "must be another worker in [0, " + std::to_string(n_) + "), got " +
+                                  std::to_string(r.link->peer));
+    }
+    if (!NonNegative(r.link->seconds)) return Bad("link_seconds", "must be finite and >= 0");
+    if (r.link->bytes < 1) return Bad("link_bytes", "must be >= 1, got " + std::to_string(r.link->bytes));
+  }
   if (r.accuracy) {
     return CheckAccuracy(r.accuracy_time_seconds.value_or(r.time_seconds), *r.accuracy);
   }

@@ -31,6 +31,7 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   }
   if (v.straggler && (!listed || listed->cause != v.cause)) {
     if (!listed) Reenter(hold);
+    hold.since_round = rounds_;
     return ResourceNeed{worker, v.cause, v.slowdown};
   }
   if (listed) {
@@ -42,6 +43,7 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   }
   if (contended) {
     Reenter(hold);
+    hold.since_round = rounds_;
     return ResourceNeed{worker, api::StragglerCause::kCompute, AmpEquivalentSlowdown(worker, typical)};
   }
   return std::nullopt;

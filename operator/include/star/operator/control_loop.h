@@ -92,6 +92,7 @@
 #include "star/core/batch/planner.h"
 #include "star/core/converge/noise_scale_estimator.h"
 #include "star/core/detect/detector.h"
+#include "star/core/detect/links.h"
 #include "star/core/select/learned.h"
 #include "star/core/status.h"
 #include "star/operator/loop_options.h"
@@ -242,6 +243,13 @@ class JobControlLoop {
     int quiet = 0;           // round closes without the need, while listed
     int release_rounds = 1;  // quiet rounds before it leaves (doubles on each return)
     bool released = false;   // it left the request and has not returned since
+    int64_t since_round = -1;  // the round it entered the request (with its cause)
+  };
+  // A worker's own communication while its link is not measured (alone in a group, a
+  // fixed-k child, parameter servers): what it was when last measured, for a while.
+  struct LinkHold {
+    double communication_seconds = 0;
+    int reports_left = 0;
   };
   // Everything a decision sets.
   struct Setting {
@@ -268,6 +276,12 @@ class JobControlLoop {
   // detector compares speeds, so batches the loop moved neither make the workers given
   // more samples look slow nor make a straggler given fewer look recovered.
   api::WorkerReport AtEqualBatch(const api::WorkerReport& r) const;
+  // `r` with only the part of its communication that is its own (LinkTable::OwnShare,
+  // as of the last round close): in a ring everyone reports the slow link's time, which
+  // belongs to one worker. Keeps r's link reading for the round close. A worker whose
+  // link stops being measured keeps its last own communication for 4 detection windows
+  // of reports (so one taken out of the ring does not look recovered at once).
+  api::WorkerReport OwnCommunication(const api::WorkerReport& r);
   // Counts the report toward the round; at a round close runs the AMP policy and the
   // reallocation rule. True when the round calls for a decision.
   bool CountTowardRound(int worker);
@@ -359,8 +373,11 @@ class JobControlLoop {
   [[nodiscard]] double ComputePerSample(int worker) const;
   [[nodiscard]] double TypicalComputePerSample() const;  // median over workers
   // Stragglers the sync mode must handle: all of them, except compute stragglers that
-  // AMP is (about to be) handling and has had less than a detection window to fix.
+  // AMP is (about to be) handling and has had less than a detection window to fix, and
+  // communication stragglers whose bandwidth request is younger than a detection window
+  // (reallocation's turn, as AMP's for compute).
   [[nodiscard]] std::vector<int> ModeStragglers() const;
+  [[nodiscard]] bool ReallocationPending(int worker) const;
   [[nodiscard]] int64_t UpdateBatch(int worker) const;
   [[nodiscard]] int64_t MinIteration() const;  // the lowest last reported iteration
 
@@ -368,6 +385,9 @@ class JobControlLoop {
   LoopOptions options_;
   int n_ = 0;
   detect::Detector detector_;
+  detect::LinkTable links_;  // the ring's links (reports' link readings)
+  std::vector<std::pair<int, api::LinkReading>> round_links_;  // this round's, by receiver
+  std::vector<LinkHold> link_holds_;  // by worker
   amp::AmpPolicy amp_;
   converge::NoiseScaleEstimator noise_;
   std::vector<WorkerData> workers_;

@@ -1,0 +1,64 @@
+// Which worker a slow link belongs to (ALGORITHMS.md section 1, communication stragglers).
+//
+// In a ring all-reduce every member waits on the slowest link, so every member reports
+// the same communication time and the straggler detector cannot tell whose link is slow.
+// Each worker also reports the link into it from its ring predecessor, timed on the
+// all-reduce's fastest hop (api::LinkReading): a slow link is seen by the worker behind
+// it. LinkTable keeps those readings and names the worker a slow link belongs to:
+//   * a link is slow when its time per byte (the median of its newest `history`
+//     readings) is at least `slow_ratio` times the median link's;
+//   * a worker whose links in and out are both slow is named (its uplink is slow both
+//     ways, as a shaped or congested NIC is); a slow link whose receiver is not named
+//     that way names its sender (a co-located job sending through the sender's uplink
+//     takes the sender's egress).
+// OwnShare turns that into what the detector and the mode selector need: the part of a
+// worker's measured communication that is its own. A named worker keeps all of it; every
+// other worker keeps the median link's share of the slowest link's time (the ring
+// without the slow link would be that much faster). With fewer than 3 links known, or no
+// slow link, every share is 1: a clean ring changes nothing.
+// Pure: no clock, no I/O; not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "star/core/api/worker_report.h"
+
+namespace star::detect {
+
+struct LinkOptions {
+  double slow_ratio = 1.5;  // > 1
+  int history = 3;          // readings per link, in [1, 64]
+};
+
+class LinkTable {
+ public:
+  explicit LinkTable(int workers, LinkOptions options = {});
+
+  // Records the link into `receiver` (0 <= receiver < workers; the reading's peer in
+  // range and not the receiver, else ignored). A link whose sender changes (a new ring)
+  // starts its history afresh.
+  void Observe(int receiver, const api::LinkReading& reading);
+
+  // Workers named by a slow link, ascending.
+  std::vector<int> Named() const;
+  // The share of `worker`'s measured communication that is its own, in (0, 1].
+  double OwnShare(int worker) const;
+  // A link's time per byte over the median link's (1 when unknown); by receiver.
+  double Slowdown(int receiver) const;
+
+ private:
+  struct Link {
+    int sender = -1;
+    std::vector<double> per_byte;  // newest `history` readings, oldest first
+  };
+  double PerByte(const Link& l) const;  // median of the history; 0 when empty
+  double MedianPerByte() const;         // over the known links; 0 when fewer than 3
+  bool Slow(int receiver, double median) const;
+  int ReceiverOf(int sender) const;     // -1 when no known link leaves `sender`
+
+  LinkOptions options_;
+  std::vector<Link> links_;  // by receiver
+};
+
+}  // namespace star::detect

@@ -1,0 +1,83 @@
+#include "star/core/detect/links.h"
+
+#include <gtest/gtest.h>
+
+namespace star::detect {
+namespace {
+
+// A ring 0 -> 1 -> ... -> n-1 -> 0 whose links take `per_byte[s]` seconds per byte out of
+// sender s, `rounds` readings each.
+void FeedRing(LinkTable& t, const std::vector<double>& per_byte, int rounds = 3) {
+  const int n = static_cast<int>(per_byte.size());
+  for (int round = 0; round < rounds; ++round) {
+    for (int r = 0; r < n; ++r) {
+      const int s = (r + n - 1) % n;
+      t.Observe(r, api::LinkReading{s, per_byte[static_cast<size_t>(s)] * 1000, 1000});
+    }
+  }
+}
+
+TEST(LinkTable, ACleanRingNamesNobodyAndKeepsEveryShare) {
+  LinkTable t(6);
+  FeedRing(t, {1.0, 1.2, 0.9, 1.1, 1.3, 1.0});
+  EXPECT_TRUE(t.Named().empty());
+  for (int w = 0; w < 6; ++w) EXPECT_EQ(t.OwnShare(w), 1.0) << w;
+}
+
+TEST(LinkTable, ASlowEgressNamesItsSender) {
+  LinkTable t(4);
+  FeedRing(t, {1, 1, 5, 1});  // 2 -> 3 is slow
+  EXPECT_EQ(t.Named(), std::vector<int>{2});
+  EXPECT_DOUBLE_EQ(t.Slowdown(3), 5.0);
+  EXPECT_EQ(t.OwnShare(2), 1.0);
+  EXPECT_DOUBLE_EQ(t.OwnShare(0), 0.2);  // the median link over the slowest
+}
+
+TEST(LinkTable, AWorkerSlowBothWaysIsNamedNotItsNeighbours) {
+  LinkTable t(5);
+  // Worker 2's uplink shaped both ways: 1 -> 2 and 2 -> 3 are slow.
+  const int n = 5;
+  for (int round = 0; round < 3; ++round) {
+    for (int r = 0; r < n; ++r) {
+      const int s = (r + n - 1) % n;
+      const bool slow = r == 2 || s == 2;
+      t.Observe(r, api::LinkReading{s, slow ? 4.0 : 1.0, 1});
+    }
+  }
+  EXPECT_EQ(t.Named(), std::vector<int>{2});
+}
+
+TEST(LinkTable, OneSlowReadingIsNotASlowLink) {
+  LinkTable t(4);
+  FeedRing(t, {1, 1, 1, 1}, 2);
+  t.Observe(3, api::LinkReading{2, 9.0, 1});  // one hiccup among three readings
+  EXPECT_TRUE(t.Named().empty());
+  t.Observe(3, api::LinkReading{2, 9.0, 1});  // a second: the median moves
+  EXPECT_EQ(t.Named(), std::vector<int>{2});
+}
+
+TEST(LinkTable, ANewRingStartsALinksHistoryAfresh) {
+  LinkTable t(4);
+  FeedRing(t, {1, 1, 6, 1});
+  ASSERT_EQ(t.Named(), std::vector<int>{2});
+  // Receiver 3 now hears from 1 (another ring order): 2's old readings are gone.
+  t.Observe(3, api::LinkReading{1, 1.0, 1});
+  EXPECT_TRUE(t.Named().empty());
+}
+
+TEST(LinkTable, TwoLinksOrBadReadingsNameNobody) {
+  LinkTable two(2);
+  FeedRing(two, {1, 9});
+  EXPECT_TRUE(two.Named().empty());  // fewer than 3 links: no median to compare with
+  LinkTable t(3);
+  t.Observe(0, api::LinkReading{0, 1, 1});   // from itself
+  t.Observe(0, api::LinkReading{7, 1, 1});   // no such worker
+  t.Observe(5, api::LinkReading{1, 1, 1});   // no such receiver
+  t.Observe(1, api::LinkReading{0, 1, 0});   // no bytes
+  t.Observe(1, api::LinkReading{0, -1, 1});  // negative time
+  EXPECT_EQ(t.Slowdown(1), 1.0);
+  EXPECT_TRUE(t.Named().empty());
+}
+
+}  // namespace
+}  // namespace star::detect

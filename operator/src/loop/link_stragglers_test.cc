@@ -1,0 +1,112 @@
+// The loop on a ring all-reduce whose reports carry link readings (api::LinkReading):
+// every worker reports the slowest link's communication time, and the loop names the
+// worker the slow link belongs to.
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+namespace {
+
+constexpr int kRing = 6;
+constexpr double kCompute = 0.05;  // seconds per iteration
+constexpr double kHop = 0.002;     // a clean link's fastest hop
+constexpr int64_t kBytes = 100000;
+
+api::TrainingJobSpec Spec() {
+  api::TrainingJobSpec s;
+  s.workers.replicas = kRing;
+  s.training.global_batch_size = 64 * kRing;
+  s.synchronization.policy = api::SyncPolicy::kAuto;
+  s.mitigation.detection.window = 10;
+  s.mitigation.resource_reallocation.enabled = true;
+  return s;
+}
+
+// hop(sender, iteration): the fastest hop of the link out of `sender`.
+using Hop = std::function<double(int sender, int64_t i)>;
+
+// One report per worker per iteration, ring order 0 -> 1 -> ... -> 0: compute with 3%
+// noise, communication 2 (n - 1) times the slowest link's hop (the ring waits on it),
+// and the link from the predecessor.
+void RunRing(JobControlLoop& loop, int64_t iterations, const Hop& hop, uint64_t seed = 3) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.03);
+  for (int64_t i = 1; i <= iterations; ++i) {
+    std::vector<double> hops(kRing);
+    for (int s = 0; s < kRing; ++s) hops[static_cast<size_t>(s)] = hop(s, i) * noise(rng);
+    const double ring = 2 * (kRing - 1) * *std::max_element(hops.begin(), hops.end());
+    for (int w = 0; w < kRing; ++w) {
+      api::WorkerReport r;
+      r.worker = w;
+      r.iteration = i;
+      r.time_seconds = static_cast<double>(i) * 0.1;
+      r.local_batch = 64;
+      r.compute_seconds = kCompute * noise(rng);
+      r.communication_seconds = ring;
+      const int prev = (w + kRing - 1) % kRing;
+      r.link = api::LinkReading{prev, hops[static_cast<size_t>(prev)], kBytes};
+      ASSERT_TRUE(loop.Observe(r).ok());
+    }
+  }
+}
+
+std::vector<const TimelineEvent*> Stragglers(const JobControlLoop& loop) {
+  std::vector<const TimelineEvent*> out;
+  for (const TimelineEvent& e : loop.timeline()) {
+    if (EventName(e.kind) == std::string("straggler")) out.push_back(&e);
+  }
+  return out;
+}
+
+TEST(LinkStragglers, ACleanRingFlagsNobody) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  // Links up to 1.3x apart, as uneven NICs are.
+  RunRing(*loop, 300, [](int s, int64_t) { return kHop * (1 + 0.06 * s); });
+  EXPECT_TRUE(Stragglers(*loop).empty());
+  EXPECT_TRUE(loop->resource_needs().workers.empty());
+}
+
+TEST(LinkStragglers, ASlowEgressNamesItsSenderAsACommunicationStragglerWithin3Iterations) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  constexpr int64_t kOnset = 60;
+  RunRing(*loop, 120, [](int s, int64_t i) { return s == 3 && i >= kOnset ? 8 * kHop : kHop; });
+  const auto flagged = Stragglers(*loop);
+  ASSERT_FALSE(flagged.empty());
+  EXPECT_EQ(flagged.front()->worker, 3);
+  EXPECT_EQ(flagged.front()->straggler.cause, api::StragglerCause::kCommunication);
+  EXPECT_LE(flagged.front()->t, 0.1 * (kOnset + 3) + 1e-9);
+  for (const auto* e : flagged) EXPECT_EQ(e->worker, 3);
+  ASSERT_EQ(loop->resource_needs().workers.size(), 1u);
+  EXPECT_EQ(loop->resource_needs().workers[0].cause, api::StragglerCause::kCommunication);
+}
+
+TEST(LinkStragglers, AWorkerSlowBothWaysIsNamedAndNotItsNeighbours) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  // Worker 2's uplink shaped both ways: the links 1 -> 2 and 2 -> 3 are slow.
+  RunRing(*loop, 120, [](int s, int64_t i) { return (s == 1 || s == 2) && i >= 40 ? 6 * kHop : kHop; });
+  const auto flagged = Stragglers(*loop);
+  ASSERT_FALSE(flagged.empty());
+  for (const auto* e : flagged) EXPECT_EQ(e->worker, 2);
+}
+
+TEST(LinkStragglers, ALinkReadingFromAnUnknownPeerIsRefusedNamingTheField) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  api::WorkerReport r;
+  r.worker = 1;
+  r.iteration = 1;
+  r.local_batch = 64;
+  r.link = api::LinkReading{kRing, 0.01, 10};
+  EXPECT_EQ(loop->Observe(r).status().message(), "link_peer: must be another worker in [0, 6), got 6");
+}
+
+}  // namespace
+}  // namespace star::op
