@@ -14,6 +14,7 @@
 
 #include "flag_error.h"
 #include "input.h"
+#include "local/blast.h"
 #include "local/command.h"
 #include "sim/command.h"
 #ifdef STAR_HAVE_XGBOOST
@@ -117,6 +118,9 @@ struct Args {
   star::sim::SimArgs sim;
   int busy_threads = 1;
   double busy_seconds = 60;
+  int blast_listen = 0;
+  std::string blast_to;
+  double blast_seconds = 60;
 };
 
 CLI::App* AddDetect(CLI::App& app, DetectArgs& args) {
@@ -177,8 +181,9 @@ CLI::App* AddLocal(CLI::App& app, star::local::LocalArgs& args) {
   local->add_option("--policy", args.policy,
                     "auto | ssgd | asgd | fixed-k | groups | amp | boa (default: the manifest's)");
   local->add_option("--inject", args.injects,
-                    "worker=W,cpu=F | neighbor=N[,guarantee=C] | bandwidth=RATE | delay=D "
-                    "[,start=DUR][,end=DUR] (repeatable)");
+                    "worker=W,cpu=F | neighbor=N[,guarantee=C] | bandwidth=RATE | delay=D | "
+                    "bwneighbor=RATE[,guarantee=RATE][,link=RATE] [,start=DUR][,end=DUR] "
+                    "(repeatable)");
   local->add_option("--report", args.report, "write the full JSON report here");
   local->add_option("--plot", args.plot, "draw iteration times, events and accuracy (PNG)");
   local->add_option("--timeout", args.timeout, "bound on the whole run (default 30m)");
@@ -262,6 +267,12 @@ int main(int argc, char** argv) {
   const CLI::App* local = AddLocal(app, args.local);
   const CLI::App* sim = AddSim(app, args.sim);
   const CLI::App* busy = AddBusy(app, args.busy_threads, args.busy_seconds);
+  auto* blast = app.add_subcommand("blast", "Stream TCP to a sink for S seconds (a co-located sender)");
+  blast->group("");  // internal: started by `star local`
+  auto* listen = blast->add_option("--listen", args.blast_listen, "be the sink on this port")
+                     ->check(CLI::Range(1, 65535));
+  blast->add_option("--to", args.blast_to, "send to A.B.C.D:PORT")->excludes(listen);
+  blast->add_option("--seconds", args.blast_seconds)->check(CLI::Range(0.0, 86400.0));
 #ifdef STAR_HAVE_XGBOOST
   star::train::TrainSelectorArgs train;
   auto* train_cmd = app.add_subcommand(
@@ -306,5 +317,9 @@ int main(int argc, char** argv) {
   if (*local) return star::local::RunLocalCommand(args.local);
   if (*sim) return star::sim::RunSimCommand(args.sim, std::cout, std::cerr);
   if (*busy) return star::local::RunBusy(args.busy_threads, args.busy_seconds);
+  if (*blast) {
+    if (args.blast_listen > 0) return star::local::RunBlastSink(args.blast_listen, args.blast_seconds);
+    return star::local::RunBlastSender(args.blast_to, args.blast_seconds);
+  }
   return 2;
 }

@@ -79,6 +79,8 @@ const std::vector<Scenario> kScenarios = {
      {"worker=2,neighbor=3,start=5s,end=20s"}},
     {"bandwidth", "bandwidth straggler: worker 2's link shaped to 200 Mbit/s from 5 s",
      {"worker=2,bandwidth=200mbit,start=5s"}},
+    {"bwneighbor", "co-located sender: 800 of worker 2's 1 Gbit/s uplink from 5 s (guarantee 100 Mbit/s)",
+     {"worker=2,bwneighbor=800mbit,guarantee=100mbit,start=5s"}},
     {"two", "two compute stragglers: neighbors of 3 and 2 threads beside workers 1 and 3",
      {"worker=1,neighbor=3,start=5s", "worker=3,neighbor=2,start=5s"}},
     {"static", "static slow worker: worker 2 keeps half its CPU for the whole run",

@@ -140,6 +140,7 @@ void SetRunEnvironment(const LocalArgs& args, RunOptions& options) {
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) self = exe.string();
   options.busy_command = {self, "busy"};
+  options.blast_command = {self, "blast"};
   options.network = !args.no_network;
   options.log_dir = args.log_dir;
   options.selector_model = args.selector_model;

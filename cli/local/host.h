@@ -29,6 +29,16 @@ struct InterfaceAddress {
   uint32_t address = 0;  // host byte order
 };
 
+// An uplink of link_bps shared by the slot's own traffic and a co-located sender's (the
+// traffic to neighbor_address): HTB with the link's rate, the sender's class capped at
+// neighbor_bps and the slot's class guaranteed the rest, borrowing up to the whole link.
+struct UplinkShare {
+  int64_t link_bps = 0;      // 0 = unshaped
+  int64_t neighbor_bps = 0;  // 0 (no co-located sender: the link alone) or in [8000, link_bps)
+  std::string neighbor_address;  // IPv4, the co-located sender's destination
+  friend bool operator==(const UplinkShare&, const UplinkShare&) = default;
+};
+
 class Host {
  public:
   virtual ~Host() = default;
@@ -92,6 +102,10 @@ class Host {
   // the kernel has no netem qdisc (CONFIG_NET_SCH_NETEM).
   [[nodiscard]] virtual Status SetDelay(const std::string& ns, const std::string& ifname,
                                         double seconds) = 0;
+  // Shapes the egress of `ifname` in namespace `ns` as an uplink shared with a co-located
+  // sender (UplinkShare); share.link_bps 0 removes it (OK when none is there).
+  [[nodiscard]] virtual Status SetUplinkShare(const std::string& ns, const std::string& ifname,
+                                              const UplinkShare& share) = 0;
 };
 
 // OK for a cgroup path as described above; InvalidArgument naming it otherwise.

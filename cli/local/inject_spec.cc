@@ -17,6 +17,7 @@ std::string_view ToString(InjectionKind k) {
     case InjectionKind::kNeighbor: return "neighbor";
     case InjectionKind::kBandwidth: return "bandwidth";
     case InjectionKind::kDelay: return "delay";
+    case InjectionKind::kBwNeighbor: return "bwneighbor";
   }
   return "?";
 }
@@ -24,6 +25,15 @@ std::string_view ToString(InjectionKind k) {
 namespace {
 
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// "1gbit", "250mbit", "12500bit": the largest tc unit that divides the rate.
+std::string Rate(int64_t bps) {
+  for (const auto& [unit, scale] : {std::pair{"gbit", int64_t{1000000000}},
+                                    std::pair{"mbit", int64_t{1000000}}, std::pair{"kbit", int64_t{1000}}}) {
+    if (bps >= scale && bps % scale == 0) return std::to_string(bps / scale) + unit;
+  }
+  return std::to_string(bps) + "bit";
+}
 
 // "5s", "0.25s", "1e+06s".
 std::string Seconds(double s) {
@@ -87,9 +97,13 @@ std::string Lower(std::string_view s) {
 }
 
 // SPEC keys, in the order error messages list them.
-enum Key { kWorker, kCpu, kNeighbor, kBandwidth, kDelay, kStart, kEnd, kGuarantee, kNumKeys };
+enum Key {
+  kWorker, kCpu, kNeighbor, kBandwidth, kDelay, kBwNeighbor, kStart, kEnd, kGuarantee, kLink,
+  kNumKeys
+};
 constexpr std::array<std::string_view, kNumKeys> kKeyNames = {
-    "worker", "cpu", "neighbor", "bandwidth", "delay", "start", "end", "guarantee"};
+    "worker", "cpu",   "neighbor", "bandwidth", "delay", "bwneighbor",
+    "start",  "end",   "guarantee", "link"};
 
 std::optional<Key> KeyOf(std::string_view name) {
   for (int k = 0; k < kNumKeys; ++k) {
@@ -98,7 +112,9 @@ std::optional<Key> KeyOf(std::string_view name) {
   return std::nullopt;
 }
 
-bool IsKind(Key k) { return k == kCpu || k == kNeighbor || k == kBandwidth || k == kDelay; }
+bool IsKind(Key k) {
+  return k == kCpu || k == kNeighbor || k == kBandwidth || k == kDelay || k == kBwNeighbor;
+}
 
 }  // namespace
 
@@ -201,8 +217,8 @@ Status SplitPairs(std::string_view spec, const SpecError& bad, SpecPairs& pairs)
     if (name.empty()) return bad("", Quoted(pair) + ": missing key (expected key=value)");
     const std::optional<Key> key = KeyOf(name);
     if (!key) {
-      return bad(name, "unknown key (known: worker, cpu, neighbor, bandwidth, delay, start, end, "
-                       "guarantee)");
+      return bad(name, "unknown key (known: worker, cpu, neighbor, bandwidth, delay, bwneighbor, "
+                       "start, end, guarantee, link)");
     }
     auto& slot = pairs.value[static_cast<size_t>(*key)];
     if (slot) return bad(name, "given twice");
@@ -251,6 +267,14 @@ Status ParseKind(Key kind, const std::string& text, const SpecError& bad, Inject
       in.bandwidth_bps = *r;
       break;
     }
+    case kBwNeighbor: {
+      in.kind = InjectionKind::kBwNeighbor;
+      StatusOr<int64_t> r = ParseRate(text);
+      if (!r.ok()) return bad("bwneighbor", r.status().message());
+      if (*r < 8000) return bad("bwneighbor", "must be >= 8000bit (8kbit), got " + text);
+      in.bwneighbor_bps = *r;
+      break;
+    }
     default: {
       in.kind = InjectionKind::kDelay;
       StatusOr<double> d = ParseDuration(text);
@@ -263,14 +287,49 @@ Status ParseKind(Key kind, const std::string& text, const SpecError& bad, Inject
   return Status::Ok();
 }
 
-// Sets the optional guarantee, start and end, once in.kind is known.
-Status ParseOptions(const SpecPairs& pairs, const SpecError& bad, Injection& in) {
-  if (const auto& g = pairs.Get(kGuarantee)) {
-    if (in.kind != InjectionKind::kNeighbor) return bad("guarantee", "only allowed with neighbor");
-    StatusOr<int64_t> mc = ParseCpuQuantity(*g);
+// Sets the optional guarantee: CPUs with neighbor, a rate with bwneighbor (at most it).
+Status ParseGuarantee(const std::string& g, const SpecError& bad, Injection& in) {
+  if (in.kind == InjectionKind::kNeighbor) {
+    StatusOr<int64_t> mc = ParseCpuQuantity(g);
     if (!mc.ok()) return bad("guarantee", mc.status().message());
     in.neighbor_guarantee_cpus = static_cast<double>(*mc) / 1000;
+    return Status::Ok();
   }
+  if (in.kind != InjectionKind::kBwNeighbor) {
+    return bad("guarantee", "only allowed with neighbor or bwneighbor");
+  }
+  StatusOr<int64_t> r = ParseRate(g);
+  if (!r.ok()) return bad("guarantee", r.status().message());
+  if (*r > in.bwneighbor_bps) {
+    return bad("guarantee", "must be at most the bwneighbor rate (" + Rate(in.bwneighbor_bps) +
+                                "), got " + g);
+  }
+  in.bwneighbor_guarantee_bps = *r;
+  return Status::Ok();
+}
+
+// Sets the uplink's rate (bwneighbor only): the neighbor's rate must fit in it.
+Status ParseLink(const std::optional<std::string>& link, const SpecError& bad, Injection& in) {
+  if (link && in.kind != InjectionKind::kBwNeighbor) return bad("link", "only allowed with bwneighbor");
+  if (in.kind != InjectionKind::kBwNeighbor) return Status::Ok();
+  if (link) {
+    StatusOr<int64_t> r = ParseRate(*link);
+    if (!r.ok()) return bad("link", r.status().message());
+    if (*r < 16000) return bad("link", "must be >= 16000bit (16kbit), got " + *link);
+    in.link_bps = *r;
+  }
+  if (in.bwneighbor_bps >= in.link_bps) {
+    return bad("bwneighbor", "must be below the link's rate (" + Rate(in.link_bps) +
+                                 (link ? "" : ", the default; link=RATE sets it") + "), got " +
+                                 Rate(in.bwneighbor_bps));
+  }
+  return Status::Ok();
+}
+
+// Sets the optional link, guarantee, start and end, once in.kind is known.
+Status ParseOptions(const SpecPairs& pairs, const SpecError& bad, Injection& in) {
+  STAR_RETURN_IF_ERROR(ParseLink(pairs.Get(kLink), bad, in));
+  if (const auto& g = pairs.Get(kGuarantee)) STAR_RETURN_IF_ERROR(ParseGuarantee(*g, bad, in));
   if (const auto& s = pairs.Get(kStart)) {
     StatusOr<double> t = ParseDuration(*s);
     if (!t.ok()) return bad("start", t.status().message());
@@ -295,12 +354,12 @@ StatusOr<Injection> ParseInjection(std::string_view spec) {
   const SpecError bad{"--inject " + Quoted(spec) + ": "};
   if (Trim(spec).empty()) {
     return bad("", "is empty; expected worker=W and one of cpu=F, neighbor=N, bandwidth=RATE, "
-                   "delay=D");
+                   "delay=D, bwneighbor=RATE");
   }
   SpecPairs pairs;
   STAR_RETURN_IF_ERROR(SplitPairs(spec, bad, pairs));
   STAR_RETURN_IF_ERROR(ParseWorker(pairs, bad, in));
-  if (pairs.kinds.empty()) return bad("", "needs one of cpu, neighbor, bandwidth, delay");
+  if (pairs.kinds.empty()) return bad("", "needs one of cpu, neighbor, bandwidth, delay, bwneighbor");
   if (pairs.kinds.size() > 1) {
     return bad("", KeyName(pairs.kinds[0]) + " and " + KeyName(pairs.kinds[1]) + " are exclusive");
   }
@@ -308,6 +367,23 @@ StatusOr<Injection> ParseInjection(std::string_view spec) {
   STAR_RETURN_IF_ERROR(ParseOptions(pairs, bad, in));
   return in;
 }
+
+namespace {
+
+// Two injections of these kinds cannot be on one worker at once.
+bool Exclusive(InjectionKind a, InjectionKind b) {
+  auto shapes_slot_side = [](InjectionKind k) {
+    return k == InjectionKind::kDelay || k == InjectionKind::kBwNeighbor;
+  };
+  return a == b || (shapes_slot_side(a) && shapes_slot_side(b));
+}
+
+std::string KindsOf(InjectionKind a, InjectionKind b) {
+  return a == b ? std::string(ToString(a))
+                : std::string(ToString(b)) + " and " + std::string(ToString(a));
+}
+
+}  // namespace
 
 Status ValidateInjections(const std::vector<Injection>& injections, int workers) {
   if (workers < 1) return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(workers));
@@ -320,7 +396,7 @@ Status ValidateInjections(const std::vector<Injection>& injections, int workers)
     }
     for (size_t j = 0; j < i; ++j) {
       const Injection& b = injections[j];
-      if (a.worker != b.worker || a.kind != b.kind) continue;
+      if (a.worker != b.worker || !Exclusive(a.kind, b.kind)) continue;
       constexpr double kForever = std::numeric_limits<double>::infinity();
       const double a_end = a.end_seconds.value_or(kForever);
       const double b_end = b.end_seconds.value_or(kForever);
@@ -329,10 +405,11 @@ Status ValidateInjections(const std::vector<Injection>& injections, int workers)
         const double to = std::min(a_end, b_end);
         return Status::InvalidArgument(
             "--inject " + Quoted(b.text) + " and --inject " + Quoted(a.text) +
-            " overlap: both inject " + std::string(ToString(a.kind)) + " on worker " +
+            " overlap: both inject " + KindsOf(a.kind, b.kind) + " on worker " +
             std::to_string(a.worker) + " from " + Seconds(from) + " to " +
             (std::isinf(to) ? std::string("the job's end") : Seconds(to)) +
-            " (one injection of a kind per worker at a time)");
+            (a.kind == b.kind ? " (one injection of a kind per worker at a time)"
+                              : " (both shape the worker's side of its link)"));
       }
     }
   }

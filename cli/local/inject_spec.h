@@ -7,6 +7,12 @@
 //                                                   below C CPUs (e.g. 0.2 or 200m)
 //   worker=W,bandwidth=RATE[,start..]               shape its link (both directions)
 //   worker=W,delay=D[,start..]                      add one-way delay to its link
+//   worker=W,bwneighbor=RATE[,guarantee=RATE][,link=RATE][,start..]
+//                                                   a co-located sender in the worker's
+//                                                   network namespace takes RATE of its
+//                                                   uplink (link=RATE, default 1gbit);
+//                                                   reallocation never takes it below the
+//                                                   guarantee (default 0)
 //
 // Durations are written like 12s, 500ms, 2m or 1h; rates like tc's: 20mbit, 500kbit,
 // 1gbit, 8000bit, 100bps (bytes/s), 2mbps (k/m/g are powers of 1000); workers are
@@ -23,8 +29,12 @@
 
 namespace star::local {
 
-enum class InjectionKind { kCpu, kNeighbor, kBandwidth, kDelay };
-std::string_view ToString(InjectionKind k);  // "cpu", "neighbor", "bandwidth", "delay"
+enum class InjectionKind { kCpu, kNeighbor, kBandwidth, kDelay, kBwNeighbor };
+// "cpu", "neighbor", "bandwidth", "delay", "bwneighbor"
+std::string_view ToString(InjectionKind k);
+
+// A worker's uplink rate under bwneighbor when the spec gives no link=RATE.
+inline constexpr int64_t kDefaultLinkBps = 1000000000;
 
 struct Injection {
   std::string text;  // the SPEC as given (for messages and the report)
@@ -37,16 +47,26 @@ struct Injection {
   double neighbor_guarantee_cpus = 0;
   int64_t bandwidth_bps = 0;          // kBandwidth: bits per second, >= 8000
   double delay_seconds = 0;           // kDelay: one-way added delay, in (0, 10]
+  // kBwNeighbor: the co-located sender's share of the uplink (bits per second, >= 8000,
+  // below link_bps), the least reallocation leaves it (optional key guarantee=RATE, at
+  // most bwneighbor_bps; absent = 0), and the uplink's rate (optional key link=RATE).
+  int64_t bwneighbor_bps = 0;
+  int64_t bwneighbor_guarantee_bps = 0;
+  int64_t link_bps = kDefaultLinkBps;
   double start_seconds = 0;           // start=S, seconds since job start; default 0
   std::optional<double> end_seconds;  // end=S, > start; absent = until the job ends
 };
 
 // Parses one SPEC: comma-separated key=value pairs, in any order, each key at most once:
-// worker=W (required) and exactly one of cpu=F | neighbor=N | bandwidth=RATE | delay=D,
-// optional start=DUR, end=DUR, and guarantee=CPUS (only with neighbor). Spaces around keys
+// worker=W (required) and exactly one of cpu=F | neighbor=N | bandwidth=RATE | delay=D |
+// bwneighbor=RATE, optional start=DUR, end=DUR, guarantee=CPUS (with neighbor) or
+// guarantee=RATE (with bwneighbor, at most its rate) and link=RATE (with bwneighbor,
+// above its rate). Spaces around keys
 // and values are ignored. Errors are InvalidArgument `--inject "SPEC": <key>: <reason>`:
 //   `--inject "worker=1,cpu=2": cpu: must be in (0, 1], got 2`
-//   `--inject "worker=1": needs one of cpu, neighbor, bandwidth, delay`
+//   `--inject "worker=1": needs one of cpu, neighbor, bandwidth, delay, bwneighbor`
+//   `--inject "worker=1,bwneighbor=2gbit": bwneighbor: must be below the link's rate
+//    (1gbit, the default; link=RATE sets it), got 2gbit`
 //   `--inject "worker=1,cpu=0.5,neighbor=2": cpu and neighbor are exclusive`
 // (also unknown and duplicate keys, empty pairs, a missing '=', non-numbers, negative values,
 // end <= start). The worker's upper bound is checked by ValidateInjections.
@@ -54,7 +74,8 @@ StatusOr<Injection> ParseInjection(std::string_view spec);
 
 // Checks a job's injections together: every worker < `workers` (the error names the spec
 // and the job's worker count), and no two injections of the same kind on the same worker
-// overlap in time ([start, end) windows; the error names both specs). InvalidArgument
+// overlap in time ([start, end) windows; the error names both specs), nor a delay and a
+// bwneighbor (both shape the worker's side of its link). InvalidArgument
 // also when workers < 1.
 Status ValidateInjections(const std::vector<Injection>& injections, int workers);
 

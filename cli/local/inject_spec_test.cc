@@ -173,18 +173,19 @@ INSTANTIATE_TEST_SUITE_P(
     Table, ParseInjectionRejects,
     testing::Values(
         // structure
-        Bad{"", "is empty; expected worker=W and one of cpu=F, neighbor=N, bandwidth=RATE, delay=D"},
+        Bad{"", "is empty; expected worker=W and one of cpu=F, neighbor=N, bandwidth=RATE, delay=D, "
+                "bwneighbor=RATE"},
         Bad{"worker=1,,cpu=0.5", "empty key=value pair (a stray ',')"},
         Bad{"worker=1,cpu=0.5,", "empty key=value pair (a stray ',')"},
         Bad{"worker=1,cpu", "cpu: missing '=' (expected key=value)"},
         Bad{"worker=1,=0.5", "\"=0.5\": missing key (expected key=value)"},
         Bad{"worker=1,cpu=", "cpu: missing value"},
         Bad{"worker=1,cpu=0.5,speed=3",
-            "speed: unknown key (known: worker, cpu, neighbor, bandwidth, delay, start, end, "
-            "guarantee)"},
+            "speed: unknown key (known: worker, cpu, neighbor, bandwidth, delay, bwneighbor, "
+            "start, end, guarantee, link)"},
         Bad{"worker=1,CPU=0.5",
-            "CPU: unknown key (known: worker, cpu, neighbor, bandwidth, delay, start, end, "
-            "guarantee)"},
+            "CPU: unknown key (known: worker, cpu, neighbor, bandwidth, delay, bwneighbor, "
+            "start, end, guarantee, link)"},
         Bad{"worker=1,cpu=0.5,cpu=0.2", "cpu: given twice"},
         Bad{"worker=1,worker=2,cpu=0.2", "worker: given twice"},
         // worker
@@ -194,8 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"worker=1.5,cpu=0.5", "worker: must be an integer >= 0, got 1.5"},
         Bad{"worker=99999999999,cpu=0.5", "worker: out of range, got 99999999999"},
         // kinds
-        Bad{"worker=1", "needs one of cpu, neighbor, bandwidth, delay"},
-        Bad{"worker=1,start=1s", "needs one of cpu, neighbor, bandwidth, delay"},
+        Bad{"worker=1", "needs one of cpu, neighbor, bandwidth, delay, bwneighbor"},
+        Bad{"worker=1,start=1s", "needs one of cpu, neighbor, bandwidth, delay, bwneighbor"},
         Bad{"worker=1,cpu=0.5,neighbor=2", "cpu and neighbor are exclusive"},
         Bad{"worker=1,delay=1s,bandwidth=1mbit", "delay and bandwidth are exclusive"},
         // cpu
@@ -208,7 +209,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"worker=1,neighbor=0", "neighbor: must be an integer in [1, 64], got 0"},
         Bad{"worker=1,neighbor=65", "neighbor: must be an integer in [1, 64], got 65"},
         Bad{"worker=1,neighbor=2.5", "neighbor: must be an integer in [1, 64], got 2.5"},
-        Bad{"worker=1,cpu=0.5,guarantee=1", "guarantee: only allowed with neighbor"},
+        Bad{"worker=1,cpu=0.5,guarantee=1", "guarantee: only allowed with neighbor or bwneighbor"},
         Bad{"worker=1,neighbor=2,guarantee=x",
             "guarantee: must be a CPU quantity like 500m, 0.5 or 2, got \"x\""},
         Bad{"worker=1,neighbor=2,guarantee=0", "guarantee: must be > 0 (at least 1m), got \"0\""},
@@ -220,6 +221,20 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"worker=1,delay=0s", "delay: must be in (0, 10] seconds, got 0s"},
         Bad{"worker=1,delay=11s", "delay: must be in (0, 10] seconds, got 11s"},
         Bad{"worker=1,delay=5", "delay: needs a unit: s, ms, m or h; got \"5\""},
+        // bwneighbor, its guarantee and link
+        Bad{"worker=1,bwneighbor=2gbit",
+            "bwneighbor: must be below the link's rate (1gbit, the default; link=RATE sets it), "
+            "got 2gbit"},
+        Bad{"worker=1,bwneighbor=100mbit,link=100mbit",
+            "bwneighbor: must be below the link's rate (100mbit), got 100mbit"},
+        Bad{"worker=1,bwneighbor=500mbit,guarantee=600mbit",
+            "guarantee: must be at most the bwneighbor rate (500mbit), got 600mbit"},
+        Bad{"worker=1,bwneighbor=500mbit,guarantee=0.5",
+            "guarantee: needs a unit: bit, kbit, mbit, gbit, bps, kbps, mbps or gbps; got \"0.5\""},
+        Bad{"worker=1,bwneighbor=1kbit", "bwneighbor: must be >= 8000bit (8kbit), got 1kbit"},
+        Bad{"worker=1,cpu=0.5,link=1gbit", "link: only allowed with bwneighbor"},
+        Bad{"worker=1,bwneighbor=1mbit,link=8kbit", "link: must be >= 16000bit (16kbit), got 8kbit"},
+        Bad{"worker=1,bwneighbor=1mbit,delay=1ms", "bwneighbor and delay are exclusive"},
         // start and end
         Bad{"worker=1,cpu=0.5,start=10", "start: needs a unit: s, ms, m or h; got \"10\""},
         Bad{"worker=1,cpu=0.5,start=-1s", "start: must be >= 0, got \"-1s\""},
@@ -270,6 +285,30 @@ TEST(ValidateInjections, RejectsOverlapsOfOneKindOnOneWorkerNamingBoth) {
             "--inject \"worker=0,neighbor=2,start=10s,end=30s\" and --inject "
             "\"worker=0,neighbor=4,start=20s,end=1m\" overlap: both inject neighbor on worker 0 "
             "from 20s to 30s (one injection of a kind per worker at a time)");
+}
+
+TEST(ValidateInjections, RejectsADelayBesideABwNeighborOnOneWorker) {
+  EXPECT_TRUE(ValidateInjections(Parse({"worker=1,bwneighbor=800mbit", "worker=0,delay=5ms"}), 2).ok());
+  Status s = ValidateInjections(Parse({"worker=1,bwneighbor=800mbit,end=20s",
+                                       "worker=1,delay=5ms,start=10s"}), 2);
+  EXPECT_EQ(s.message(),
+            "--inject \"worker=1,bwneighbor=800mbit,end=20s\" and --inject "
+            "\"worker=1,delay=5ms,start=10s\" overlap: both inject bwneighbor and delay on worker 1 "
+            "from 10s to 20s (both shape the worker's side of its link)");
+}
+
+TEST(ParseInjection, ABwNeighborTakesItsRateGuaranteeAndLink) {
+  auto in = ParseInjection("worker=2,bwneighbor=800mbit,guarantee=100mbit,start=5s");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->kind, InjectionKind::kBwNeighbor);
+  EXPECT_EQ(in->bwneighbor_bps, 800000000);
+  EXPECT_EQ(in->bwneighbor_guarantee_bps, 100000000);
+  EXPECT_EQ(in->link_bps, kDefaultLinkBps);
+  EXPECT_EQ(in->start_seconds, 5);
+  in = ParseInjection("worker=0,bwneighbor=150mbit,link=200mbit");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->link_bps, 200000000);
+  EXPECT_EQ(in->bwneighbor_guarantee_bps, 0);
 }
 
 TEST(ValidateInjections, NeedsAtLeastOneWorker) {

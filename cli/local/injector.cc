@@ -7,21 +7,40 @@
 
 namespace star::local {
 
+UplinkShare BwNeighborShare(const Sandbox& sandbox, int peer_slot, const Injection& in,
+                            int64_t neighbor_bps) {
+  return UplinkShare{in.link_bps, neighbor_bps, sandbox.slot_address(peer_slot)};
+}
+
 Injector::Injector(InjectorOptions options, const std::vector<Injection>& injections)
     : o_(std::move(options)) {
   for (const Injection& inj : injections) {
     ActiveInjection a;
     a.spec = inj;
     if (!o_.sandbox->has_network() &&
-        (inj.kind == InjectionKind::kBandwidth || inj.kind == InjectionKind::kDelay)) {
+        (inj.kind == InjectionKind::kBandwidth || inj.kind == InjectionKind::kDelay ||
+         inj.kind == InjectionKind::kBwNeighbor)) {
       a.available = false;
       Notice("--inject \"" + inj.text + "\": unavailable without network namespaces; skipped");
+    }
+    if (inj.kind == InjectionKind::kBwNeighbor && a.available && uplink_bps_ == 0) {
+      uplink_bps_ = inj.link_bps;
     }
     injections_.push_back(a);
   }
 }
 
+Status Injector::ShapeUplinks() {
+  uplinks_shaped_ = true;
+  for (int w = 0; w < o_.workers && uplink_bps_ > 0; ++w) {
+    STAR_RETURN_IF_ERROR(o_.sandbox->SetUplinkShare(o_.servers + w, PlainUplink(uplink_bps_))
+                             .WithPrefix("the workers' " + std::to_string(uplink_bps_) + "bit uplinks"));
+  }
+  return Status::Ok();
+}
+
 Status Injector::Tick(double t) {
+  if (!uplinks_shaped_) STAR_RETURN_IF_ERROR(ShapeUplinks());
   for (ActiveInjection& a : injections_) {
     if (!a.available) continue;
     if (!a.applied && t >= a.spec.start_seconds) {
@@ -61,7 +80,13 @@ Status Injector::Apply(ActiveInjection& a) {
     case InjectionKind::kNeighbor: {
       STAR_RETURN_IF_ERROR(sb.host().WriteCpu(sb.neighbor_cgroup(slot),
                                               {-1, kCfsPeriodUs, 100 * in.neighbor_threads}));
-      STAR_ASSIGN_OR_RETURN(a.proc, o_.start_neighbor(in));
+      STAR_ASSIGN_OR_RETURN(a.procs, o_.start_neighbor(in));
+      break;
+    }
+    case InjectionKind::kBwNeighbor: {
+      STAR_RETURN_IF_ERROR(
+          sb.SetUplinkShare(slot, BwNeighborShare(sb, o_.peer_slot, in, in.bwneighbor_bps)));
+      STAR_ASSIGN_OR_RETURN(a.procs, o_.start_neighbor(in));
       break;
     }
     case InjectionKind::kBandwidth: {
@@ -89,8 +114,11 @@ Status Injector::Lift(ActiveInjection& a) {
       return sb.host().WriteCpu(sb.slot_cgroup(slot),
                                 {QuotaUs(o_.worker_millicores), kCfsPeriodUs, 100});
     case InjectionKind::kNeighbor:
-      if (a.proc >= 0) o_.stop_neighbor(a.proc);
+      for (int p : a.procs) o_.stop_neighbor(p);
       return sb.host().WriteCpu(sb.neighbor_cgroup(slot), {-1, kCfsPeriodUs, 100});
+    case InjectionKind::kBwNeighbor:
+      for (int p : a.procs) o_.stop_neighbor(p);
+      return sb.SetUplinkShare(slot, PlainUplink(in.link_bps));
     case InjectionKind::kBandwidth:
       return sb.host().WriteNet(sb.host_ifname(slot), agent::NetLimits{});
     case InjectionKind::kDelay:

@@ -27,17 +27,29 @@ struct ActiveInjection {
   bool applied = false;
   bool lifted = false;
   bool available = true;
-  int proc = -1;  // the neighbor's process handle (InjectorOptions::start_neighbor)
+  std::vector<int> procs;  // its processes' handles (InjectorOptions::start_neighbor)
 };
+
+// The uplink share of bwneighbor `in` on its worker's slot while the neighbor holds
+// `neighbor_bps`: its link, and its traffic's destination (the peer slot's address).
+UplinkShare BwNeighborShare(const Sandbox& sandbox, int peer_slot, const Injection& in,
+                            int64_t neighbor_bps);
+// The uplink of a worker without a co-located sender (only the link's rate).
+inline UplinkShare PlainUplink(int64_t link_bps) { return UplinkShare{link_bps, 0, ""}; }
 
 struct InjectorOptions {
   Sandbox* sandbox = nullptr;    // required; slot of worker w = servers + w
   int servers = 0;               // parameter servers (the first slots)
+  int workers = 0;               // workers (the slots after the servers)
   int64_t worker_millicores = 0; // a worker slot's CPU capacity
-  // Starts the busy neighbor of injection `in` in its slot's neighbor cgroup; returns a
-  // handle for stop_neighbor. Required when an injection is kNeighbor.
-  std::function<StatusOr<int>(const Injection& in)> start_neighbor;
-  // Stops (and reaps) the neighbor with handle `proc`.
+  // The slot whose namespace a bwneighbor's traffic goes to (its sink's); required when
+  // an injection is kBwNeighbor.
+  int peer_slot = -1;
+  // Starts the processes of injection `in`: the busy neighbor (kNeighbor) in its slot's
+  // neighbor cgroup, or the bwneighbor's sink and sender (kBwNeighbor); returns handles
+  // for stop_neighbor. Required when an injection is kNeighbor or kBwNeighbor.
+  std::function<StatusOr<std::vector<int>>(const Injection& in)> start_neighbor;
+  // Stops (and reaps) the process with handle `proc`.
   std::function<void(int proc)> stop_neighbor;
   // Records "inject" and "lift" (worker: the injection's; detail: its text). Required.
   RunEventSink event;
@@ -51,7 +63,9 @@ class Injector {
   Injector(InjectorOptions options, const std::vector<Injection>& injections);
 
   // Applies every available injection whose start is due at run time `t` and lifts every
-  // applied one whose end is due. An injection the host says is Unavailable (e.g. no
+  // applied one whose end is due. With a bwneighbor among them, the first Tick first gives
+  // every worker's slot an uplink of the bwneighbor's link rate (each worker on a node with
+  // such a NIC), and a lifted bwneighbor leaves its worker that plain uplink. An injection the host says is Unavailable (e.g. no
   // netem) is skipped with a notice. Other errors are returned, prefixed with
   // `--inject "<text>"`; the injections after it wait for the next Tick.
   [[nodiscard]] Status Tick(double t);
@@ -67,7 +81,11 @@ class Injector {
   }
 
   InjectorOptions o_;
+  Status ShapeUplinks();
+
   std::vector<ActiveInjection> injections_;
+  int64_t uplink_bps_ = 0;  // the workers' uplinks (a bwneighbor's link); 0 = unshaped
+  bool uplinks_shaped_ = false;
 };
 
 }  // namespace star::local

@@ -174,6 +174,7 @@ Status MemoryHost::DeleteNamespace(const std::string& ns) {
   if (namespaces_.erase(ns) == 0) return Status::NotFound("namespace " + ns + " does not exist");
   std::erase_if(addresses_, [&](const Address& a) { return a.ns == ns; });
   std::erase_if(delays_, [&](const auto& d) { return d.first.first == ns; });
+  std::erase_if(uplinks_, [&](const auto& d) { return d.first.first == ns; });
   for (auto it = links_.begin(); it != links_.end();) {  // its veths' host sides go too
     it = it->second.kind == "veth" && it->second.peer_ns == ns ? links_.erase(it) : std::next(it);
   }
@@ -285,6 +286,23 @@ Status MemoryHost::SetDelay(const std::string& ns, const std::string& ifname, do
   return Status::Ok();
 }
 
+Status MemoryHost::SetUplinkShare(const std::string& ns, const std::string& ifname,
+                                  const UplinkShare& share) {
+  std::lock_guard lock(mu_);
+  STAR_RETURN_IF_ERROR(Record("SetUplinkShare " + ns + " " + ifname + " " +
+                              std::to_string(share.link_bps) + "/" +
+                              std::to_string(share.neighbor_bps) + " " + share.neighbor_address));
+  if (namespaces_.count(ns) == 0 || namespaces_[ns].count(ifname) == 0) {
+    return Status::NotFound("interface " + ifname + " not in namespace " + ns);
+  }
+  if (share.link_bps == 0) {
+    uplinks_.erase({ns, ifname});
+  } else {
+    uplinks_[{ns, ifname}] = share;
+  }
+  return Status::Ok();
+}
+
 // ---- for tests ----
 
 std::vector<std::string> MemoryHost::cgroups() const {
@@ -312,6 +330,12 @@ double MemoryHost::delay(const std::string& ns, const std::string& ifname) const
   return it == delays_.end() ? 0 : it->second;
 }
 
+UplinkShare MemoryHost::uplink(const std::string& ns, const std::string& ifname) const {
+  std::lock_guard lock(mu_);
+  auto it = uplinks_.find({ns, ifname});
+  return it == uplinks_.end() ? UplinkShare{} : it->second;
+}
+
 std::vector<std::string> MemoryHost::calls() const {
   std::lock_guard lock(mu_);
   return calls_;
@@ -330,7 +354,8 @@ bool MemoryHost::empty_except(const std::set<std::string>& keep) const {
   for (const auto& [path, pids] : cgroups_) {
     if (keep.count(path) == 0) return false;
   }
-  return links_.empty() && namespaces_.empty() && addresses_.empty() && delays_.empty();
+  return links_.empty() && namespaces_.empty() && addresses_.empty() && delays_.empty() &&
+         uplinks_.empty();
 }
 
 void MemoryHost::AddProcess(const std::string& cgroup, pid_t pid) {

@@ -53,6 +53,8 @@ class MemoryHost final : public Host {
                  const std::string& gateway) override;
   Status WriteNet(const std::string& ifname, const agent::NetLimits& limits) override;
   Status SetDelay(const std::string& ns, const std::string& ifname, double seconds) override;
+  Status SetUplinkShare(const std::string& ns, const std::string& ifname,
+                        const UplinkShare& share) override;
 
   // ---- for tests ----
   // Every existing cgroup, sorted (a parent before its children).
@@ -61,6 +63,8 @@ class MemoryHost final : public Host {
   std::optional<agent::CpuLimits> cpu(const std::string& cgroup) const;
   // The shaping of `ifname` (zeros when none or absent).
   agent::NetLimits net(const std::string& ifname) const;
+  // The uplink share on `ifname` in `ns` (zeros when none).
+  UplinkShare uplink(const std::string& ns, const std::string& ifname) const;
   // The netem delay on `ifname` in `ns`, 0 when none.
   double delay(const std::string& ns, const std::string& ifname) const;
   // Every mutating call so far, in order, e.g. "WriteCpu star-local/j-1/slot0 4000/20000/100".
@@ -102,6 +106,7 @@ class MemoryHost final : public Host {
   std::vector<Address> addresses_;
   std::vector<InterfaceAddress> foreign_;
   std::map<std::pair<std::string, std::string>, double> delays_;
+  std::map<std::pair<std::string, std::string>, UplinkShare> uplinks_;
   std::vector<std::string> calls_;
   std::vector<std::pair<std::string, Status>> faults_;
 };

@@ -114,14 +114,19 @@ struct InjectorRig {
   int started = 0, stopped = 0;
 
   std::unique_ptr<Injector> Make(const std::vector<Injection>& injections, bool network = true) {
-    auto sb = Sandbox::Create(Options("inj", 3, network), host);
+    auto sb = Sandbox::Create(Options("inj", 4, network), host);  // slot 3: the peer
     EXPECT_TRUE(sb.ok()) << sb.status();
     sandbox = std::move(*sb);
     InjectorOptions o;
     o.sandbox = sandbox.get();
     o.servers = 1;
+    o.workers = 2;
     o.worker_millicores = 1000;
-    o.start_neighbor = [this](const Injection&) -> StatusOr<int> { return started++; };
+    o.peer_slot = 3;
+    o.start_neighbor = [this](const Injection& in) -> StatusOr<std::vector<int>> {
+      if (in.kind == InjectionKind::kNeighbor) return std::vector<int>{started++};
+      return std::vector<int>{started++, started++};  // a bwneighbor's sink and sender
+    };
     o.stop_neighbor = [this](int) { ++stopped; };
     o.event = [this](RunEvent e) { events.push_back(e.event + " " + std::to_string(e.worker)); };
     o.notice = [this](const std::string& s) { notices.push_back(s); };
@@ -165,6 +170,34 @@ TEST(Injector, BandwidthShapesBothDirectionsOfTheSlotsVeth) {
   EXPECT_EQ(net.ingress_bits_per_second, 20'000'000);
 }
 
+TEST(Injector, ABwNeighborSharesTheSlotsUplinkWithItsSenderUntilItsEnd) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=1,bwneighbor=800mbit,start=5s,end=9s")});
+  const std::string ns = rig.sandbox->netns(2);
+  ASSERT_TRUE(inj->Tick(4).ok());
+  // From the start every worker's uplink is the link (1gbit by default), nothing else.
+  EXPECT_EQ(rig.host.uplink(ns, Sandbox::kSlotIfname), PlainUplink(1'000'000'000));
+  EXPECT_EQ(rig.host.uplink(rig.sandbox->netns(1), Sandbox::kSlotIfname), PlainUplink(1'000'000'000));
+  EXPECT_EQ(rig.host.uplink(rig.sandbox->netns(3), Sandbox::kSlotIfname), UplinkShare{});
+  ASSERT_TRUE(inj->Tick(5).ok());
+  EXPECT_EQ(rig.host.uplink(ns, Sandbox::kSlotIfname),
+            (UplinkShare{1'000'000'000, 800'000'000, rig.sandbox->slot_address(3)}));
+  EXPECT_EQ(rig.started, 2);
+  ASSERT_TRUE(inj->Tick(9).ok());
+  EXPECT_EQ(rig.stopped, 2);
+  EXPECT_EQ(rig.host.uplink(ns, Sandbox::kSlotIfname), PlainUplink(1'000'000'000));
+  EXPECT_EQ(rig.events, (std::vector<std::string>{"inject 1", "lift 1"}));
+}
+
+TEST(Injector, ABwNeighborWithoutNetworkIsSkippedWithANotice) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=0,bwneighbor=100mbit")}, /*network=*/false);
+  ASSERT_TRUE(inj->Tick(0).ok());
+  EXPECT_FALSE(inj->injections()[0].available);
+  EXPECT_EQ(rig.started, 0);
+  ASSERT_EQ(rig.notices.size(), 1u);
+}
+
 TEST(Injector, DelayWithoutNetemIsSkippedWithANoticeAndTheRunGoesOn) {
   InjectorRig rig(/*netem=*/false);
   auto inj = rig.Make({Inject("worker=0,delay=20ms")});
@@ -198,6 +231,7 @@ struct ReallocationRig {
     ctx.servers = 1;
     ctx.worker_millicores = 1000;
     ctx.sandbox = rig.sandbox.get();
+    ctx.peer_slot = 3;
     ctx.event = [this](RunEvent e) {
       rig.events.push_back(e.event + " " + std::to_string(e.worker));
     };
@@ -210,6 +244,9 @@ struct ReallocationRig {
     return rig.host.cpu(rig.sandbox->neighbor_cgroup(2));
   }
   size_t writes() const { return rig.host.calls("WriteCpu").size(); }
+  int64_t neighbor_bps() const {
+    return rig.host.uplink(rig.sandbox->netns(2), Sandbox::kSlotIfname).neighbor_bps;
+  }
 
   InjectorRig rig;
   std::unique_ptr<Injector> injector;
@@ -266,6 +303,28 @@ TEST(Reallocation, NoComputeNeedBesideANeighborWritesNothing) {
   r.Update(3, {});
   EXPECT_EQ(r.writes(), writes);
   EXPECT_EQ(r.rig.events, (std::vector<std::string>{"inject 1"}));
+}
+
+constexpr op::ResourceNeed kWorker1Communication{1, api::StragglerCause::kCommunication, 2.0};
+
+TEST(Reallocation, ACommunicationNeedTakesTheBwNeighborsRateDownToItsGuarantee) {
+  ReallocationRig r("worker=1,bwneighbor=800mbit,guarantee=100mbit");
+  ASSERT_EQ(r.neighbor_bps(), 800'000'000);
+  r.Update(1, {kWorker1Compute});  // a compute need: no bandwidth to give for it
+  EXPECT_EQ(r.neighbor_bps(), 800'000'000);
+  r.Update(2, {kWorker1Communication});
+  EXPECT_EQ(r.rig.events.back(), "reallocate 1");
+  EXPECT_EQ(r.neighbor_bps(), 100'000'000);  // never below its guarantee
+  r.Update(3, {});
+  EXPECT_EQ(r.rig.events.back(), "reallocate_undone 1");
+  EXPECT_EQ(r.neighbor_bps(), 800'000'000);
+}
+
+TEST(Reallocation, ABwNeighborWithoutAGuaranteeKeepsTheLeastTheRuleAllows) {
+  ReallocationRig r("worker=1,bwneighbor=800mbit");
+  r.Update(1, {kWorker1Communication});
+  EXPECT_EQ(r.rig.events.back(), "reallocate 1");
+  EXPECT_EQ(r.neighbor_bps(), 1'000'000);  // PlannerOptions::min_allocation's 1 Mbit/s
 }
 
 TEST(Reallocation, ALiftedNeighborIsNotUncappedAgain) {

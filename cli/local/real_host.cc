@@ -98,6 +98,45 @@ Status RemoveNetem(const std::string& ns, const std::string& ifname) {
   return Status::Internal("removing netem: " + del.err);
 }
 
+// tc in namespace `ns` on `ifname`: `tc -n NS WHAT VERB dev IFNAME ARGS...`.
+std::vector<std::string> Tc(const std::string& ns, const std::string& what, const std::string& verb,
+                            const std::string& ifname, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"tc", "-n", ns, what, verb, "dev", ifname};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// The uplink of SetUplinkShare, built afresh: root HTB 1: (default class 1:10, the slot's
+// own traffic), 1:1 the link, 1:10 the rest of it, 1:20 the co-located sender's share
+// (none without a sender).
+Status ReplaceUplinkShare(const std::string& ns, const std::string& ifname, const UplinkShare& u) {
+  (void)RunCommand(Tc(ns, "qdisc", "del", ifname, {"root"}));  // none there is fine
+  auto bit = [](int64_t bps) { return std::to_string(bps) + "bit"; };
+  const std::string link = bit(u.link_bps);
+  STAR_RETURN_IF_ERROR(RunChecked(Tc(ns, "qdisc", "add", ifname, {"root", "handle", "1:", "htb", "default", "10"})));
+  STAR_RETURN_IF_ERROR(RunChecked(
+      Tc(ns, "class", "add", ifname, {"parent", "1:", "classid", "1:1", "htb", "rate", link, "ceil", link})));
+  STAR_RETURN_IF_ERROR(RunChecked(Tc(ns, "class", "add", ifname,
+                                     {"parent", "1:1", "classid", "1:10", "htb", "rate",
+                                      bit(u.link_bps - u.neighbor_bps), "ceil", link})));
+  if (u.neighbor_bps == 0) return Status::Ok();
+  STAR_RETURN_IF_ERROR(RunChecked(Tc(ns, "class", "add", ifname,
+                                     {"parent", "1:1", "classid", "1:20", "htb", "rate",
+                                      bit(u.neighbor_bps), "ceil", bit(u.neighbor_bps)})));
+  return RunChecked(Tc(ns, "filter", "add", ifname,
+                       {"parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst",
+                        u.neighbor_address + "/32", "flowid", "1:20"}));
+}
+
+// Removes the root qdisc of `ifname` in `ns`; OK when only the default one is there.
+Status RemoveRootQdisc(const std::string& ns, const std::string& ifname) {
+  STAR_ASSIGN_OR_RETURN(CommandResult del, RunCommand(Tc(ns, "qdisc", "del", ifname, {"root"})));
+  if (del.exit_code == 0) return Status::Ok();
+  STAR_ASSIGN_OR_RETURN(CommandResult show, RunCommand(Tc(ns, "qdisc", "show", ifname, {})));
+  if (show.exit_code == 0 && show.out.find("htb") == std::string::npos) return Status::Ok();
+  return Status::Internal("removing the uplink's qdisc: " + del.err);
+}
+
 // `ip` run in namespace `ns` ("" = the root one).
 std::vector<std::string> Ip(const std::string& ns, std::vector<std::string> args) {
   std::vector<std::string> argv = {"ip"};
@@ -201,6 +240,11 @@ class RealHost final : public Host {
   Status SetDelay(const std::string& ns, const std::string& ifname, double seconds) override {
     const long long us = std::llround(seconds * 1e6);
     return us == 0 ? RemoveNetem(ns, ifname) : ReplaceNetem(ns, ifname, us);
+  }
+  Status SetUplinkShare(const std::string& ns, const std::string& ifname,
+                        const UplinkShare& share) override {
+    if (share.link_bps == 0) return RemoveRootQdisc(ns, ifname);
+    return ReplaceUplinkShare(ns, ifname, share);
   }
 
  private:

@@ -1,8 +1,8 @@
 // Resource reallocation in `star local` (policy auto with
 // spec.mitigation.resourceReallocation.enabled): acts on the control loop's request
 // (op::ResourceNeeds, resource_needs.h) by the operator's rule, so that both runtimes
-// make the same reallocation decisions from the same reports. The only co-located load
-// local mode knows is an injected neighbor, so it is the only one that gives CPU.
+// make the same reallocation decisions from the same reports. The only co-located loads
+// local mode knows are injected: a neighbor gives CPU, a bwneighbor its uplink's bandwidth.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,7 @@ struct ReallocationContext {
   int servers = 0;               // parameter servers (the first slots)
   int64_t worker_millicores = 0; // a worker slot's CPU capacity
   Sandbox* sandbox = nullptr;    // required: the neighbor caps go through its Host
+  int peer_slot = -1;            // the bwneighbors' destination slot (InjectorOptions)
   // Records "reallocate", "reallocate_skipped" and "reallocate_undone" (worker: the one
   // that needs resources). Required.
   RunEventSink event;
@@ -32,19 +33,19 @@ struct ReallocationContext {
 };
 
 // Acts on a job's resource request each time its revision changes (nothing otherwise),
-// for every applied, not yet lifted neighbor injection:
-// * its worker is listed with a compute need it was not yet decided for: plans with
-//   resources::PlanReallocation (core), taking CPU from the neighbor for the worker,
-//   never below the neighbor's declared guarantee (nor 100 millicores); when the
-//   worker-seconds the job loses waiting on the worker (n workers x horizon x
-//   (1 - 1/slowdown)) exceed the neighbor's imposed slowdown, caps the neighbor's cgroup
-//   at its planned allocation ("reallocate"), else records "reallocate_skipped";
-// * its worker is no longer listed with a compute need and the neighbor is capped: gives
-//   the neighbor its CPU back, the uncapped weighted share it had when injected
-//   ("reallocate_undone").
-// Communication needs are not planned (a neighbor holds CPU, not bandwidth). Lifting an
-// injection removes its cap (Injector). Failed plans or writes are noticed, not
-// returned; a failed undo is tried again at the next revision. Not thread-safe.
+// for every applied, not yet lifted neighbor or bwneighbor injection:
+// * its worker is listed with the need it can meet (compute for a neighbor, communication
+//   for a bwneighbor) and was not yet decided for it: plans with
+//   resources::PlanReallocation (core), taking CPU or bandwidth from the neighbor for the
+//   worker, never below the neighbor's declared guarantee (nor 100 millicores or 1 Mbit/s);
+//   when the worker-seconds the job loses waiting on the worker (n workers x horizon x
+//   (1 - 1/slowdown)) exceed the neighbor's imposed slowdown, caps the neighbor there
+//   (its cgroup's CPU quota, or its class on the worker's uplink: "reallocate"), else
+//   records "reallocate_skipped";
+// * its worker is no longer listed with that need and the neighbor is capped: gives the
+//   neighbor back what it held when injected ("reallocate_undone").
+// Lifting an injection removes its cap (Injector). Failed plans or writes are noticed,
+// not returned; a failed undo is tried again at the next revision. Not thread-safe.
 class Reallocator {
  public:
   explicit Reallocator(ReallocationContext ctx) : ctx_(std::move(ctx)) {}
@@ -60,7 +61,7 @@ class Reallocator {
  private:
   struct NeighborState {
     std::optional<op::ResourceNeed> decided;  // the need last planned for
-    int64_t capped_millicores = -1;           // the cap written; -1 when uncapped
+    int64_t capped = -1;  // the cap written (millicores or bits per second); -1 when none
   };
   void UpdateOne(const std::optional<op::ResourceNeed>& need, double t,
                  const ActiveInjection& a, NeighborState& state);

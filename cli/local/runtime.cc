@@ -65,7 +65,8 @@ class Runner {
   std::vector<std::string> BaseEnv(int rank) const;
   Status SpawnAll();
   Status SpawnEvaluator();
-  StatusOr<int> SpawnNeighbor(const Injection& in);
+  StatusOr<std::vector<int>> SpawnNeighbor(const Injection& in);
+  StatusOr<std::vector<int>> SpawnBwNeighbor(const Injection& in);
   std::optional<api::Decision> OnReport(const api::WorkerReport& r);
   void ReadEvaluator(int fd);
   std::string Loop(Status* status);
@@ -89,6 +90,7 @@ class Runner {
   std::unique_ptr<shim::StoreServer> store_;
   std::unique_ptr<report::ReportServer> reports_;
   std::string token_;
+  int peer_slot_ = -1;   // the bwneighbors' sink slot, when there is one
   int master_port_ = 0;  // torch.distributed's rendezvous at worker 0 (a manifest's command)
   std::filesystem::path run_dir_;
   bool own_run_dir_ = false;
@@ -169,6 +171,11 @@ Status Runner::SetupSandbox() {
   SandboxOptions so;
   so.name = o_.job.job.metadata.name;
   so.slots = workers_ + servers_;
+  // bwneighbor traffic goes to a sink in a slot of its own.
+  const bool peer = std::any_of(o_.injections.begin(), o_.injections.end(), [](const Injection& in) {
+    return in.kind == InjectionKind::kBwNeighbor;
+  });
+  if (peer) peer_slot_ = so.slots++;
   so.network = o_.network;
   auto sandbox = Sandbox::Create(so);
   if (!sandbox.ok() && so.network) {
@@ -183,7 +190,9 @@ Status Runner::SetupSandbox() {
   InjectorOptions io;
   io.sandbox = sandbox_.get();
   io.servers = servers_;
+  io.workers = workers_;
   io.worker_millicores = worker_mc_;
+  io.peer_slot = peer_slot_;
   io.start_neighbor = [this](const Injection& in) { return SpawnNeighbor(in); };
   io.stop_neighbor = [this](int proc) { procs_->Kill(proc); };
   io.event = [this](RunEvent e) { AddEvent(std::move(e)); };
@@ -196,6 +205,7 @@ Status Runner::SetupSandbox() {
     rc.servers = servers_;
     rc.worker_millicores = worker_mc_;
     rc.sandbox = sandbox_.get();
+    rc.peer_slot = peer_slot_;
     rc.event = [this](RunEvent e) { AddEvent(std::move(e)); };
     rc.notice = o_.notice;
     reallocator_ = std::make_unique<Reallocator>(std::move(rc));
@@ -209,6 +219,9 @@ Status Runner::SetupSandbox() {
   if (!bundled_) return Status::Ok();
   return host.WriteCpu(sandbox_->eval_cgroup(), {QuotaUs(o_.eval_millicores), kCfsPeriodUs, 100});
 }
+
+// A bwneighbor's sink listens on this port plus its worker's index.
+constexpr int kBlastPort = 5201;
 
 // torch.distributed's port at worker 0, as on the operator's pods.
 constexpr int kMasterPort = 29501;
@@ -394,7 +407,8 @@ Status Runner::SpawnEvaluator() {
 }
 
 // The busy-loop neighbor of a neighbor injection, in its slot's neighbor cgroup.
-StatusOr<int> Runner::SpawnNeighbor(const Injection& in) {
+StatusOr<std::vector<int>> Runner::SpawnNeighbor(const Injection& in) {
+  if (in.kind == InjectionKind::kBwNeighbor) return SpawnBwNeighbor(in);
   Proc p;
   p.role = Role::kNeighbor;
   p.index = in.worker;
@@ -406,7 +420,36 @@ StatusOr<int> Runner::SpawnNeighbor(const Injection& in) {
                                  "--seconds", Fixed(o_.timeout_seconds, 0)});
   if (const char* v = std::getenv("PATH")) sp.env.push_back(std::string("PATH=") + v);
   sp.cgroup = sandbox_->neighbor_cgroup(servers_ + in.worker);
-  return procs_->Spawn(p, sp);
+  STAR_ASSIGN_OR_RETURN(int proc, procs_->Spawn(p, sp));
+  return std::vector<int>{proc};
+}
+
+// A bwneighbor's sink in the peer slot's namespace and its sender in the worker's, both in
+// the peer slot's cgroup (a co-located job brings its own CPU: only the uplink is shared).
+StatusOr<std::vector<int>> Runner::SpawnBwNeighbor(const Injection& in) {
+  const int port = kBlastPort + in.worker;
+  auto spawn = [&](const std::string& role, int netns_slot, std::vector<std::string> args) {
+    Proc p;
+    p.role = Role::kNeighbor;
+    p.index = in.worker;
+    p.name = "bwneighbor " + role + " of worker " + std::to_string(in.worker);
+    p.log = (run_dir_ / ("bwneighbor-" + role + "-" + std::to_string(in.worker) + ".log")).string();
+    Sandbox::SpawnSpec sp;
+    sp.argv = o_.blast_command;
+    sp.argv.insert(sp.argv.end(), args.begin(), args.end());
+    sp.argv.insert(sp.argv.end(), {"--seconds", Fixed(o_.timeout_seconds, 0)});
+    sp.cgroup = sandbox_->slot_cgroup(peer_slot_);
+    sp.netns_slot = netns_slot;
+    return procs_->Spawn(p, sp);
+  };
+  STAR_ASSIGN_OR_RETURN(int sink, spawn("sink", peer_slot_, {"--listen", std::to_string(port)}));
+  StatusOr<int> sender = spawn("sender", servers_ + in.worker,
+                               {"--to", sandbox_->slot_address(peer_slot_) + ":" + std::to_string(port)});
+  if (!sender.ok()) {
+    procs_->Kill(sink);
+    return sender.status();
+  }
+  return std::vector<int>{sink, *sender};
 }
 
 std::optional<api::Decision> Runner::OnReport(const api::WorkerReport& r) {

@@ -74,6 +74,9 @@ struct RunOptions {
   // Run appends "--threads N --seconds S").
   std::string trainer_binary;
   std::vector<std::string> busy_command;
+  // The bwneighbor's sink and sender command (argv prefix; Run appends "--listen PORT" or
+  // "--to ADDRESS:PORT", and "--seconds S").
+  std::vector<std::string> blast_command;
   // Put first on the workers' PYTHONPATH (before an inherited one): where the star Python
   // package is, for a manifest's own command that imports star.torch. "" = nothing added.
   std::string python_path;

@@ -451,6 +451,28 @@ Status Sandbox::SetDelay(int slot, double seconds) {
       .WithPrefix("SetDelay: slot " + std::to_string(slot));
 }
 
+Status Sandbox::SetUplinkShare(int slot, const UplinkShare& share) {
+  if (!network_) {
+    return Status::Unavailable("SetUplinkShare: the sandbox has no network namespaces (network = false)");
+  }
+  if (slot < 0 || slot >= slots_) {
+    return Status::InvalidArgument("SetUplinkShare: slot: must be in [0, " + std::to_string(slots_) +
+                                   "), got " + std::to_string(slot));
+  }
+  if (share.link_bps != 0 && share.neighbor_bps != 0 &&
+      (share.neighbor_bps < 8000 || share.neighbor_bps >= share.link_bps)) {
+    return Status::InvalidArgument("SetUplinkShare: neighbor_bps: must be 0 or in [8000, " +
+                                   std::to_string(share.link_bps) + "), got " +
+                                   std::to_string(share.neighbor_bps));
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (torn_down_) return Status::FailedPrecondition("SetUplinkShare: the sandbox was torn down");
+  }
+  return host_->SetUplinkShare(netns(slot), kSlotIfname, share)
+      .WithPrefix("SetUplinkShare: slot " + std::to_string(slot));
+}
+
 // ---- Sweep ----
 
 StatusOr<int> SweepStaleSandboxes(const std::string& cgroup_root) {

@@ -120,6 +120,11 @@ class Sandbox {
   // command otherwise.
   [[nodiscard]] Status SetDelay(int slot, double seconds);
 
+  // Shapes slot i's namespace-side eth0 egress as an uplink shared with a co-located
+  // sender (Host::SetUplinkShare); share.link_bps 0 removes it. Errors as SetDelay's
+  // (InvalidArgument also for a neighbor rate other than 0, none, or in [8000, link)).
+  [[nodiscard]] Status SetUplinkShare(int slot, const UplinkShare& share);
+
   struct SpawnSpec {
     std::vector<std::string> argv;  // argv[0]: a program path, or a name looked up in PATH
     std::vector<std::string> env;   // "K=V" entries: the complete environment
