@@ -244,6 +244,7 @@ int main(int argc, char** argv) {
       for (const auto& text : sc.injections) o.injections.push_back(*ParseInjection(text));
       o.trainer_binary = trainer;
       o.busy_command = {star, "busy"};
+      o.blast_command = {star, "blast"};
       o.python_path = python_path;
       o.timeout_seconds = *timeout;
       o.selector_model = selector_model;
