@@ -132,6 +132,7 @@ class FixedKEngine final : public ModeEngine {
       IterationDone d = Done(w);
       d.compute = ring_compute_[i];
       d.communication = slowest_link_;  // as in groups.cc: the ring's duration
+      d.link = RingLink(ring_, ring_communication_, i);
       d.wait = ready_max_ - ready_[ws];
       d.update_batch = samples;
       done->push_back(d);

@@ -94,6 +94,7 @@ class GroupsEngine final : public ModeEngine {
       d.end = now_;
       d.compute = g.compute[i];
       d.communication = g.slowest_link;  // each member is in the ring until it ends
+      d.link = RingLink(g.members, g.communication, i);
       d.wait = g.ready - (g.start + g.compute[i]);
       d.batch = st_.batch[ws];
       d.amp = st_.amp[ws] != 0;

@@ -6,6 +6,14 @@
 
 namespace star::sim {
 
+std::optional<api::LinkReading> RingLink(const std::vector<int>& members,
+                                         const std::vector<double>& own, size_t i) {
+  const size_t n = members.size();
+  if (n < 2) return std::nullopt;
+  const size_t pred = (i + n - 1) % n;
+  return api::LinkReading{members[pred], own[pred] / static_cast<double>(2 * (n - 1)), 1};
+}
+
 Setting BaselineSetting(int workers, int64_t batch_per_worker) {
   Setting s;
   s.mode = api::SyncMode::kSsgd;

@@ -29,6 +29,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "sim/scenario.h"
 #include "sim/worker_model.h"
 #include "star/core/api/decision.h"
+#include "star/core/api/worker_report.h"
 
 namespace star::sim {
 
@@ -72,7 +74,16 @@ struct IterationDone {
   // Samples summed into the update this iteration's gradient went into (undiscounted);
   // 0 when it went into none yet.
   int64_t update_batch = 0;
+  // The link from its ring predecessor, as the shim's timed ring reports it (ring
+  // members only).
+  std::optional<api::LinkReading> link;
 };
+
+// The link into member i of a ring over `members` (ascending ranks, as the shim's rings
+// are) whose members' own all-reduce times (each at its own link's speed) are `own`:
+// one hop of the predecessor's, 1/(2 (n - 1)) of it, per nominal byte. nullopt alone.
+std::optional<api::LinkReading> RingLink(const std::vector<int>& members,
+                                         const std::vector<double>& own, size_t i);
 
 // What the engines share with the driver. The vectors are indexed by rank.
 struct SimState {

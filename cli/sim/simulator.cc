@@ -29,6 +29,8 @@ ProgressModel ProgressModelOf(const Scenario& s) {
 struct Pending {
   int steps = 0;
   double compute = 0, communication = 0, wait = 0;
+  api::LinkReading link;  // sums over the steps that had one
+  int links = 0;
 };
 
 class Run {
@@ -96,6 +98,10 @@ class Run {
     p.compute += d.compute;
     p.communication += d.communication;
     p.wait += d.wait + barrier_wait_[w];
+    if (d.link) {
+      p.link = {d.link->peer, p.link.seconds + d.link->seconds, p.link.bytes + d.link->bytes};
+      ++p.links;
+    }
     barrier_wait_[w] = 0;
     if (p.steps < s_.report_every) return Status::Ok();
 
@@ -110,6 +116,7 @@ class Run {
     r.wait_seconds = p.wait / p.steps;
     r.local_batch = static_cast<int>(d.batch);
     r.amp = d.amp;
+    if (p.links > 0) r.link = api::LinkReading{p.link.peer, p.link.seconds / p.links, 1};
     r.local_grad_sq_norm = 1 + s_.noise_scale / static_cast<double>(d.batch);
     if (d.update_batch > d.batch) {
       r.global_grad_sq_norm = 1 + s_.noise_scale / static_cast<double>(d.update_batch);

@@ -46,6 +46,23 @@ TEST(Simulate, IsDeterministicForASeed) {
   EXPECT_NE(Sim(s, Policy::kSsgd).tta_seconds, Sim(other, Policy::kSsgd).tta_seconds);
 }
 
+TEST(Simulate, ASlowLinkIsNamedAsItsWorkersCommunicationAndLeavesTheModeAlone) {
+  Scenario s = Small();
+  s.episodes.push_back({.worker = 6, .start = 5, .end = {}, .cpu = {}, .bandwidth = 0.2});
+  const SimResult ssgd = Sim(s, Policy::kSsgd), autop = Sim(s, Policy::kAuto);
+  ASSERT_TRUE(ssgd.tta_seconds && autop.tta_seconds);
+  std::vector<int> flagged;
+  for (const op::TimelineEvent& e : autop.timeline) {
+    if (e.kind != op::EventKind::kStraggler) continue;
+    flagged.push_back(e.worker);
+    EXPECT_EQ(e.straggler.cause, api::StragglerCause::kCommunication);
+  }
+  EXPECT_EQ(flagged, std::vector<int>(flagged.size(), 6));  // only the slow link's worker
+  ASSERT_FALSE(flagged.empty());
+  // Bandwidth is reallocation's to give (none in the simulator): no mode switch for it.
+  for (const op::TimelineEvent& e : autop.timeline) EXPECT_NE(e.kind, op::EventKind::kMode);
+}
+
 TEST(Simulate, WithoutEpisodesEveryPolicyButAsgdMatchesSsgd) {
   const Scenario s = Small();
   const SimResult ssgd = Sim(s, Policy::kSsgd);

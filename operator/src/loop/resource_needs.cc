@@ -31,7 +31,9 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   }
   if (v.straggler && (!listed || listed->cause != v.cause)) {
     if (!listed) Reenter(hold);
-    hold.since_round = rounds_;
+    if (v.cause == api::StragglerCause::kCommunication) {
+      hold.release_rounds = std::max(hold.release_rounds, 4 * options_.resource_release_rounds);
+    }
     return ResourceNeed{worker, v.cause, v.slowdown};
   }
   if (listed) {
@@ -43,7 +45,6 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   }
   if (contended) {
     Reenter(hold);
-    hold.since_round = rounds_;
     return ResourceNeed{worker, api::StragglerCause::kCompute, AmpEquivalentSlowdown(worker, typical)};
   }
   return std::nullopt;

@@ -243,7 +243,6 @@ class JobControlLoop {
     int quiet = 0;           // round closes without the need, while listed
     int release_rounds = 1;  // quiet rounds before it leaves (doubles on each return)
     bool released = false;   // it left the request and has not returned since
-    int64_t since_round = -1;  // the round it entered the request (with its cause)
   };
   // A worker's own communication while its link is not measured (alone in a group, a
   // fixed-k child, parameter servers): what it was when last measured, for a while.
@@ -374,10 +373,10 @@ class JobControlLoop {
   [[nodiscard]] double TypicalComputePerSample() const;  // median over workers
   // Stragglers the sync mode must handle: all of them, except compute stragglers that
   // AMP is (about to be) handling and has had less than a detection window to fix, and
-  // communication stragglers whose bandwidth request is younger than a detection window
-  // (reallocation's turn, as AMP's for compute).
+  // communication stragglers: bandwidth is reallocation's to give, and on the testbed no
+  // mode (groups or fixed-k without the slow link's worker) won time back from a hard
+  // slow link (bench/comm-stragglers/results.md).
   [[nodiscard]] std::vector<int> ModeStragglers() const;
-  [[nodiscard]] bool ReallocationPending(int worker) const;
   [[nodiscard]] int64_t UpdateBatch(int worker) const;
   [[nodiscard]] int64_t MinIteration() const;  // the lowest last reported iteration
 

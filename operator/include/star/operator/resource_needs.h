@@ -13,6 +13,9 @@
 //   cause (slowdown updates alone do not change the request: no re-planning on noise).
 // * It leaves after `resource_release_rounds` consecutive round closes in which it was
 //   neither flagged nor still contended under AMP (hysteresis: it does not flap).
+// * A communication need is held at least 4 x `resource_release_rounds`: the bandwidth a
+//   worker was given leaves its link as fast as the others' (nothing shows it still
+//   needs it), and finding the link slow again costs a detection.
 // * A worker that enters again after leaving held what it was given only thanks to it
 //   (its contention outlasted the hold): each return doubles its hold, up to 16 x
 //   `resource_release_rounds`, so a persistent neighbor is given up ever more rarely.
