@@ -23,64 +23,66 @@ void LinkTable::Observe(int receiver, const api::LinkReading& reading) {
   l.per_byte.push_back(reading.seconds / static_cast<double>(reading.bytes));
   const size_t keep = static_cast<size_t>(std::clamp(options_.history, 1, 64));
   if (l.per_byte.size() > keep) l.per_byte.erase(l.per_byte.begin());
-}
-
-double LinkTable::PerByte(const Link& l) const {
-  if (l.per_byte.empty()) return 0;
   std::vector<double> v = l.per_byte;
-  return internal::MedianInPlace(v.data(), v.size());
+  l.level = internal::MedianInPlace(v.data(), v.size());
+  fresh_ = false;
 }
 
-double LinkTable::MedianPerByte() const {
-  std::vector<double> v;
-  for (const Link& l : links_) {
-    if (!l.per_byte.empty()) v.push_back(PerByte(l));
-  }
-  return v.size() < 3 ? 0 : internal::MedianInPlace(v.data(), v.size());
-}
-
-bool LinkTable::Slow(int receiver, double median) const {
-  if (receiver < 0 || median <= 0) return false;
+bool LinkTable::Slow(int receiver) const {
+  if (receiver < 0 || verdict_.median <= 0) return false;
   const Link& l = links_[static_cast<size_t>(receiver)];
-  return !l.per_byte.empty() && PerByte(l) >= options_.slow_ratio * median;
+  return !l.per_byte.empty() && l.level >= options_.slow_ratio * verdict_.median;
 }
 
-int LinkTable::ReceiverOf(int sender) const {
-  for (size_t r = 0; r < links_.size(); ++r) {
-    if (links_[r].sender == sender && !links_[r].per_byte.empty()) return static_cast<int>(r);
+void LinkTable::Refresh() {
+  if (fresh_) return;
+  fresh_ = true;
+  const size_t n = links_.size();
+  Verdict v;
+  v.receiver_of.assign(n, -1);
+  v.is_named.assign(n, 0);
+  std::vector<double> levels;
+  for (size_t r = 0; r < n; ++r) {
+    const Link& l = links_[r];
+    if (l.per_byte.empty()) continue;
+    levels.push_back(l.level);
+    v.slowest = std::max(v.slowest, l.level);
+    v.receiver_of[static_cast<size_t>(l.sender)] = static_cast<int>(r);
   }
-  return -1;
-}
-
-std::vector<int> LinkTable::Named() const {
-  const double median = MedianPerByte();
-  std::vector<int> named;
-  for (int w = 0; w < static_cast<int>(links_.size()); ++w) {
-    const int out = ReceiverOf(w);
-    if (!Slow(out, median)) continue;
+  if (levels.size() >= 3) v.median = internal::MedianInPlace(levels.data(), levels.size());
+  verdict_ = std::move(v);
+  for (size_t w = 0; w < n; ++w) {
+    const int out = verdict_.receiver_of[w];
+    if (!Slow(out)) continue;
     // The slow link w -> out is w's unless `out` is slow both ways (then it is out's).
-    const bool in_slow = Slow(w, median);
-    const bool receiver_both_ways = Slow(ReceiverOf(out), median);
-    if (in_slow || !receiver_both_ways) named.push_back(w);
+    const bool in_slow = Slow(static_cast<int>(w));
+    const bool receiver_both_ways = Slow(verdict_.receiver_of[static_cast<size_t>(out)]);
+    if (in_slow || !receiver_both_ways) {
+      verdict_.named.push_back(static_cast<int>(w));
+      verdict_.is_named[w] = 1;
+    }
   }
-  return named;
 }
 
-double LinkTable::OwnShare(int worker) const {
-  const std::vector<int> named = Named();
-  if (named.empty()) return 1;
-  if (std::find(named.begin(), named.end(), worker) != named.end()) return 1;
-  double slowest = 0;
-  for (const Link& l : links_) slowest = std::max(slowest, PerByte(l));
-  const double median = MedianPerByte();
-  return slowest > 0 ? std::clamp(median / slowest, 1e-3, 1.0) : 1;
+const std::vector<int>& LinkTable::Named() {
+  Refresh();
+  return verdict_.named;
 }
 
-double LinkTable::Slowdown(int receiver) const {
-  const double median = MedianPerByte();
-  if (receiver < 0 || receiver >= static_cast<int>(links_.size()) || median <= 0) return 1;
+double LinkTable::OwnShare(int worker) {
+  Refresh();
+  if (verdict_.named.empty() || worker < 0 || worker >= static_cast<int>(links_.size()) ||
+      verdict_.is_named[static_cast<size_t>(worker)]) {
+    return 1;
+  }
+  return verdict_.slowest > 0 ? std::clamp(verdict_.median / verdict_.slowest, 1e-3, 1.0) : 1;
+}
+
+double LinkTable::Slowdown(int receiver) {
+  Refresh();
+  if (receiver < 0 || receiver >= static_cast<int>(links_.size()) || verdict_.median <= 0) return 1;
   const Link& l = links_[static_cast<size_t>(receiver)];
-  return l.per_byte.empty() ? 1 : PerByte(l) / median;
+  return l.per_byte.empty() ? 1 : l.level / verdict_.median;
 }
 
 }  // namespace star::detect

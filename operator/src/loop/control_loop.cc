@@ -144,7 +144,7 @@ api::WorkerReport JobControlLoop::OwnCommunication(const api::WorkerReport& r) {
   LinkHold& hold = link_holds_[static_cast<size_t>(r.worker)];
   if (r.link) {
     round_links_.emplace_back(r.worker, *r.link);
-    hold = {own.communication_seconds, 4 * spec_.mitigation.detection.window};
+    hold = {own.communication_seconds, 16 * spec_.mitigation.detection.window};
   } else if (hold.reports_left > 0) {
     --hold.reports_left;
     own.communication_seconds = std::max(own.communication_seconds, hold.communication_seconds);

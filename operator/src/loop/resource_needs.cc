@@ -34,6 +34,7 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
     if (v.cause == api::StragglerCause::kCommunication) {
       hold.release_rounds = std::max(hold.release_rounds, 4 * options_.resource_release_rounds);
     }
+    hold.since_round = rounds_;
     return ResourceNeed{worker, v.cause, v.slowdown};
   }
   if (listed) {
@@ -45,6 +46,7 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   }
   if (contended) {
     Reenter(hold);
+    hold.since_round = rounds_;
     return ResourceNeed{worker, api::StragglerCause::kCompute, AmpEquivalentSlowdown(worker, typical)};
   }
   return std::nullopt;

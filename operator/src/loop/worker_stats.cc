@@ -130,6 +130,16 @@ double JobControlLoop::TypicalComputePerSample() const {
   return v[v.size() / 2];
 }
 
+bool JobControlLoop::ReallocationPending(int worker) const {
+  if (!spec_.mitigation.resource_reallocation.enabled) return false;
+  for (const ResourceNeed& n : needs_.workers) {
+    if (n.worker != worker || n.cause != api::StragglerCause::kCommunication) continue;
+    const int64_t since = need_holds_[static_cast<size_t>(worker)].since_round;
+    return since >= 0 && rounds_ - since < spec_.mitigation.detection.window;
+  }
+  return false;
+}
+
 std::vector<int> JobControlLoop::ModeStragglers() const {
   std::vector<int> out;
   const bool amp_enabled = spec_.mitigation.amp.enabled;
@@ -144,7 +154,7 @@ std::vector<int> JobControlLoop::ModeStragglers() const {
         continue;
       }
     }
-    if (v.cause == api::StragglerCause::kCommunication) continue;
+    if (v.cause == api::StragglerCause::kCommunication && ReallocationPending(w)) continue;
     out.push_back(w);
   }
   return out;

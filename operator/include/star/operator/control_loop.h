@@ -243,6 +243,7 @@ class JobControlLoop {
     int quiet = 0;           // round closes without the need, while listed
     int release_rounds = 1;  // quiet rounds before it leaves (doubles on each return)
     bool released = false;   // it left the request and has not returned since
+    int64_t since_round = -1;  // the round it entered the request (or changed cause)
   };
   // A worker's own communication while its link is not measured (alone in a group, a
   // fixed-k child, parameter servers): what it was when last measured, for a while.
@@ -278,8 +279,9 @@ class JobControlLoop {
   // `r` with only the part of its communication that is its own (LinkTable::OwnShare,
   // as of the last round close): in a ring everyone reports the slow link's time, which
   // belongs to one worker. Keeps r's link reading for the round close. A worker whose
-  // link stops being measured keeps its last own communication for 4 detection windows
-  // of reports (so one taken out of the ring does not look recovered at once).
+  // link stops being measured keeps its last own communication until it is measured
+  // again, for at most 16 detection windows of reports (one taken out of the ring for
+  // its link does not look recovered, which would bring it back at once).
   api::WorkerReport OwnCommunication(const api::WorkerReport& r);
   // Counts the report toward the round; at a round close runs the AMP policy and the
   // reallocation rule. True when the round calls for a decision.
@@ -373,10 +375,10 @@ class JobControlLoop {
   [[nodiscard]] double TypicalComputePerSample() const;  // median over workers
   // Stragglers the sync mode must handle: all of them, except compute stragglers that
   // AMP is (about to be) handling and has had less than a detection window to fix, and
-  // communication stragglers: bandwidth is reallocation's to give, and on the testbed no
-  // mode (groups or fixed-k without the slow link's worker) won time back from a hard
-  // slow link (bench/comm-stragglers/results.md).
+  // communication stragglers whose bandwidth request is younger than a detection window
+  // (reallocation's turn first, as AMP's for compute).
   [[nodiscard]] std::vector<int> ModeStragglers() const;
+  [[nodiscard]] bool ReallocationPending(int worker) const;
   [[nodiscard]] int64_t UpdateBatch(int worker) const;
   [[nodiscard]] int64_t MinIteration() const;  // the lowest last reported iteration
 

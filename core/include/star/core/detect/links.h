@@ -16,7 +16,8 @@
 // other worker keeps the median link's share of the slowest link's time (the ring
 // without the slow link would be that much faster). With fewer than 3 links known, or no
 // slow link, every share is 1: a clean ring changes nothing.
-// Pure: no clock, no I/O; not thread-safe.
+// Pure: no clock, no I/O; not thread-safe. Observe is O(history); the verdicts are
+// computed once after a change (O(n log n)) and then read in O(1).
 #pragma once
 
 #include <cstddef>
@@ -41,24 +42,33 @@ class LinkTable {
   void Observe(int receiver, const api::LinkReading& reading);
 
   // Workers named by a slow link, ascending.
-  std::vector<int> Named() const;
+  const std::vector<int>& Named();
   // The share of `worker`'s measured communication that is its own, in (0, 1].
-  double OwnShare(int worker) const;
+  double OwnShare(int worker);
   // A link's time per byte over the median link's (1 when unknown); by receiver.
-  double Slowdown(int receiver) const;
+  double Slowdown(int receiver);
 
  private:
   struct Link {
     int sender = -1;
     std::vector<double> per_byte;  // newest `history` readings, oldest first
+    double level = 0;              // median of per_byte (0 when empty), when fresh
   };
-  double PerByte(const Link& l) const;  // median of the history; 0 when empty
-  double MedianPerByte() const;         // over the known links; 0 when fewer than 3
-  bool Slow(int receiver, double median) const;
-  int ReceiverOf(int sender) const;     // -1 when no known link leaves `sender`
+  // The verdicts of the readings as they are now (after any Observe).
+  struct Verdict {
+    double median = 0;               // over the known links' levels; 0 below 3 links
+    double slowest = 0;
+    std::vector<int> receiver_of;    // by sender; -1 when no known link leaves it
+    std::vector<int> named;          // ascending
+    std::vector<char> is_named;      // by worker
+  };
+  void Refresh();
+  bool Slow(int receiver) const;  // against verdict_.median
 
   LinkOptions options_;
   std::vector<Link> links_;  // by receiver
+  Verdict verdict_;
+  bool fresh_ = false;
 };
 
 }  // namespace star::detect
