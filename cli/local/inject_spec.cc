@@ -387,8 +387,17 @@ std::string KindsOf(InjectionKind a, InjectionKind b) {
 
 Status ValidateInjections(const std::vector<Injection>& injections, int workers) {
   if (workers < 1) return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(workers));
+  const Injection* first_bw = nullptr;  // every worker's uplink is this bwneighbor's link
   for (size_t i = 0; i < injections.size(); ++i) {
     const Injection& a = injections[i];
+    if (a.kind == InjectionKind::kBwNeighbor) {
+      if (first_bw != nullptr && a.link_bps != first_bw->link_bps) {
+        return Status::InvalidArgument("--inject " + Quoted(a.text) + ": link: must be the same for "
+                                       "every bwneighbor (" + Rate(first_bw->link_bps) + " in --inject " +
+                                       Quoted(first_bw->text) + "), got " + Rate(a.link_bps));
+      }
+      if (first_bw == nullptr) first_bw = &a;
+    }
     if (a.worker < 0 || a.worker >= workers) {
       return Status::InvalidArgument("--inject " + Quoted(a.text) + ": worker: must be < " +
                                      std::to_string(workers) + " (the job's workers), got " +

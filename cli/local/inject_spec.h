@@ -75,7 +75,8 @@ StatusOr<Injection> ParseInjection(std::string_view spec);
 // Checks a job's injections together: every worker < `workers` (the error names the spec
 // and the job's worker count), and no two injections of the same kind on the same worker
 // overlap in time ([start, end) windows; the error names both specs), nor a delay and a
-// bwneighbor (both shape the worker's side of its link). InvalidArgument
+// bwneighbor (both shape the worker's side of its link), nor bwneighbors with different
+// link rates (the run gives every worker's uplink that one rate). InvalidArgument
 // also when workers < 1.
 Status ValidateInjections(const std::vector<Injection>& injections, int workers);
 

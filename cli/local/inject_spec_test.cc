@@ -297,6 +297,15 @@ TEST(ValidateInjections, RejectsADelayBesideABwNeighborOnOneWorker) {
             "from 10s to 20s (both shape the worker's side of its link)");
 }
 
+TEST(ValidateInjections, RejectsBwNeighborsWithDifferentLinks) {
+  EXPECT_TRUE(ValidateInjections(Parse({"worker=0,bwneighbor=100mbit", "worker=1,bwneighbor=500mbit"}), 2).ok());
+  Status s = ValidateInjections(
+      Parse({"worker=0,bwneighbor=100mbit", "worker=1,bwneighbor=100mbit,link=200mbit"}), 2);
+  EXPECT_EQ(s.message(),
+            "--inject \"worker=1,bwneighbor=100mbit,link=200mbit\": link: must be the same for every "
+            "bwneighbor (1gbit in --inject \"worker=0,bwneighbor=100mbit\"), got 200mbit");
+}
+
 TEST(ParseInjection, ABwNeighborTakesItsRateGuaranteeAndLink) {
   auto in = ParseInjection("worker=2,bwneighbor=800mbit,guarantee=100mbit,start=5s");
   ASSERT_TRUE(in.ok()) << in.status();
