@@ -194,11 +194,12 @@ class ClusterTest : public ::testing::Test {
   std::string JobYaml(const std::string& name, int workers) {
     return e2e::JobYaml(name, workers, ns_, TestPods());
   }
+  // `egress`: the pods' kubernetes.io/egress-bandwidth ("" = none).
   std::string ReallocJob(const std::string& name, int workers, const std::string& request, const std::string& limit,
-                         int max_iterations = 0) {
-    return e2e::ReallocJob(name, workers, request, limit, max_iterations, ns_, TestPods());
+                         int max_iterations = 0, const std::string& egress = "") {
+    return e2e::ReallocJob(name, workers, request, limit, max_iterations, ns_, TestPods(egress));
   }
-  PodTemplate TestPods() const { return {kImage, kScheduler}; }
+  PodTemplate TestPods(const std::string& egress = "") const { return {kImage, kScheduler, egress}; }
 
   // "<namespace>/<name>": the job as its workers name it in reports.
   std::string JobKey(const std::string& name) const { return ns_ + "/" + name; }

@@ -34,6 +34,8 @@ struct StragglerReports {
   std::string ca_pem = "";  // the CA an https report endpoint is verified with ("" = system CAs)
   // Sees every report once it has been accepted (e.g. a worker's metrics); may be empty.
   std::function<void(const api::WorkerReport&)> observe = nullptr;
+  // The slow worker's extra time is communication (0.01 s times slowdown), not compute.
+  bool slow_communication = false;
 };
 
 // A report client for `report_url` with `token`; null, with a test failure, when it
@@ -80,8 +82,9 @@ inline void SendReports(const std::string& report_url, const std::string& token,
       rep.worker = w;
       rep.iteration = it;
       rep.time_seconds = it * 0.5;
-      rep.compute_seconds = (w == r.slow_worker && it >= r.slow_from ? 0.1 * r.slowdown : 0.1) * noise(rng);
-      rep.communication_seconds = 0.01;
+      const double slowdown = w == r.slow_worker && it >= r.slow_from ? r.slowdown : 1.0;
+      rep.compute_seconds = (r.slow_communication ? 0.1 : 0.1 * slowdown) * noise(rng);
+      rep.communication_seconds = r.slow_communication ? 0.1 * (slowdown - 1) * noise(rng) + 0.01 : 0.01;
       auto sent = (*client)->Send(rep);
       ASSERT_TRUE(sent.ok()) << sent.status();
       if (last != nullptr && *sent) *last = **sent;

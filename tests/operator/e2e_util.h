@@ -171,6 +171,7 @@ inline int FreePort() {
 struct PodTemplate {
   std::string image = "ghcr.io/star-dev/fmnist:0.1";
   std::string scheduler_name;  // "" = the default scheduler
+  std::string egress_bandwidth;  // the pods' kubernetes.io/egress-bandwidth ("" = none)
 };
 
 // A TrainingJob in namespace `ns` of `workers` pods with CPU request and limit as given, a
@@ -178,7 +179,12 @@ struct PodTemplate {
 inline std::string TrainingJobYaml(const std::string& name, const std::string& ns, int workers, const PodTemplate& pods,
                                    const std::string& request, const std::string& limit, const std::string& extra) {
   return "apiVersion: star.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
-         "\nspec:\n  workers:\n    replicas: " + std::to_string(workers) + "\n    template:\n      spec:\n" +
+         "\nspec:\n  workers:\n    replicas: " + std::to_string(workers) + "\n    template:\n" +
+         (pods.egress_bandwidth.empty()
+              ? std::string()
+              : "      metadata:\n        annotations:\n          kubernetes.io/egress-bandwidth: \"" +
+                    pods.egress_bandwidth + "\"\n") +
+         "      spec:\n" +
          (pods.scheduler_name.empty() ? std::string() : "        schedulerName: " + pods.scheduler_name + "\n") +
          "        containers:\n          - name: trainer\n            image: " + pods.image +
          "\n            resources:\n              requests: {cpu: " + request + "}\n              limits: {cpu: " + limit +

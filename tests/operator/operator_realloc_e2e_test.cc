@@ -18,6 +18,7 @@
 #include "star/operator/reconciler/job_objects.h"
 #include "star/operator/reconciler/reallocation.h"
 #include "star/report/client.h"
+#include "star/test_support/http.h"
 
 namespace star::op {
 namespace {
@@ -44,6 +45,11 @@ class ReallocationE2eTest : public e2e::OperatorTest {
     return e.is_object() ? e["cpu"]["quotaMillicores"].get<int64_t>() : -1;
   }
 
+  int64_t Egress(const std::string& node, const std::string& pod) {
+    json e = Entry(node, pod);
+    return e.is_object() ? e["network"].value("egressBitsPerSecond", int64_t{0}) : -1;
+  }
+
   bool HasEvent(const std::string& job, const std::string& reason, const std::string& message_part = "") {
     json events = GetJson({"get", "events"});
     if (!events.is_object()) return false;
@@ -59,12 +65,14 @@ class ReallocationE2eTest : public e2e::OperatorTest {
   // node-0 with `node_cpu` allocatable; the operator; fm (4 workers, 1 CPU each, worker
   // 0 on node-0, the others on node-1) and nb (1 worker on node-0, CPU request and limit
   // as given), all Running.
-  void StartJobs(const std::string& node_cpu, const std::string& nb_request, const std::string& nb_limit) {
+  // With `fm_egress` / `nb_egress`, the jobs' pods declare that egress bandwidth.
+  void StartJobs(const std::string& node_cpu, const std::string& nb_request, const std::string& nb_limit,
+                 const std::string& fm_egress = "", const std::string& nb_egress = "") {
     MakeNode("node-0", node_cpu);
     if (HasFatalFailure()) return;
     StartOperator();
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("fm", 4, "1", "1")).exit_code, 0);
-    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("nb", 1, nb_request, nb_limit)).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("fm", 4, "1", "1", 0, fm_egress)).exit_code, 0);
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, ReallocJob("nb", 1, nb_request, nb_limit, 0, nb_egress)).exit_code, 0);
     ASSERT_TRUE(Eventually([&] { return Pods("fm").size() == 4 && Pods("nb").size() == 1; }))
         << ReadFile(dir_.path() + "/operator.log");
     for (int i = 0; i < 4; ++i) SetPodPhase("fm-worker-" + std::to_string(i), "Running", i == 0 ? "node-0" : "node-1");
@@ -160,6 +168,49 @@ TEST_F(ReallocationE2eTest, APlanIsUndoneWhenNoWorkerNeedsResourcesAnyMoreWhileT
   })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "tj", "fm"}).dump(2);
   EXPECT_EQ(GetJson({"get", "tj", "fm"})["status"].value("phase", ""), "Running");
   EXPECT_TRUE(GetJson({"get", "tj", "fm"})["status"].value("stragglers", nlohmann::json::array()).empty());
+}
+
+// The co-located sender: fm's worker 0 and nb's worker share node-0's NIC and declare
+// their bandwidth (kubernetes.io/egress-bandwidth); worker 0's communication slows. The
+// operator moves bandwidth from nb to it through node-0's NodeAllocation (what the agent
+// shapes), says so in an Event and in star_job_bandwidth_allocation_bits_per_second, and
+// gives it back when the worker is fast again.
+TEST_F(ReallocationE2eTest, ACommunicationStragglerGetsTheCoLocatedSendersBandwidthAndGivesItBack) {
+  metrics_listen_ = "127.0.0.1:" + std::to_string(e2e::FreePort());
+  StartJobs("4", "500m", "2", "1G", "800M");
+  ASSERT_TRUE(Eventually([&] {
+    return Egress("node-0", "fm-worker-0") == 1'000'000'000 && Egress("node-0", "nb-worker-0") == 800'000'000;
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2)
+      << GetJson({"get", "pod", "fm-worker-0"})["metadata"].dump(2);
+  EXPECT_EQ(Egress("node-1", "fm-worker-1"), 1'000'000'000);
+
+  e2e::StragglerReports slow{JobKey("fm"), 4, 150, 0, 30, 3.0, 11, 0.03};
+  slow.slow_communication = true;
+  e2e::SendReports(report_url_, Token("fm"), slow);
+  ASSERT_TRUE(Eventually([&] {
+    return HasPlan() && Egress("node-0", "fm-worker-0") > 1'000'000'000 && Egress("node-0", "nb-worker-0") < 800'000'000;
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2)
+      << GetJson({"get", "events"}).dump(1);
+  const int64_t fm0 = Egress("node-0", "fm-worker-0"), nb0 = Egress("node-0", "nb-worker-0");
+  EXPECT_LE(fm0 + nb0, 1'800'000'000) << "node-0's declared bandwidth is not overcommitted";
+  EXPECT_EQ(Quota("node-0", "nb-worker-0"), 2000) << "a communication straggler takes no CPU";
+  EXPECT_EQ(Egress("node-1", "fm-worker-1"), 1'000'000'000) << "pods that do not straggle keep theirs";
+  const json stragglers = GetJson({"get", "tj", "fm"})["status"].value("stragglers", json::array());
+  ASSERT_EQ(stragglers.size(), 1u) << stragglers.dump();
+  EXPECT_EQ(stragglers[0].value("cause", ""), "communication");
+  ASSERT_TRUE(Eventually([&] { return HasEvent("fm", "Reallocated", "kbit/s"); })) << GetJson({"get", "events"}).dump(1);
+  const std::string metrics = test_support::Get("http://" + metrics_listen_, "/metrics").body;
+  EXPECT_NE(metrics.find("star_job_bandwidth_allocation_bits_per_second{namespace=\"" + ns_ +
+                         "\",node=\"" + NodeName("node-0") + "\",pod=\"" + ns_ + "/fm-worker-0\",trainingjob=\"fm\"} " +
+                         std::to_string(fm0)),
+            std::string::npos)
+      << metrics;
+
+  e2e::SendWorkerZeroRecoveredReports(report_url_, Token("fm"), JobKey("fm"));
+  ASSERT_TRUE(Eventually([&] {
+    return !HasPlan() && Egress("node-0", "fm-worker-0") == 1'000'000'000 &&
+           Egress("node-0", "nb-worker-0") == 800'000'000;
+  })) << ReadFile(dir_.path() + "/operator.log") << GetJson({"get", "nodeallocations", NodeName("node-0")}).dump(2);
 }
 
 TEST_F(ReallocationE2eTest, AGuaranteedNeighborOnAFullNodeIsNeverThrottled) {

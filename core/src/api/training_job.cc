@@ -7,6 +7,7 @@
 
 #include "api/enum_table.h"
 #include "star/core/api/json_reader.h"
+#include "star/core/api/pod_bandwidth.h"
 
 namespace star::api {
 
@@ -348,6 +349,12 @@ Status CheckPodTemplate(const json& pod_template, const std::string& path) {
   if (bytes > kMaxPodTemplateBytes) {
     return Invalid(path, "must be at most " + std::to_string(kMaxPodTemplateBytes) +
                              " bytes of JSON, got " + std::to_string(bytes));
+  }
+  if (pod_template.is_object()) {
+    const json meta = pod_template.value("metadata", json::object());
+    if (meta.is_object() && meta.contains("annotations")) {
+      STAR_RETURN_IF_ERROR(PodBandwidth(meta["annotations"], path + ".metadata.annotations").status());
+    }
   }
   return FirstContainer(pod_template, path).status();
 }

@@ -386,6 +386,12 @@ INSTANTIATE_TEST_SUITE_P(
                 [](json& d) { Container(d)["resources"]["requests"]["cpu"] = -1; },
                 "spec.workers.template.spec.containers[0].resources.requests.cpu: must be a "
                 "non-negative CPU quantity like \"500m\" or \"2\", got -1"},
+        BadCase{"BadEgressBandwidth",
+                [](json& d) {
+                  Spec(d)["workers"]["template"]["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] = "fast";
+                },
+                "spec.workers.template.metadata.annotations[\"kubernetes.io/egress-bandwidth\"]: must be a "
+                "bandwidth like \"800M\" or \"1G\" (bits per second, at least 1, at most 10000000000000), got \"fast\""},
         // parameter servers
         BadCase{"PsWithAllReduce",
                 [](json& d) {

@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "star/core/api/pod_bandwidth.h"
 #include "star/operator/reconciler/job_objects.h"
 
 namespace star::op {
@@ -54,7 +55,8 @@ void TrimPod(json* pod) {
       m["ownerReferences"] = json::array({Pick(*owner, {"apiVersion", "kind", "name", "uid", "controller"})});
     }
     if (json* annotations = Member(meta, "annotations")) {
-      json a = Pick(*annotations, {kPodTemplateHashAnnotation});
+      json a = Pick(*annotations, {kPodTemplateHashAnnotation, api::kEgressBandwidthAnnotation,
+                                   api::kIngressBandwidthAnnotation});
       if (!a.empty()) m["annotations"] = std::move(a);
     }
     out["metadata"] = std::move(m);

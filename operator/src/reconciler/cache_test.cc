@@ -94,7 +94,9 @@ TEST(TrimForCache, APodKeepsWhatTheReconcilerReadsAndNothingElse) {
 }
 
 TEST(TrimForCache, APodGivesTheSameAllocationsAndPhaseDecisionsAsTheWholeOne) {
-  const std::vector<json> full = {ServedPod(0, "node-a", "Running"), ServedPod(1, "node-b", "Running")};
+  std::vector<json> full = {ServedPod(0, "node-a", "Running"), ServedPod(1, "node-b", "Running")};
+  full[0]["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] = "800M";
+  full[0]["metadata"]["annotations"]["kubernetes.io/ingress-bandwidth"] = "1G";
   std::vector<json> trimmed;
   for (const json& p : full) trimmed.push_back(Trimmed(Kind::kPod, p));
   const auto want = JobAllocationsByNode(full);
@@ -102,6 +104,9 @@ TEST(TrimForCache, APodGivesTheSameAllocationsAndPhaseDecisionsAsTheWholeOne) {
   EXPECT_EQ(JobAllocationsByNode(trimmed), want);
   EXPECT_EQ(want.at("node-a")[0].uid, "pod-uid-0");
   EXPECT_EQ(want.at("node-a")[0].cpu.quota_millicores, 500);
+  // Regression: the cache dropped the bandwidth annotations, so no pod had bandwidth.
+  EXPECT_EQ(want.at("node-a")[0].network.egress_bits_per_second, 800'000'000);
+  EXPECT_EQ(want.at("node-a")[0].network.ingress_bits_per_second, 1'000'000'000);
 
   auto input = [](const std::vector<json>& pods) {
     PhaseInput in;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "star/core/api/json_reader.h"
+#include "star/core/api/pod_bandwidth.h"
 #include "star/core/api/training_job.h"
 #include "star/operator/reconciler/pod_group.h"
 #include "star/operator/reconciler/queueing.h"
@@ -641,6 +642,9 @@ std::map<std::string, std::vector<api::PodAllocation>> JobAllocationsByNode(
     }
     a.cpu.quota_millicores = unlimited ? 0 : quota;
     a.guaranteed = guaranteed;
+    // The template's annotations were validated; a pod annotated since gets none.
+    auto net = api::PodBandwidth(pod["metadata"].value("annotations", json()), "metadata.annotations");
+    if (net.ok()) a.network = *net;
     out[node].push_back(std::move(a));
   }
   return out;

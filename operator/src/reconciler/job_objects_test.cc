@@ -508,6 +508,20 @@ TEST(NodeAllocations, QuotaIsTheLimitAndGuaranteedWhenRequestEqualsLimit) {
   EXPECT_EQ(by_node["n2"][0].uid, "uid-fm-worker-2");
 }
 
+TEST(NodeAllocations, BandwidthIsWhatThePodsAnnotationsDeclare) {
+  json declared = BoundPod("fm-worker-0", "n1", json::object());
+  declared["metadata"]["annotations"] = {{"kubernetes.io/egress-bandwidth", "800M"},
+                                         {"kubernetes.io/ingress-bandwidth", "1G"}};
+  json edited = BoundPod("fm-worker-1", "n1", json::object());
+  edited["metadata"]["annotations"] = {{"kubernetes.io/egress-bandwidth", "lots"}};
+  auto by_node = JobAllocationsByNode({declared, edited, BoundPod("fm-worker-2", "n1", json::object())});
+  ASSERT_EQ(by_node["n1"].size(), 3u);
+  EXPECT_EQ(by_node["n1"][0].network.egress_bits_per_second, 800'000'000);
+  EXPECT_EQ(by_node["n1"][0].network.ingress_bits_per_second, 1'000'000'000);
+  EXPECT_EQ(by_node["n1"][1].network, api::NetworkAllocation{}) << "an unreadable annotation limits nothing";
+  EXPECT_EQ(by_node["n1"][2].network, api::NetworkAllocation{});
+}
+
 TEST(NodeAllocations, MergeReplacesOnlyThisJobsEntries) {
   api::NodeAllocationSpec current;
   current.pods.push_back({"team", "other-worker-0", "o0", {}, {}, false});

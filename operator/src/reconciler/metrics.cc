@@ -76,7 +76,11 @@ OperatorMetrics::OperatorMetrics()
       cpu_allocation_(prometheus::BuildGauge()
                           .Name("star_job_cpu_allocation")
                           .Help("CPU millicores the job's reallocation plan gives the pod")
-                          .Register(*registry_)) {
+                          .Register(*registry_)),
+      bandwidth_allocation_(prometheus::BuildGauge()
+                                .Name("star_job_bandwidth_allocation_bits_per_second")
+                                .Help("Bandwidth the job's reallocation plan gives the pod (pods it limits)")
+                                .Register(*registry_)) {
   for (const char* r : {"success", "error", "requeue"}) reconcile_total_.Add({{"result", r}});
 }
 
@@ -153,15 +157,22 @@ void OperatorMetrics::Accuracy(const std::string& job, std::optional<double> acc
   }
 }
 
-void OperatorMetrics::CpuAllocations(const std::string& job, const std::vector<PodCpu>& pods) {
+void OperatorMetrics::PlannedAllocations(const std::string& job, const std::vector<PlannedPod>& pods) {
   std::lock_guard lock(mu_);
-  std::vector<prometheus::Gauge*>& series = series_[job].cpu;
-  for (prometheus::Gauge* g : series) cpu_allocation_.Remove(g);
-  series.clear();
-  for (const PodCpu& p : pods) {
-    prometheus::Gauge& g = cpu_allocation_.Add(JobLabels(job, {{"pod", p.pod}, {"node", p.node}}));
+  JobSeries& series = series_[job];
+  for (prometheus::Gauge* g : series.cpu) cpu_allocation_.Remove(g);
+  for (prometheus::Gauge* g : series.bandwidth) bandwidth_allocation_.Remove(g);
+  series.cpu.clear();
+  series.bandwidth.clear();
+  for (const PlannedPod& p : pods) {
+    const prometheus::Labels labels = JobLabels(job, {{"pod", p.pod}, {"node", p.node}});
+    prometheus::Gauge& g = cpu_allocation_.Add(labels);
     g.Set(static_cast<double>(p.millicores));
-    series.push_back(&g);
+    series.cpu.push_back(&g);
+    if (p.bits_per_second <= 0) continue;
+    prometheus::Gauge& b = bandwidth_allocation_.Add(labels);
+    b.Set(static_cast<double>(p.bits_per_second));
+    series.bandwidth.push_back(&b);
   }
 }
 
@@ -183,6 +194,7 @@ void OperatorMetrics::ForgetJob(const std::string& job) {
   if (it == series_.end()) return;
   for (prometheus::Gauge* g : it->second.straggler) worker_straggler_.Remove(g);
   for (prometheus::Gauge* g : it->second.cpu) cpu_allocation_.Remove(g);
+  for (prometheus::Gauge* g : it->second.bandwidth) bandwidth_allocation_.Remove(g);
   series_.erase(it);
 }
 

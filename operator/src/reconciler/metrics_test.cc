@@ -109,18 +109,28 @@ TEST(OperatorMetricsTest, AccuracyIsSetAndRemovedWithoutOneAndForgottenWithTheJo
 
 TEST(OperatorMetricsTest, CpuAllocationsFollowThePlanAndGoWithIt) {
   OperatorMetrics m;
-  m.CpuAllocations("team/a", {{"team/a-worker-0", "n1", 2500}, {"team/b-worker-1", "n1", 500}});
-  m.CpuAllocations("team/c", {{"team/c-worker-0", "n2", 1000}});
+  m.PlannedAllocations("team/a", {{"team/a-worker-0", "n1", 2500}, {"team/b-worker-1", "n1", 500}});
+  m.PlannedAllocations("team/c", {{"team/c-worker-0", "n2", 1000}});
   std::string text = m.Serialize();
   EXPECT_TRUE(Has(text, "star_job_cpu_allocation{namespace=\"team\",node=\"n1\",pod=\"team/a-worker-0\",trainingjob=\"a\"} 2500")) << text;
   EXPECT_TRUE(Has(text, "star_job_cpu_allocation{namespace=\"team\",node=\"n1\",pod=\"team/b-worker-1\",trainingjob=\"a\"} 500")) << text;
-  m.CpuAllocations("team/a", {{"team/a-worker-0", "n1", 3000}});
+  m.PlannedAllocations("team/a", {{"team/a-worker-0", "n1", 3000}});
   text = m.Serialize();
   EXPECT_TRUE(Has(text, "star_job_cpu_allocation{namespace=\"team\",node=\"n1\",pod=\"team/a-worker-0\",trainingjob=\"a\"} 3000")) << text;
   EXPECT_EQ(text.find("pod=\"team/b-worker-1\""), std::string::npos) << text;
-  m.CpuAllocations("team/a", {});  // undone
+  m.PlannedAllocations("team/a", {});  // undone
   m.ForgetJob("team/c");
   EXPECT_EQ(m.Serialize().find("star_job_cpu_allocation{"), std::string::npos) << m.Serialize();
+}
+
+TEST(OperatorMetricsTest, BandwidthAllocationsOnlyForThePodsThePlanLimits) {
+  OperatorMetrics m;
+  m.PlannedAllocations("team/a", {{"team/a-worker-0", "n1", 1000, 1'400'000'000}, {"team/b-worker-0", "n1", 2000, 0}});
+  std::string text = m.Serialize();
+  EXPECT_TRUE(Has(text, "star_job_bandwidth_allocation_bits_per_second{namespace=\"team\",node=\"n1\",pod=\"team/a-worker-0\",trainingjob=\"a\"} 1400000000")) << text;
+  EXPECT_EQ(text.find("star_job_bandwidth_allocation_bits_per_second{namespace=\"team\",node=\"n1\",pod=\"team/b-worker-0\""), std::string::npos) << text;
+  m.ForgetJob("team/a");
+  EXPECT_EQ(m.Serialize().find("star_job_bandwidth_allocation_bits_per_second{"), std::string::npos) << m.Serialize();
 }
 
 TEST(OperatorMetricsTest, UndoneReallocationsAreCountedAndForgotten) {

@@ -111,6 +111,19 @@ void AddNode(const ReallocationInput& in, const std::string& node, PlannerCluste
   cluster.cs.nodes.push_back(std::move(n));
 }
 
+// What the bandwidth-limited pods beside `uid` on `node` can yield: their allocations
+// above the planner's floor (or above their request when guaranteed).
+int64_t YieldableBandwidth(const ReallocationInput& in, const PlannerCluster& cluster, const std::string& node,
+                           const std::string& uid) {
+  int64_t total = 0;
+  for (const resources::Pod& p : cluster.cs.pods) {
+    if (p.node != node || p.uid == uid || !cluster.bandwidth_limited.count(p.uid)) continue;
+    const int64_t floor = std::max(in.planner.min_allocation.bandwidth_bps, p.guaranteed ? p.request.bandwidth_bps : 0);
+    total += std::max<int64_t>(0, p.allocation.bandwidth_bps - floor);
+  }
+  return total;
+}
+
 // The request for the stragglers' extra resources; `worst` is their largest slowdown
 // (at least 1) and `asked` names each straggler that asked, in order.
 resources::ReallocationRequest StragglerDemands(const ReallocationInput& in, const PlannerCluster& cluster,
@@ -130,8 +143,11 @@ resources::ReallocationRequest StragglerDemands(const ReallocationInput& in, con
     if (s.cause == api::StragglerCause::kCompute) {
       d.extra.cpu_millicores = std::llround(static_cast<double>(pod->allocation.cpu_millicores) * more);
     } else {
+      // On a shared NIC (slowdown - 1) x its own allocation may be more than exists; it
+      // asks for what the co-located senders can yield, up to that.
       if (cluster.bandwidth_limited.count(s.uid)) {
-        d.extra.bandwidth_bps = std::llround(static_cast<double>(pod->allocation.bandwidth_bps) * more);
+        d.extra.bandwidth_bps = std::min<int64_t>(std::llround(static_cast<double>(pod->allocation.bandwidth_bps) * more),
+                                         YieldableBandwidth(in, cluster, pod->node, s.uid));
       }
     }
     if (d.extra.cpu_millicores <= 0 && d.extra.bandwidth_bps <= 0) continue;

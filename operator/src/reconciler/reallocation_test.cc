@@ -92,8 +92,32 @@ TEST(PlanJobReallocation, ACommunicationStragglerAsksForBandwidthOnlyWhenItHasAL
   for (auto& p : in.allocations[0].spec.pods) p.network.egress_bits_per_second = 100'000'000;
   out = PlanJobReallocation(in);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(out->plan.wanted.bandwidth_bps, 100'000'000) << "(2 - 1) x its 100 Mbit/s";
+  EXPECT_EQ(out->plan.wanted.bandwidth_bps, 99'000'000)
+      << "(2 - 1) x its 100 Mbit/s, as far as the neighbor's 100 Mbit/s goes above its 1 Mbit/s floor";
   EXPECT_EQ(out->plan.wanted.cpu_millicores, 0);
+}
+
+// On a shared NIC (slowdown - 1) x its own allocation can exceed what exists: it asks for
+// what the co-located senders yield above their floors, and gets it.
+TEST(PlanJobReallocation, ACommunicationStragglerAsksForNoMoreThanItsNeighborsCanYield) {
+  ReallocationInput in = TwoJobs(4000);
+  in.stragglers[0].cause = api::StragglerCause::kCommunication;
+  in.stragglers[0].slowdown = 3.0;
+  in.allocations[0].spec.pods[0].network.egress_bits_per_second = 1'000'000'000;
+  in.allocations[0].spec.pods[1].network.egress_bits_per_second = 800'000'000;
+  auto out = PlanJobReallocation(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->plan.wanted.bandwidth_bps, 799'000'000) << "800 Mbit/s above the 1 Mbit/s floor, not 2 Gbit/s";
+  EXPECT_TRUE(out->apply) << out->message;
+  ASSERT_TRUE(out->overrides.count("o0"));
+  EXPECT_EQ(out->overrides.at("o0").bandwidth_bps, 1'000'000);
+  EXPECT_EQ(out->overrides.at("j0").bandwidth_bps, 1'799'000'000);
+
+  in.allocations[0].spec.pods[1].guaranteed = true;  // its whole allocation is its request
+  out = PlanJobReallocation(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_FALSE(out->apply);
+  EXPECT_NE(out->message.find("nothing to reallocate"), std::string::npos) << out->message;
 }
 
 TEST(PlanJobReallocation, BadInputIsRefusedNamingTheField) {

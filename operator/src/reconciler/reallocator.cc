@@ -50,7 +50,7 @@ std::optional<NeedsRevision> Reallocator::Acted(const std::string& key) const {
 Status Reallocator::Undo(const json& job, const std::string& key, const PhaseDecision& d) {
   nodes_->SetPlan(key, {});
   manager_->metrics()->Reallocation(key, "undone");
-  manager_->metrics()->CpuAllocations(key, {});
+  manager_->metrics()->PlannedAllocations(key, {});
   events_->Emit(job, {"Normal", "ReallocationUndone",
                        std::string(d.phase == api::JobPhase::kRunning ? "no worker needs resources any more"
                                                                      : "job not running") +
@@ -80,20 +80,20 @@ Status Reallocator::Plan(const json& job, const std::string& key, const JobSnaps
   nodes_->SetPlan(key, out->overrides);
   events_->Emit(job, {"Normal", "Reallocated", out->message});
   metrics->Reallocation(key, "applied");
-  metrics->CpuAllocations(key, PodCpusOf(in, out->overrides));
+  metrics->PlannedAllocations(key, PlannedPodsOf(in, out->overrides));
   return Status::Ok();
 }
 
-std::vector<PodCpu> Reallocator::PodCpusOf(const ReallocationInput& in,
+std::vector<PlannedPod> Reallocator::PlannedPodsOf(const ReallocationInput& in,
                                            const std::map<std::string, PodOverride>& overrides) {
   std::map<std::string, std::string> names;  // uid -> "<namespace>/<name>"
   for (const api::NodeAllocation& a : in.allocations) {
     for (const api::PodAllocation& p : a.spec.pods) names[p.uid] = p.namespace_ + "/" + p.name;
   }
-  std::vector<PodCpu> out;
+  std::vector<PlannedPod> out;
   for (const auto& [uid, o] : overrides) {
     auto it = names.find(uid);
-    out.push_back({it != names.end() ? it->second : uid, o.node, o.cpu_millicores});
+    out.push_back({it != names.end() ? it->second : uid, o.node, o.cpu_millicores, o.bandwidth_bps});
   }
   return out;
 }

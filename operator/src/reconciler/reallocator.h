@@ -46,7 +46,7 @@ class Reallocator {
 
   // star_job_cpu_allocation of a plan: the CPU `overrides` give each pod, named
   // "<namespace>/<name>" from the NodeAllocations in `in` (by uid; else the uid).
-  static std::vector<PodCpu> PodCpusOf(const ReallocationInput& in,
+  static std::vector<PlannedPod> PlannedPodsOf(const ReallocationInput& in,
                                        const std::map<std::string, PodOverride>& overrides);
 
  private:

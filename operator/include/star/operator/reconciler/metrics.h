@@ -72,11 +72,13 @@ inline constexpr const char* kDecisionKinds[] = {"sync_mode", "amp", "batch"};
 // without "/": trainingjob only).
 prometheus::Labels JobLabels(const std::string& job, prometheus::Labels more = {});
 
-// A pod's CPU in a reallocation plan (star_job_cpu_allocation).
-struct PodCpu {
+// A pod's allocation in a reallocation plan (star_job_cpu_allocation, and
+// star_job_bandwidth_allocation_bits_per_second when the plan limits its bandwidth).
+struct PlannedPod {
   std::string pod;   // "<namespace>/<name>"
   std::string node;
   int64_t millicores = 0;
+  int64_t bits_per_second = 0;  // 0: the plan leaves its bandwidth alone
 };
 
 class OperatorMetrics {
@@ -100,8 +102,9 @@ class OperatorMetrics {
   void Accuracy(const std::string& job, std::optional<double> accuracy);
   // outcome: "applied", "skipped", "error" or "undone".
   void Reallocation(const std::string& job, const std::string& outcome);
-  // Replaces the job's star_job_cpu_allocation series by `pods` (empty: none).
-  void CpuAllocations(const std::string& job, const std::vector<PodCpu>& pods);
+  // Replaces the job's star_job_cpu_allocation and
+  // star_job_bandwidth_allocation_bits_per_second series by `pods` (empty: none).
+  void PlannedAllocations(const std::string& job, const std::vector<PlannedPod>& pods);
   void ForgetJob(const std::string& job);
   // The text exposition format.
   std::string Serialize() const;
@@ -111,6 +114,7 @@ class OperatorMetrics {
   struct JobSeries {
     std::set<prometheus::Gauge*> straggler;
     std::vector<prometheus::Gauge*> cpu;
+    std::vector<prometheus::Gauge*> bandwidth;
   };
 
   mutable std::mutex mu_;
@@ -127,6 +131,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& accuracy_;
   prometheus::Family<prometheus::Counter>& reallocations_;
   prometheus::Family<prometheus::Gauge>& cpu_allocation_;
+  prometheus::Family<prometheus::Gauge>& bandwidth_allocation_;
   std::map<std::string, JobSeries> series_;  // by job
 };
 
