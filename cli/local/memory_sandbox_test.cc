@@ -237,8 +237,9 @@ struct ReallocationRig {
     };
     reallocator = std::make_unique<Reallocator>(std::move(ctx));
   }
-  void Update(int64_t revision, std::vector<op::ResourceNeed> workers, double t = 10) {
-    reallocator->Update({std::move(workers), revision}, t, injector->injections());
+  // Returns the workers the reallocator had nothing for.
+  std::vector<int> Update(int64_t revision, std::vector<op::ResourceNeed> workers, double t = 10) {
+    return reallocator->Update({std::move(workers), revision}, t, injector->injections());
   }
   std::optional<agent::CpuLimits> neighbor_cpu() const {
     return rig.host.cpu(rig.sandbox->neighbor_cgroup(2));
@@ -310,9 +311,10 @@ constexpr op::ResourceNeed kWorker1Communication{1, api::StragglerCause::kCommun
 TEST(Reallocation, ACommunicationNeedTakesTheBwNeighborsRateDownToItsGuarantee) {
   ReallocationRig r("worker=1,bwneighbor=800mbit,guarantee=100mbit");
   ASSERT_EQ(r.neighbor_bps(), 800'000'000);
-  r.Update(1, {kWorker1Compute});  // a compute need: no bandwidth to give for it
+  // A compute need: no bandwidth to give for it, and the loop is told so.
+  EXPECT_EQ(r.Update(1, {kWorker1Compute}), std::vector<int>{1});
   EXPECT_EQ(r.neighbor_bps(), 800'000'000);
-  r.Update(2, {kWorker1Communication});
+  EXPECT_TRUE(r.Update(2, {kWorker1Communication}).empty());
   EXPECT_EQ(r.rig.events.back(), "reallocate 1");
   EXPECT_EQ(r.neighbor_bps(), 100'000'000);  // never below its guarantee
   r.Update(3, {});
@@ -325,6 +327,16 @@ TEST(Reallocation, ABwNeighborWithoutAGuaranteeKeepsTheLeastTheRuleAllows) {
   r.Update(1, {kWorker1Communication});
   EXPECT_EQ(r.rig.events.back(), "reallocate 1");
   EXPECT_EQ(r.neighbor_bps(), 1'000'000);  // PlannerOptions::min_allocation's 1 Mbit/s
+}
+
+// A hard slow link: no co-located sender to cap, so the need is reported unmet and the
+// loop does not wait for a reallocation that cannot come.
+TEST(Reallocation, ACommunicationNeedWithoutABwNeighborIsUnmet) {
+  ReallocationRig r("worker=1,bandwidth=200mbit");
+  EXPECT_EQ(r.Update(1, {kWorker1Communication, {0, api::StragglerCause::kCompute, 2.0}}),
+            (std::vector<int>{1, 0}));
+  EXPECT_TRUE(r.Update(1, {kWorker1Communication}).empty()) << "a revision already acted on";
+  EXPECT_EQ(r.rig.events, (std::vector<std::string>{"inject 1"}));
 }
 
 TEST(Reallocation, ALiftedNeighborIsNotUncappedAgain) {

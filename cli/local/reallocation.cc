@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "local/format.h"
 #include "star/core/resources/planner.h"
@@ -131,10 +132,11 @@ std::optional<op::ResourceNeed> NeedOf(const op::ResourceNeeds& needs, const Act
 
 }  // namespace
 
-void Reallocator::Update(const op::ResourceNeeds& needs, double t,
-                         const std::vector<ActiveInjection>& injections) {
-  if (needs.revision == revision_) return;
+std::vector<int> Reallocator::Update(const op::ResourceNeeds& needs, double t,
+                                     const std::vector<ActiveInjection>& injections) {
+  if (needs.revision == revision_) return {};
   revision_ = needs.revision;
+  std::set<int> met;
   for (size_t i = 0; i < injections.size(); ++i) {
     const ActiveInjection& a = injections[i];
     const bool gives = a.spec.kind == InjectionKind::kNeighbor || Bandwidth(a);
@@ -143,8 +145,15 @@ void Reallocator::Update(const op::ResourceNeeds& needs, double t,
       neighbors_.erase(i);  // lifting removed the cap
       continue;
     }
-    UpdateOne(NeedOf(needs, a), t, a, neighbors_[i]);
+    const std::optional<op::ResourceNeed> need = NeedOf(needs, a);
+    UpdateOne(need, t, a, neighbors_[i]);
+    if (need && neighbors_[i].capped >= 0) met.insert(need->worker);
   }
+  std::vector<int> unmet;
+  for (const op::ResourceNeed& n : needs.workers) {
+    if (!met.count(n.worker)) unmet.push_back(n.worker);
+  }
+  return unmet;
 }
 
 void Reallocator::UpdateOne(const std::optional<op::ResourceNeed>& need, double t,

@@ -51,9 +51,11 @@ class Reallocator {
   explicit Reallocator(ReallocationContext ctx) : ctx_(std::move(ctx)) {}
 
   // `injections` is the Injector's list (the same one at every call); `t` the run time
-  // of the events.
-  void Update(const op::ResourceNeeds& needs, double t,
-              const std::vector<ActiveInjection>& injections);
+  // of the events. Returns the listed workers nothing was given to (no neighbor that
+  // meets their need, or a plan not worth it), ascending, for the loop's NoteUnmetNeeds;
+  // empty when `needs` was already acted on.
+  std::vector<int> Update(const op::ResourceNeeds& needs, double t,
+                          const std::vector<ActiveInjection>& injections);
 
   // The revision last acted on (0 before any).
   int64_t revision() const { return revision_; }

@@ -515,7 +515,9 @@ void Runner::MaybeReallocate() {
     if (loop_->resource_needs().revision == reallocator_->revision()) return;
     needs = loop_->resource_needs();
   }
-  reallocator_->Update(needs, Now(), injector_->injections());
+  const std::vector<int> unmet = reallocator_->Update(needs, Now(), injector_->injections());
+  std::lock_guard<std::mutex> lock(mu_);
+  loop_->NoteUnmetNeeds(needs.revision, unmet);
 }
 
 void Runner::Progress() {

@@ -127,6 +127,7 @@ class Run {
       return Status::Internal("the control loop rejected a simulated report: " +
                               decision.status().message());
     }
+    NoteNothingToGive();
     if (*decision && (*decision)->epoch > last_epoch_) {
       last_epoch_ = (*decision)->epoch;
       ++decisions_;
@@ -137,6 +138,17 @@ class Run {
       }
     }
     return Status::Ok();
+  }
+
+  // The simulator moves no resources between jobs: every need the loop lists is unmet,
+  // as star local's reallocator says when a worker has no neighbor to take from.
+  void NoteNothingToGive() {
+    const op::ResourceNeeds& needs = loop_.resource_needs();
+    if (needs.revision == noted_revision_) return;
+    noted_revision_ = needs.revision;
+    std::vector<int> workers;
+    for (const op::ResourceNeed& n : needs.workers) workers.push_back(n.worker);
+    loop_.NoteUnmetNeeds(needs.revision, workers);
   }
 
   // A decision of batches or AMP only: no switch; each worker takes its setting up at the
@@ -172,6 +184,7 @@ class Run {
   std::optional<api::Decision> pending_;  // a switch: every worker stops at its iteration
   api::Decision sync_;                    // the last switch made (ssgd at the start)
   int64_t last_epoch_ = 0;
+  int64_t noted_revision_ = 0;
   int64_t decisions_ = 0;
 };
 

@@ -6,6 +6,14 @@
 
 namespace star::detect {
 
+namespace {
+
+// A link out of a worker is taken as paced by the link into it (not slow of its own) when
+// the link in is at least this many times slower.
+constexpr double kPacedRatio = 1.5;
+
+}  // namespace
+
 LinkTable::LinkTable(int workers, LinkOptions options)
     : options_(options), links_(static_cast<size_t>(std::max(workers, 0))) {}
 
@@ -29,9 +37,18 @@ void LinkTable::Observe(int receiver, const api::LinkReading& reading) {
 }
 
 bool LinkTable::Slow(int receiver) const {
-  if (receiver < 0 || verdict_.median <= 0) return false;
+  if (receiver < 0 || verdict_.typical <= 0) return false;
   const Link& l = links_[static_cast<size_t>(receiver)];
-  return !l.per_byte.empty() && l.level >= options_.slow_ratio * verdict_.median;
+  return !l.per_byte.empty() && l.level >= options_.slow_ratio * verdict_.typical;
+}
+
+bool LinkTable::SlowOut(int worker) const {
+  const int out = verdict_.receiver_of[static_cast<size_t>(worker)];
+  if (!Slow(out)) return false;
+  // A worker forwards what it receives: behind a much slower link into it, its own link
+  // out is timed slow too (its sends wait on its receives). That is not its link's.
+  return !(Slow(worker) && links_[static_cast<size_t>(worker)].level >=
+                               kPacedRatio * links_[static_cast<size_t>(out)].level);
 }
 
 void LinkTable::Refresh() {
@@ -49,15 +66,18 @@ void LinkTable::Refresh() {
     v.slowest = std::max(v.slowest, l.level);
     v.receiver_of[static_cast<size_t>(l.sender)] = static_cast<int>(r);
   }
-  if (levels.size() >= 3) v.median = internal::MedianInPlace(levels.data(), levels.size());
+  if (levels.size() >= 3) {
+    // The faster half: a worker slow both ways slows two links, half of a 4-ring's, and
+    // the median of all would sit between the slow and the fast ones.
+    std::sort(levels.begin(), levels.end());
+    v.typical = internal::MedianInPlace(levels.data(), (levels.size() + 1) / 2);
+  }
   verdict_ = std::move(v);
   for (size_t w = 0; w < n; ++w) {
+    if (!SlowOut(static_cast<int>(w))) continue;
     const int out = verdict_.receiver_of[w];
-    if (!Slow(out)) continue;
     // The slow link w -> out is w's unless `out` is slow both ways (then it is out's).
-    const bool in_slow = Slow(static_cast<int>(w));
-    const bool receiver_both_ways = Slow(verdict_.receiver_of[static_cast<size_t>(out)]);
-    if (in_slow || !receiver_both_ways) {
+    if (Slow(static_cast<int>(w)) || !SlowOut(out)) {
       verdict_.named.push_back(static_cast<int>(w));
       verdict_.is_named[w] = 1;
     }
@@ -75,14 +95,14 @@ double LinkTable::OwnShare(int worker) {
       verdict_.is_named[static_cast<size_t>(worker)]) {
     return 1;
   }
-  return verdict_.slowest > 0 ? std::clamp(verdict_.median / verdict_.slowest, 1e-3, 1.0) : 1;
+  return verdict_.slowest > 0 ? std::clamp(verdict_.typical / verdict_.slowest, 1e-3, 1.0) : 1;
 }
 
 double LinkTable::Slowdown(int receiver) {
   Refresh();
-  if (receiver < 0 || receiver >= static_cast<int>(links_.size()) || verdict_.median <= 0) return 1;
+  if (receiver < 0 || receiver >= static_cast<int>(links_.size()) || verdict_.typical <= 0) return 1;
   const Link& l = links_[static_cast<size_t>(receiver)];
-  return l.per_byte.empty() ? 1 : l.level / verdict_.median;
+  return l.per_byte.empty() ? 1 : l.level / verdict_.typical;
 }
 
 }  // namespace star::detect

@@ -33,10 +33,13 @@ using Hop = std::function<double(int sender, int64_t i)>;
 // One report per worker per iteration, ring order 0 -> 1 -> ... -> 0: compute with 3%
 // noise, communication 2 (n - 1) times the slowest link's hop (the ring waits on it),
 // and the link from the predecessor.
-void RunRing(JobControlLoop& loop, int64_t iterations, const Hop& hop, uint64_t seed = 3) {
+// `after` (if set) runs after each iteration's reports, as a runtime acting on them would.
+void RunRing(JobControlLoop& loop, int64_t iterations, const Hop& hop, uint64_t seed = 3,
+             const std::function<void(int64_t)>& after = nullptr) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> noise(0.0, 0.03);
   for (int64_t i = 1; i <= iterations; ++i) {
+    if (after && i > 1) after(i - 1);
     std::vector<double> hops(kRing);
     for (int s = 0; s < kRing; ++s) hops[static_cast<size_t>(s)] = hop(s, i) * noise(rng);
     const double ring = 2 * (kRing - 1) * *std::max_element(hops.begin(), hops.end());
@@ -95,6 +98,41 @@ TEST(LinkStragglers, AWorkerSlowBothWaysIsNamedAndNotItsNeighbours) {
   const auto flagged = Stragglers(*loop);
   ASSERT_FALSE(flagged.empty());
   for (const auto* e : flagged) EXPECT_EQ(e->worker, 2);
+}
+
+// The first iteration whose reports brought a mode decision (0: none).
+int64_t FirstModeDecision(const JobControlLoop& loop) {
+  for (const TimelineEvent& e : loop.timeline()) {
+    if (EventName(e.kind) == std::string("mode")) return std::llround(e.t / 0.1);
+  }
+  return 0;
+}
+
+// A hard slow link: the mode waits a detection window for a reallocation, unless the
+// runtime says it has nothing to give that worker; then the mode does not wait.
+TEST(LinkStragglers, ACommunicationStragglerWithNothingToGiveIsTheModesWithoutWaiting) {
+  const Hop slow = [](int s, int64_t i) { return (s == 1 || s == 2) && i >= 40 ? 6 * kHop : kHop; };
+  auto waiting = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(waiting.ok()) << waiting.status();
+  RunRing(*waiting, 120, slow);
+  auto unmet = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(unmet.ok()) << unmet.status();
+  int64_t told = 0;
+  RunRing(*unmet, 120, slow, 3, [&](int64_t i) {
+    const ResourceNeeds& needs = unmet->resource_needs();
+    if (needs.workers.empty() || told != 0) return;
+    told = i;
+    unmet->NoteUnmetNeeds(needs.revision - 1, {2});  // stale: ignored
+    unmet->NoteUnmetNeeds(needs.revision, {2});
+  });
+  ASSERT_GT(told, 0);
+  const int64_t waited = FirstModeDecision(*waiting), acted = FirstModeDecision(*unmet);
+  ASSERT_GT(waited, 0);
+  ASSERT_GT(acted, 0);
+  EXPECT_GE(waited - told, Spec().mitigation.detection.window) << "reallocation's window first";
+  // Without the wait the mode acts once the medians it chooses by show the slow link.
+  EXPECT_LT(acted - told, Spec().mitigation.detection.window) << "told " << told << " waited " << waited;
+  EXPECT_LT(acted, waited);
 }
 
 TEST(LinkStragglers, ALinkReadingFromAnUnknownPeerIsRefusedNamingTheField) {

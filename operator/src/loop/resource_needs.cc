@@ -35,6 +35,7 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
       hold.release_rounds = std::max(hold.release_rounds, 4 * options_.resource_release_rounds);
     }
     hold.since_round = rounds_;
+    hold.unmet = false;
     return ResourceNeed{worker, v.cause, v.slowdown};
   }
   if (listed) {
@@ -47,9 +48,17 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   if (contended) {
     Reenter(hold);
     hold.since_round = rounds_;
+    hold.unmet = false;
     return ResourceNeed{worker, api::StragglerCause::kCompute, AmpEquivalentSlowdown(worker, typical)};
   }
   return std::nullopt;
+}
+
+void JobControlLoop::NoteUnmetNeeds(int64_t revision, const std::vector<int>& workers) {
+  if (revision != needs_.revision) return;
+  for (int w : workers) {
+    if (w >= 0 && w < n_) need_holds_[static_cast<size_t>(w)].unmet = true;
+  }
 }
 
 void JobControlLoop::Reenter(NeedHold& hold) const {

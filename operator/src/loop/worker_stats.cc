@@ -134,8 +134,8 @@ bool JobControlLoop::ReallocationPending(int worker) const {
   if (!spec_.mitigation.resource_reallocation.enabled) return false;
   for (const ResourceNeed& n : needs_.workers) {
     if (n.worker != worker || n.cause != api::StragglerCause::kCommunication) continue;
-    const int64_t since = need_holds_[static_cast<size_t>(worker)].since_round;
-    return since >= 0 && rounds_ - since < spec_.mitigation.detection.window;
+    const NeedHold& hold = need_holds_[static_cast<size_t>(worker)];
+    return !hold.unmet && hold.since_round >= 0 && rounds_ - hold.since_round < spec_.mitigation.detection.window;
   }
   return false;
 }

@@ -206,6 +206,19 @@ StatusOr<Observed> JobRegistry::ObserveLocked(Job& job, const api::WorkerReport&
   return o;
 }
 
+void JobRegistry::NoteUnmetNeeds(const std::string& key, const JobSnapshot& snap) {
+  std::shared_ptr<Job> found = Find(key);
+  if (!found) return;
+  std::lock_guard lock(found->mu);
+  {
+    std::lock_guard registry_lock(mu_);
+    if (found->loop_id != snap.loop) return;
+  }
+  std::vector<int> workers;
+  for (const ResourceNeed& n : snap.needs.workers) workers.push_back(n.worker);
+  found->loop->NoteUnmetNeeds(snap.needs.revision, workers);
+}
+
 std::optional<JobSnapshot> JobRegistry::Snapshot(const std::string& key) const {
   std::shared_ptr<Job> found = Find(key);
   if (!found) return std::nullopt;

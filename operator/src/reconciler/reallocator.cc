@@ -69,11 +69,13 @@ Status Reallocator::Plan(const json& job, const std::string& key, const JobSnaps
     events_->Emit(job, {"Warning", "ReallocationSkipped", "reallocation skipped: the nodes' allocations are "
                                                           "inconsistent (see the operator's log)"});
     metrics->Reallocation(key, "error");
+    registry_->NoteUnmetNeeds(key, snap);
     return Status::Ok();
   }
   if (!out->apply) {
     events_->Emit(job, {"Normal", "ReallocationSkipped", out->message});
     metrics->Reallocation(key, "skipped");
+    registry_->NoteUnmetNeeds(key, snap);  // its communication stragglers are the mode's now
     return Status::Ok();
   }
   // Kept with the allocations it produces, in the same NodeAllocation writes.

@@ -171,6 +171,11 @@ class JobControlLoop {
   [[nodiscard]] const std::vector<TimelineEvent>& timeline() const { return timeline_; }
   // The workers that need resources now (resource_needs.h); changes only at round closes.
   [[nodiscard]] const ResourceNeeds& resource_needs() const { return needs_; }
+  // The runtime that acted on request `revision` found nothing to give these workers
+  // (no co-located sender to cap, or a plan not worth its cost). A communication
+  // straggler among them is the mode's at once instead of after a detection window;
+  // until it leaves the request or changes cause. A stale revision is ignored.
+  void NoteUnmetNeeds(int64_t revision, const std::vector<int>& workers);
   // Workers the detector currently flags, ascending.
   [[nodiscard]] std::vector<int> stragglers() const { return detector_.Stragglers(); }
   // The detector's view of one worker (straggling, cause, kind, slowdown).
@@ -244,6 +249,7 @@ class JobControlLoop {
     int release_rounds = 1;  // quiet rounds before it leaves (doubles on each return)
     bool released = false;   // it left the request and has not returned since
     int64_t since_round = -1;  // the round it entered the request (or changed cause)
+    bool unmet = false;        // the runtime had nothing to give it (NoteUnmetNeeds)
   };
   // A worker's own communication while its link is not measured (alone in a group, a
   // fixed-k child, parameter servers): what it was when last measured, for a while.
@@ -376,7 +382,7 @@ class JobControlLoop {
   // Stragglers the sync mode must handle: all of them, except compute stragglers that
   // AMP is (about to be) handling and has had less than a detection window to fix, and
   // communication stragglers whose bandwidth request is younger than a detection window
-  // (reallocation's turn first, as AMP's for compute).
+  // and not known to be unmet (reallocation's turn first, as AMP's for compute).
   [[nodiscard]] std::vector<int> ModeStragglers() const;
   [[nodiscard]] bool ReallocationPending(int worker) const;
   [[nodiscard]] int64_t UpdateBatch(int worker) const;

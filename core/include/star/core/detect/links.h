@@ -6,14 +6,18 @@
 // all-reduce's fastest hop (api::LinkReading): a slow link is seen by the worker behind
 // it. LinkTable keeps those readings and names the worker a slow link belongs to:
 //   * a link is slow when its time per byte (the median of its newest `history`
-//     readings) is at least `slow_ratio` times the median link's;
+//     readings) is at least `slow_ratio` times the typical link's: the median of the
+//     faster half of the links (a worker slow both ways slows two links, half of a
+//     4-ring's: a median over all would lie between the slow and the fast);
 //   * a worker whose links in and out are both slow is named (its uplink is slow both
 //     ways, as a shaped or congested NIC is); a slow link whose receiver is not named
 //     that way names its sender (a co-located job sending through the sender's uplink
-//     takes the sender's egress).
+//     takes the sender's egress), unless the link into that sender is 1.5x slower still:
+//     a worker forwards what it receives, so behind a slow link its own link out is
+//     timed slow too.
 // OwnShare turns that into what the detector and the mode selector need: the part of a
 // worker's measured communication that is its own. A named worker keeps all of it; every
-// other worker keeps the median link's share of the slowest link's time (the ring
+// other worker keeps the typical link's share of the slowest link's time (the ring
 // without the slow link would be that much faster). With fewer than 3 links known, or no
 // slow link, every share is 1: a clean ring changes nothing.
 // Pure: no clock, no I/O; not thread-safe. Observe is O(history); the verdicts are
@@ -45,7 +49,7 @@ class LinkTable {
   const std::vector<int>& Named();
   // The share of `worker`'s measured communication that is its own, in (0, 1].
   double OwnShare(int worker);
-  // A link's time per byte over the median link's (1 when unknown); by receiver.
+  // A link's time per byte over the typical link's (1 when unknown); by receiver.
   double Slowdown(int receiver);
 
  private:
@@ -56,14 +60,16 @@ class LinkTable {
   };
   // The verdicts of the readings as they are now (after any Observe).
   struct Verdict {
-    double median = 0;               // over the known links' levels; 0 below 3 links
+    double typical = 0;              // the faster half's median level; 0 below 3 links
     double slowest = 0;
     std::vector<int> receiver_of;    // by sender; -1 when no known link leaves it
     std::vector<int> named;          // ascending
     std::vector<char> is_named;      // by worker
   };
   void Refresh();
-  bool Slow(int receiver) const;  // against verdict_.median
+  bool Slow(int receiver) const;  // against verdict_.typical
+  // The link out of `worker` is slow of its own (not paced by a slower link into it).
+  bool SlowOut(int worker) const;
 
   LinkOptions options_;
   std::vector<Link> links_;  // by receiver

@@ -123,6 +123,9 @@ class JobRegistry {
   void SetUrgentListener(std::function<void()> listener);
   // nullopt for an unknown job.
   std::optional<JobSnapshot> Snapshot(const std::string& key) const;
+  // The reallocation planned for `snap` gave nothing to its needs' workers
+  // (JobControlLoop::NoteUnmetNeeds); ignored when the job's loop has changed since.
+  void NoteUnmetNeeds(const std::string& key, const JobSnapshot& snap);
 
   // The job's current decision when it is not recorded (Recorded) yet: it must be
   // written to status before any worker gets it, so that a restarted operator resumes
