@@ -132,7 +132,8 @@ def parse_injection(spec):
         "worker": int(fields["worker"]),
         "start": secs(fields.get("start", "0s")),
         "end": secs(fields["end"]) if "end" in fields else None,
-        "kind": "bandwidth" if "bandwidth" in fields else "cpu",
+        # A co-located sender (bwneighbor) slows the worker's link, as a shaped one does.
+        "kind": "bandwidth" if "bandwidth" in fields or "bwneighbor" in fields else "cpu",
     }
 
 

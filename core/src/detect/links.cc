@@ -10,7 +10,7 @@ namespace {
 
 // A link out of a worker is taken as paced by the link into it (not slow of its own) when
 // the link in is at least this many times slower.
-constexpr double kPacedRatio = 1.5;
+constexpr double kPacedRatio = 1.25;
 
 }  // namespace
 

@@ -68,6 +68,11 @@ TEST(LinkTable, ALinkPacedByTheSlowLinkIntoItsSenderNamesNobody) {
   LinkTable egress(4);
   FeedRing(egress, {1, 1, 5, 2});  // 2 -> 3 slow; 3 -> 0 paced by it
   EXPECT_EQ(egress.Named(), std::vector<int>{2});
+  // A co-located sender on worker 2's 1 Gbit/s uplink (8 ns/byte): 2 -> 3 at 35, and
+  // 3 -> 0, paced by it, timed at up to 22.
+  LinkTable sender(4);
+  FeedRing(sender, {8, 8, 35, 22});
+  EXPECT_EQ(sender.Named(), std::vector<int>{2});
 }
 
 TEST(LinkTable, OneSlowReadingIsNotASlowLink) {

@@ -101,6 +101,10 @@ std::optional<JobControlLoop::SyncSetting> JobControlLoop::ChooseAutoSync(
     // reports is flagged (static) once its window is full, and batch adaptation may
     // then be the better fix.
     if (!EveryWorkerJudged()) return ssgd;
+    // Nor while a slow link names a worker the detector has not flagged: its own time
+    // jumped when the link was named, and the detector (then reallocation) judges it
+    // first. Out of the ring its link would not be measured again.
+    if (!links_.Named().empty()) return ssgd;
     const auto [tmin, tmax] = std::minmax_element(times.begin(), times.end());
     if (*tmax < options_.auto_min_spread * *tmin) return ssgd;
     if (!(sel.value().estimated_seconds_per_progress <

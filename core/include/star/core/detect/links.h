@@ -12,7 +12,7 @@
 //   * a worker whose links in and out are both slow is named (its uplink is slow both
 //     ways, as a shaped or congested NIC is); a slow link whose receiver is not named
 //     that way names its sender (a co-located job sending through the sender's uplink
-//     takes the sender's egress), unless the link into that sender is 1.5x slower still:
+//     takes the sender's egress), unless the link into that sender is 1.25x slower still:
 //     a worker forwards what it receives, so behind a slow link its own link out is
 //     timed slow too.
 // OwnShare turns that into what the detector and the mode selector need: the part of a
