@@ -22,5 +22,5 @@ done
 # star sim against these runs: each run's measured link speeds replayed (cut at its
 # reallocations), the progress parameters fitted on both scenarios.
 /usr/bin/python3 bench/calibration/calibrate.py --star "$BUILD/cli/star" --amp off \
-    --clean $OUT/clean/run* --runs $(ls -d $OUT/run* | grep -v clean) --fit bwneighbor,bandwidth \
+    --clean $OUT/clean/run* --runs $OUT/run* --fit bwneighbor,bandwidth \
     --out "$OUT/calibration" | tee "$OUT/calibration.txt"

@@ -241,6 +241,15 @@ Status Validate(const ClusterState& s, const ReallocationRequest& r) {
   return CheckNumber(r.horizon_seconds, "horizon_seconds", 0, true);
 }
 
+Resources FloorOf(const Pod& p, const PlannerOptions& options) {
+  const Resources none{0, 0};
+  const Resources& r = p.guaranteed ? p.request : none;
+  return {std::max(options.min_allocation.cpu_millicores, r.cpu_millicores),
+          std::max(options.min_allocation.bandwidth_bps, r.bandwidth_bps)};
+}
+
+bool MayGive(const Pod& p, const std::string& job) { return !p.job.empty() && p.job != job; }
+
 namespace {
 
 // One PlanReallocation over a state and request already validated: the indexes, each
@@ -253,11 +262,9 @@ class Planner {
 
  private:
   // What a pod keeps of resource k whatever happens.
-  int64_t FloorOf(const Pod& p, int k) const {
-    return std::max(At(o_.min_allocation, k), p.guaranteed ? At(p.request, k) : 0);
-  }
+  int64_t FloorOf(const Pod& p, int k) const { return At(resources::FloorOf(p, o_), k); }
   // A pod STAR may throttle: managed, not the requester's.
-  bool Donor(const Pod& p) const { return !p.job.empty() && p.job != r_.job; }
+  bool Donor(const Pod& p) const { return MayGive(p, r_.job); }
 
   void StartPlan();
   // Covers the demand for resource k on node n (steps 0-2), then hands it out.

@@ -111,15 +111,13 @@ void AddNode(const ReallocationInput& in, const std::string& node, PlannerCluste
   cluster.cs.nodes.push_back(std::move(n));
 }
 
-// What the bandwidth-limited pods beside `uid` on `node` can yield: their allocations
-// above the planner's floor (or above their request when guaranteed).
-int64_t YieldableBandwidth(const ReallocationInput& in, const PlannerCluster& cluster, const std::string& node,
-                           const std::string& uid) {
+// What the bandwidth-limited pods of other jobs on `node` can yield to a plan for
+// `in.job`: their allocations above what the planner leaves them.
+int64_t YieldableBandwidth(const ReallocationInput& in, const PlannerCluster& cluster, const std::string& node) {
   int64_t total = 0;
   for (const resources::Pod& p : cluster.cs.pods) {
-    if (p.node != node || p.uid == uid || !cluster.bandwidth_limited.count(p.uid)) continue;
-    const int64_t floor = std::max(in.planner.min_allocation.bandwidth_bps, p.guaranteed ? p.request.bandwidth_bps : 0);
-    total += std::max<int64_t>(0, p.allocation.bandwidth_bps - floor);
+    if (p.node != node || !resources::MayGive(p, in.job) || !cluster.bandwidth_limited.count(p.uid)) continue;
+    total += std::max<int64_t>(0, p.allocation.bandwidth_bps - resources::FloorOf(p, in.planner).bandwidth_bps);
   }
   return total;
 }
@@ -147,7 +145,7 @@ resources::ReallocationRequest StragglerDemands(const ReallocationInput& in, con
       // asks for what the co-located senders can yield, up to that.
       if (cluster.bandwidth_limited.count(s.uid)) {
         d.extra.bandwidth_bps = std::min<int64_t>(std::llround(static_cast<double>(pod->allocation.bandwidth_bps) * more),
-                                         YieldableBandwidth(in, cluster, pod->node, s.uid));
+                                         YieldableBandwidth(in, cluster, pod->node));
       }
     }
     if (d.extra.cpu_millicores <= 0 && d.extra.bandwidth_bps <= 0) continue;

@@ -105,6 +105,10 @@ TEST(PlanJobReallocation, ACommunicationStragglerAsksForNoMoreThanItsNeighborsCa
   in.stragglers[0].slowdown = 3.0;
   in.allocations[0].spec.pods[0].network.egress_bits_per_second = 1'000'000'000;
   in.allocations[0].spec.pods[1].network.egress_bits_per_second = 800'000'000;
+  // Another worker of the same job on the node gives nothing to its own job.
+  in.allocations[0].spec.pods.push_back(Alloc("j-worker-1", "j1", 1000));
+  in.allocations[0].spec.pods.back().network.egress_bits_per_second = 500'000'000;
+  in.owners["j1"] = {"default/j", 1};
   auto out = PlanJobReallocation(in);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->plan.wanted.bandwidth_bps, 799'000'000) << "800 Mbit/s above the 1 Mbit/s floor, not 2 Gbit/s";

@@ -146,6 +146,11 @@ struct Plan {
 [[nodiscard]] Status Validate(const ClusterState& state, const ReallocationRequest& request);
 [[nodiscard]] Status Validate(const PlannerOptions& options);
 
+// What pod `p` keeps whatever a plan does: the floor, or its request when guaranteed.
+[[nodiscard]] Resources FloorOf(const Pod& p, const PlannerOptions& options);
+// Whether a plan for `job` may take from `p`: a pod STAR manages, of another job.
+[[nodiscard]] bool MayGive(const Pod& p, const std::string& job);
+
 // Plans the reallocation (see the file comment). Errors: the Validate functions'.
 // Complexity O(P log P) for P pods.
 [[nodiscard]] StatusOr<Plan> PlanReallocation(const ClusterState& state,
