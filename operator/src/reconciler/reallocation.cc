@@ -293,7 +293,9 @@ std::vector<api::PodAllocation> ApplyOverrides(std::vector<api::PodAllocation> p
     p.cpu.quota_millicores = it->second.cpu_millicores;
     if (it->second.bandwidth_bps > 0) {
       p.network.egress_bits_per_second = it->second.bandwidth_bps;
-      p.network.ingress_bits_per_second = it->second.bandwidth_bps;
+      // Ingress moves with the plan only where the pod limits it: an unlimited ingress
+      // was never planned, and is not to be limited by a plan for egress.
+      if (p.network.ingress_bits_per_second > 0) p.network.ingress_bits_per_second = it->second.bandwidth_bps;
     }
   }
   return pods;

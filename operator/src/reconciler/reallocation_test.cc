@@ -174,12 +174,16 @@ TEST(FoldOverrides, APodsOwnJobWinsElseTheLowestAllocation) {
 }
 
 TEST(ApplyOverrides, ChangesOnlyTheNamedPods) {
-  std::vector<api::PodAllocation> pods{Alloc("x", "1", 1000), Alloc("y", "2", 500)};
-  auto out = ApplyOverrides(pods, {{"2", {"n", "j", 250, 1000000}}, {"9", {"n", "j", 1, 1}}}, "n");
+  std::vector<api::PodAllocation> pods{Alloc("x", "1", 1000), Alloc("y", "2", 500), Alloc("z", "3", 500)};
+  pods[2].network.ingress_bits_per_second = 50'000'000;
+  auto out = ApplyOverrides(
+      pods, {{"2", {"n", "j", 250, 1000000}}, {"3", {"n", "j", 250, 2000000}}, {"9", {"n", "j", 1, 1}}}, "n");
   EXPECT_EQ(out[0], pods[0]);
   EXPECT_EQ(out[1].cpu.quota_millicores, 250);
   EXPECT_EQ(out[1].network.egress_bits_per_second, 1000000);
-  EXPECT_EQ(out[1].network.ingress_bits_per_second, 1000000);
+  EXPECT_EQ(out[1].network.ingress_bits_per_second, 0) << "an unlimited ingress is not limited by the plan";
+  EXPECT_EQ(out[2].network.egress_bits_per_second, 2000000);
+  EXPECT_EQ(out[2].network.ingress_bits_per_second, 2000000) << "a limited ingress follows the plan";
 }
 
 // An override is for one node's pod: the same uid on another node is not touched.
