@@ -560,6 +560,19 @@ void Detector::EmitStraggler(int id, std::vector<Event>* events) {
   events->push_back(StragglerEvent(id, w));
 }
 
+bool Detector::Flag(int worker, api::StragglerCause cause, double slowdown,
+                    std::vector<Event>* events) {
+  if (worker < 0 || worker >= num_workers_ || !std::isfinite(slowdown) || slowdown <= 0) {
+    return false;
+  }
+  Worker& w = workers_[static_cast<size_t>(worker)];
+  if (!w.known || w.straggler) return false;
+  MarkStraggler(w, cause, api::StragglerKind::kDynamic);
+  w.slowdown = slowdown;
+  EmitStraggler(worker, events);
+  return true;
+}
+
 bool Detector::IsStraggler(int worker) const {
   return worker >= 0 && static_cast<size_t>(worker) < workers_.size() &&
          workers_[static_cast<size_t>(worker)].straggler;

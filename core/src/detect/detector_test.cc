@@ -565,5 +565,37 @@ TEST(Detector, FlushEvaluatesTheLastRound) {
   EXPECT_EQ(events.size(), 1u);
 }
 
+// Outside evidence (a strong slow link): flagged at once; its recovery is the window's.
+TEST(DetectorFlag, FlagsAKnownWorkerOnceAndItsTimingsJudgeItsRecovery) {
+  Detector d;
+  std::vector<Event> events;
+  auto feed = [&](int64_t from, int64_t to) {
+    for (int64_t i = from; i <= to; ++i) {
+      for (int w = 0; w < 4; ++w) d.Observe(Sample{i, w, 0.1 * (1 + 0.01 * w), 0.02}, &events);
+    }
+  };
+  feed(1, 30);
+  ASSERT_TRUE(events.empty()) << Describe(events);
+  EXPECT_FALSE(d.Flag(9, StragglerCause::kCommunication, 3, &events)) << "never seen";
+  EXPECT_FALSE(d.Flag(2, StragglerCause::kCommunication, NAN, &events));
+  EXPECT_FALSE(d.Flag(2, StragglerCause::kCommunication, 0, &events));
+  ASSERT_TRUE(events.empty());
+  ASSERT_TRUE(d.Flag(2, StragglerCause::kCommunication, 3, &events));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].worker, 2);
+  EXPECT_EQ(events[0].state, State::kStraggler);
+  EXPECT_EQ(events[0].cause, StragglerCause::kCommunication);
+  EXPECT_EQ(events[0].kind, StragglerKind::kDynamic);
+  EXPECT_EQ(events[0].slowdown, 3);
+  EXPECT_EQ(events[0].iteration, 30);
+  EXPECT_TRUE(d.IsStraggler(2));
+  EXPECT_FALSE(d.Flag(2, StragglerCause::kCompute, 2, &events)) << "already straggling";
+  events.clear();
+  feed(31, 60);  // its timings are the cohort's: recovered once half a window followed
+  ASSERT_EQ(events.size(), 1u) << Describe(events);
+  EXPECT_EQ(events[0].state, State::kRecovered);
+  EXPECT_GE(events[0].iteration, 30 + DetectorOptions{}.window / 2);
+}
+
 }  // namespace
 }  // namespace star::detect

@@ -84,6 +84,26 @@ TEST(LinkTable, OneSlowReadingIsNotASlowLink) {
   EXPECT_EQ(t.Named(), std::vector<int>{2});
 }
 
+TEST(LinkTable, ANamedWorkersLinkIsStrongEvidenceOnlyWellAboveTheTypicalTwiceRunning) {
+  LinkTable t(4);
+  FeedRing(t, {1, 1, 5, 1});  // 2 -> 3 five times the typical link
+  EXPECT_DOUBLE_EQ(t.StrongSlowdown(2), 5.0);
+  EXPECT_EQ(t.StrongSlowdown(3), 0.0) << "not named";
+  LinkTable mild(4);
+  FeedRing(mild, {1, 1, 2, 1});  // slow (named) but under strong_ratio
+  ASSERT_EQ(mild.Named(), std::vector<int>{2});
+  EXPECT_EQ(mild.StrongSlowdown(2), 0.0);
+  LinkTable once(4);
+  FeedRing(once, {1, 1, 1, 1}, 1);
+  once.Observe(3, api::LinkReading{2, 9.0, 1});  // its only reading since: one may be a hiccup
+  ASSERT_EQ(once.Named(), std::vector<int>{2});
+  EXPECT_EQ(once.StrongSlowdown(2), 0.0);
+  once.Observe(3, api::LinkReading{2, 9.0, 1});
+  EXPECT_DOUBLE_EQ(once.StrongSlowdown(2), 9.0) << "the median of 1, 9, 9 over 1";
+  once.Observe(3, api::LinkReading{2, 1.0, 1});  // the newest is fast again
+  EXPECT_EQ(once.StrongSlowdown(2), 0.0);
+}
+
 TEST(LinkTable, ANewRingStartsALinksHistoryAfresh) {
   LinkTable t(4);
   FeedRing(t, {1, 1, 6, 1});

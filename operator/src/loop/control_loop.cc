@@ -43,6 +43,7 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
       detector_(options_.detector),
       links_(n_),
       link_holds_(static_cast<size_t>(n_)),
+      strong_link_(static_cast<size_t>(n_), 0),
       amp_(std::move(amp)),
       workers_(static_cast<size_t>(n_)),
       reported_(static_cast<size_t>(n_), false),
@@ -114,7 +115,7 @@ StatusOr<std::optional<api::Decision>> JobControlLoop::Observe(const api::Worker
   RecordSample(own);
   ObserveNoise(own);
   bool decide = ObserveDetector(own);
-  if (CountTowardRound(r.worker)) decide = true;
+  if (CountTowardRound(r.worker, r.time_seconds)) decide = true;
   if (redecide_ && decision_ && MinIteration() >= decision_->apply_at_iteration) decide = true;
   if (decide) Decide(r.time_seconds);
   if (r.accuracy) RecordAccuracy(r.accuracy_time_seconds.value_or(r.time_seconds), *r.accuracy);
@@ -161,7 +162,7 @@ api::WorkerReport JobControlLoop::AtEqualBatch(const api::WorkerReport& r) const
   return scaled;
 }
 
-bool JobControlLoop::CountTowardRound(int worker) {
+bool JobControlLoop::CountTowardRound(int worker, double time_seconds) {
   const size_t w = static_cast<size_t>(worker);
   if (!reported_[w]) {
     reported_[w] = true;
@@ -175,10 +176,31 @@ bool JobControlLoop::CountTowardRound(int worker) {
   round_links_.clear();
   std::fill(reported_.begin(), reported_.end(), false);
   reported_count_ = 0;
+  const bool flagged = FlagStrongLinks(time_seconds);
   const double typical = TypicalComputePerSample();
   const bool amp_changed = ObserveAmp(typical);
   UpdateResourceNeeds(typical);
-  return amp_changed || rounds_ % options_.decide_every_rounds == 0;
+  return flagged || amp_changed || rounds_ % options_.decide_every_rounds == 0;
+}
+
+bool JobControlLoop::FlagStrongLinks(double time_seconds) {
+  bool flagged = false;
+  for (int w = 0; w < n_; ++w) {
+    char& evidence = strong_link_[static_cast<size_t>(w)];
+    const double slowdown = links_.StrongSlowdown(w);
+    if (slowdown <= 0) {
+      evidence = 0;
+      continue;
+    }
+    if (evidence) continue;  // flagged on this evidence already (or straggling then)
+    evidence = 1;
+    std::vector<detect::Event> events;
+    if (!detector_.Flag(w, api::StragglerCause::kCommunication, slowdown, &events)) continue;
+    const detect::Event& e = events.front();
+    timeline_.push_back(MakeStragglerEvent(time_seconds, w, {e.cause, e.kind, e.slowdown}));
+    flagged = true;
+  }
+  return flagged;
 }
 
 bool JobControlLoop::ObserveAmp(double typical) {

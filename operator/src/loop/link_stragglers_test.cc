@@ -90,6 +90,65 @@ TEST(LinkStragglers, ASlowEgressNamesItsSenderAsACommunicationStragglerWithin3It
   EXPECT_EQ(loop->resource_needs().workers[0].cause, api::StragglerCause::kCommunication);
 }
 
+// The link's second slow reading is strong evidence: the round it closes flags the
+// worker, before its own timings (all members wait on the link alike) could show it.
+TEST(LinkStragglers, AStrongSlowLinkFlagsItsWorkerAtTheRoundOfItsSecondSlowReading) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  constexpr int64_t kOnset = 60;
+  RunRing(*loop, 70, [](int s, int64_t i) { return s == 3 && i >= kOnset ? 8 * kHop : kHop; });
+  const auto flagged = Stragglers(*loop);
+  ASSERT_EQ(flagged.size(), 1u);
+  EXPECT_EQ(flagged.front()->worker, 3);
+  EXPECT_EQ(flagged.front()->straggler.cause, api::StragglerCause::kCommunication);
+  EXPECT_GT(flagged.front()->straggler.slowdown, 6.0) << "the link's slowdown";
+  EXPECT_DOUBLE_EQ(flagged.front()->t, 0.1 * (kOnset + 1));
+}
+
+// One slow reading now and then (a hiccup on some link) is never strong evidence.
+TEST(LinkStragglers, LinkHiccupsFlagNobody) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunRing(*loop, 300, [](int s, int64_t i) { return i % 7 == 0 && s == i % kRing ? 10 * kHop : kHop; });
+  EXPECT_TRUE(Stragglers(*loop).empty());
+}
+
+// The times of the straggler events that start an episode (not updates).
+std::vector<double> Onsets(const JobControlLoop& loop) {
+  std::vector<double> onsets;
+  bool straggling = false;
+  for (const TimelineEvent& e : loop.timeline()) {
+    const std::string name(EventName(e.kind));
+    if (name == "straggler" && !straggling) onsets.push_back(e.t);
+    if (name == "straggler") straggling = true;
+    if (name == "recovered") straggling = false;
+  }
+  return onsets;
+}
+
+TEST(LinkStragglers, AStrongLinkFlagsAgainInItsNextEpisode) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunRing(*loop, 260, [](int s, int64_t i) {
+    return s == 3 && ((i >= 40 && i < 120) || i >= 200) ? 8 * kHop : kHop;
+  });
+  EXPECT_EQ(Onsets(*loop), (std::vector<double>{0.1 * 41, 0.1 * 201}));
+}
+
+// A link 8x slow whose time is a sliver of the iteration: the detector finds the worker
+// recovered half a window after the flag, and the same evidence does not flag it again
+// (once per episode of the evidence, or it would flap every few rounds).
+TEST(LinkStragglers, AWorkerFoundRecoveredIsNotFlaggedAgainWhileItsLinkStaysSlow) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  constexpr double kSliver = kHop / 100;
+  RunRing(*loop, 200, [](int s, int64_t i) { return s == 3 && i >= 40 ? 8 * kSliver : kSliver; });
+  EXPECT_EQ(Onsets(*loop), std::vector<double>{0.1 * 41});
+  bool recovered = false;
+  for (const TimelineEvent& e : loop->timeline()) recovered |= EventName(e.kind) == std::string("recovered");
+  EXPECT_TRUE(recovered);
+}
+
 TEST(LinkStragglers, AWorkerSlowBothWaysIsNamedAndNotItsNeighbours) {
   auto loop = JobControlLoop::Create(Spec());
   ASSERT_TRUE(loop.ok()) << loop.status();

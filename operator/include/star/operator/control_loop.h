@@ -291,7 +291,12 @@ class JobControlLoop {
   api::WorkerReport OwnCommunication(const api::WorkerReport& r);
   // Counts the report toward the round; at a round close runs the AMP policy and the
   // reallocation rule. True when the round calls for a decision.
-  bool CountTowardRound(int worker);
+  bool CountTowardRound(int worker, double time_seconds);
+  // Flags, as a communication straggler, a worker whose link became strong evidence
+  // (LinkTable::StrongSlowdown) at this round close; once per episode of that evidence,
+  // so one the detector found recovered is not flagged again while it lasts. True when
+  // it flagged anyone.
+  bool FlagStrongLinks(double time_seconds);
   // Runs the AMP policy over every worker; true when it turned AMP on or off anywhere.
   bool ObserveAmp(double typical);
   void UpdateResourceNeeds(double typical);
@@ -395,6 +400,7 @@ class JobControlLoop {
   detect::LinkTable links_;  // the ring's links (reports' link readings)
   std::vector<std::pair<int, api::LinkReading>> round_links_;  // this round's, by receiver
   std::vector<LinkHold> link_holds_;  // by worker
+  std::vector<char> strong_link_;     // by worker: its link is strong evidence (FlagStrongLinks)
   amp::AmpPolicy amp_;
   converge::NoiseScaleEstimator noise_;
   std::vector<WorkerData> workers_;

@@ -51,6 +51,10 @@
 //   samples; a smaller rise, min_slowdown times over the level the straggler settled
 //   at (its slowdown a window after its last event, or lower since) for
 //   onset_evaluations rounds, is an update from the window path.
+// * Outside evidence. Flag() marks a worker a straggler at once on evidence its
+//   timings cannot show yet (the control loop: a link into or out of it several times
+//   the typical link, which in a ring every member waits on alike); from then on it is
+//   judged like a step-path straggler.
 // * Rules (`threshold` / `recovery_threshold` meaning; NaN or 0 selects the default):
 //   - kMad (default, Korel): m = typical median, MAD = median_j |med_j - m|,
 //     sigma = 1.4826 * MAD. Onset: med_i > m + k * sigma with k = threshold (default 3)
@@ -279,6 +283,12 @@ class Detector {
   // Closes the current round now (if it has any new samples), e.g. at the end of a
   // trace, and appends the resulting events.
   void Flush(std::vector<Event>* events);
+  // Flags `worker` at once from evidence outside its timings (a link several times the
+  // typical one, LinkTable), as a dynamic straggler of `cause` with `slowdown` (> 0),
+  // and appends the event. Its recovery is then judged like any straggler's, once half
+  // a window of its samples followed. False (nothing changes) for a worker never seen,
+  // one already straggling, or a slowdown not finite and > 0.
+  bool Flag(int worker, api::StragglerCause cause, double slowdown, std::vector<Event>* events);
 
   bool IsStraggler(int worker) const;
   // The current view of `worker`; known = false for ids never seen.

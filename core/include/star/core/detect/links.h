@@ -34,6 +34,9 @@ namespace star::detect {
 struct LinkOptions {
   double slow_ratio = 1.5;  // > 1
   int history = 3;          // readings per link, in [1, 64]
+  // A named worker whose slow link's newest two readings are each at least this many
+  // times the typical link is strong evidence (StrongSlowdown); > slow_ratio.
+  double strong_ratio = 2.5;
 };
 
 class LinkTable {
@@ -51,6 +54,10 @@ class LinkTable {
   double OwnShare(int worker);
   // A link's time per byte over the typical link's (1 when unknown); by receiver.
   double Slowdown(int receiver);
+  // For a named worker whose link out is strong evidence (see LinkOptions::strong_ratio):
+  // that link's time per byte over the typical link's; else 0. A ring's members all wait
+  // on such a link, so the worker's own timings show it only once its share is its own.
+  double StrongSlowdown(int worker);
 
  private:
   struct Link {
