@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,7 +49,8 @@ json TrainingJobExample() {
         "batchAdaptation": {"enabled": false, "minLocalBatch": 8},
         "resourceReallocation": {"enabled": false}},
       "runPolicy": {"backoffLimit": 2, "activeDeadlineSeconds": 7200,
-                    "ttlSecondsAfterFinished": 300, "schedulerName": "volcano"}
+                    "ttlSecondsAfterFinished": 300, "schedulerName": "volcano"},
+      "parallelism": {"pipelineStages": 1, "microBatches": 1, "maxInFlightPerStage": 1}
     },
     "status": {
       "phase": "Running",
@@ -75,6 +78,43 @@ json TrainingJobExample() {
 
 // Restores TrainingJob's cross-field rules (the CEL rules on spec) after `changed` was
 // set or removed, changing only other fields: the job a user would write around it.
+// spec.parallelism's rules after the field `at` changed: more than one stage makes the
+// job AllReduce with a world size that is a multiple of the stages; microBatches and
+// maxInFlightPerStage move to fit the stages and each other (the one under test stays);
+// the global batch covers every micro-batch, or, when it is under test, the micro-batches
+// shrink to fit it.
+void RepairParallelism(json& spec, const std::string& at, int64_t procs, int64_t* workers,
+                       int64_t* global, const std::function<void()>& make_allreduce) {
+  if (!spec.contains("parallelism") || !spec["parallelism"].is_object()) return;
+  json& p = spec["parallelism"];
+  const auto value = [&p](const char* key) {
+    return p.contains(key) && p[key].is_number_integer() ? p[key].get<int64_t>() : int64_t{1};
+  };
+  const int64_t stages = std::max<int64_t>(1, value("pipelineStages"));
+  int64_t micro = std::max<int64_t>(1, value("microBatches"));
+  int64_t in_flight = std::max<int64_t>(1, value("maxInFlightPerStage"));
+  if (stages > 1) {
+    make_allreduce();
+    *workers = std::max<int64_t>(stages, *workers / stages * stages);
+    spec["workers"]["procsPerPod"] = 1;
+    procs = 1;
+  }
+  const int64_t replicas = *workers * procs / stages;
+  if (at == "spec.training.globalBatchSize") {
+    micro = std::clamp<int64_t>(*global / replicas, stages, micro);
+  } else if (at != "spec.parallelism.microBatches") {
+    micro = std::max({micro, stages, at == "spec.parallelism.maxInFlightPerStage" ? in_flight : 1});
+  }
+  micro = std::min<int64_t>(micro, api::kMaxMicroBatches);
+  if (at != "spec.parallelism.maxInFlightPerStage") in_flight = std::clamp(in_flight, stages, micro);
+  // The field under test keeps its value, valid or not.
+  if (p.contains("microBatches") && at != "spec.parallelism.microBatches") p["microBatches"] = micro;
+  if (p.contains("maxInFlightPerStage") && at != "spec.parallelism.maxInFlightPerStage") {
+    p["maxInFlightPerStage"] = in_flight;
+  }
+  *global = std::max(*global, replicas * micro);
+}
+
 void RepairTrainingJob(json& doc, const Path& changed) {
   if (!doc.contains("spec") || !doc["spec"].is_object()) return;
   json& spec = doc["spec"];
@@ -155,6 +195,13 @@ void RepairTrainingJob(json& doc, const Path& changed) {
   if (at != "spec.synchronization.minK" && is_int(min_k)) {
     spec["synchronization"]["minK"] = std::min(min_k.get<int64_t>(), workers);
   }
+  const auto procs = [&get] {
+    const json v = get("/workers/procsPerPod", 1);
+    return v.is_number_integer() ? std::max<int64_t>(1, v.get<int64_t>()) : int64_t{1};
+  };
+  RepairParallelism(spec, at, procs(), &workers, &global, make_allreduce);
+  // More workers (a pipeline's stages) still leave minLocalBatch samples each.
+  global = std::max(global, workers * procs() * min_local);
   spec["workers"]["replicas"] = workers;
   spec["training"]["globalBatchSize"] = global;
   if (spec.contains(json::json_pointer("/mitigation/batchAdaptation/minLocalBatch"))) {
@@ -188,6 +235,24 @@ std::vector<std::pair<std::string, json>> TrainingJobViolations() {
     s["architecture"] = "AllReduce";
     s.erase("parameterServers");
     s["synchronization"]["policy"] = "ASGD";
+  });
+  const auto pipeline = [](json& s, int stages, int micro, std::optional<int> in_flight) {
+    s["architecture"] = "AllReduce";
+    s.erase("parameterServers");
+    s["parallelism"] = {{"pipelineStages", stages}, {"microBatches", micro}};
+    if (in_flight) s["parallelism"]["maxInFlightPerStage"] = *in_flight;
+  };
+  with("spec.parallelism.microBatches", [&](json& s) { pipeline(s, 4, 2, std::nullopt); });
+  with("spec.parallelism.maxInFlightPerStage", [&](json& s) { pipeline(s, 4, 8, 2); });
+  with("spec.parallelism.maxInFlightPerStage", [&](json& s) { pipeline(s, 1, 2, 3); });
+  with("spec.parallelism.pipelineStages", [&](json& s) {  // 8 processes, 3 stages
+    pipeline(s, 3, 3, 3);
+  });
+  with("spec.parallelism.pipelineStages", [](json& s) {  // a pipeline of ParameterServer
+    s["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 2}};
+  });
+  with("spec.training.globalBatchSize", [&](json& s) {  // 8 replicas * 64 micro-batches
+    pipeline(s, 1, 64, 1);
   });
   return out;
 }

@@ -364,7 +364,7 @@ int WorldSize(const TrainingJobSpec& spec) {
 }
 
 TrainingJobSpec MitigationsInForce(TrainingJobSpec spec) {
-  if (spec.mitigation.mode != MitigationMode::kObserve) return spec;
+  if (spec.mitigation.mode != MitigationMode::kObserve && !IsPipeline(spec.parallelism)) return spec;
   if (spec.synchronization.policy == SyncPolicy::kAuto) spec.synchronization.policy = SyncPolicy::kSsgd;
   spec.mitigation.amp.enabled = false;
   spec.mitigation.batch_adaptation.enabled = false;
@@ -522,6 +522,8 @@ Status Validate(const TrainingJobSpec& s, const std::string& path) {
                    "float16 is not supported (it needs a loss scale that every worker "
                    "applies alike); use bfloat16");
   }
+  STAR_RETURN_IF_ERROR(ValidateParallelism(s.parallelism, n, world, t.global_batch_size,
+                                           s.architecture == Architecture::kAllReduce, path));
   return ValidateRunPolicy(s.run_policy, path);
 }
 
@@ -653,8 +655,13 @@ StatusOr<TrainingJobSpec> TrainingJobSpecFromJson(const json& j, const std::stri
   ReadSynchronization(rd, &s.synchronization);
   ReadMitigation(rd, &s.mitigation);
   ReadRunPolicy(rd, &s.run_policy);
+  if (const json* p = Section(rd, "parallelism", Need::kOptional)) {
+    StatusOr<ParallelismSpec> parallelism = ParallelismFromJson(*p, rd.FieldPath("parallelism"));
+    if (parallelism.ok()) s.parallelism = *parallelism;
+    rd.Merge(parallelism.status());
+  }
   rd.RejectUnknown({"suspend", "architecture", "workers", "parameterServers", "training",
-                    "synchronization", "mitigation", "runPolicy"});
+                    "synchronization", "mitigation", "runPolicy", "parallelism"});
   if (rd.ok()) rd.Merge(Validate(s, path));
   if (!rd.ok()) return rd.status();
   return s;
@@ -689,6 +696,7 @@ json ToJson(const TrainingJobSpec& s) {
     j["parameterServers"] = ReplicasToJson(*s.parameter_servers, Procs::kNone);
   }
   j["runPolicy"] = ToJson(s.run_policy);
+  j["parallelism"] = ToJson(s.parallelism);
   return j;
 }
 

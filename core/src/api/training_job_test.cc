@@ -60,7 +60,8 @@ json FmnistJob() {
         "resourceReallocation": {"enabled": true}
       },
       "runPolicy": {"backoffLimit": 3, "activeDeadlineSeconds": 3600,
-                    "ttlSecondsAfterFinished": 600, "schedulerName": "volcano"}
+                    "ttlSecondsAfterFinished": 600, "schedulerName": "volcano"},
+      "parallelism": {"pipelineStages": 1, "microBatches": 1}
     },
     "status": {
       "phase": "Running",
@@ -151,6 +152,25 @@ TEST(TrainingJob, ParameterServerDocumentRoundTripsExactly) {
   EXPECT_EQ(ToJson(*job), doc);
 }
 
+// Two data-parallel replicas of a 2-stage pipeline: ranks 0, 1 are replica 0's stages.
+TEST(TrainingJob, PipelineDocumentRoundTripsExactly) {
+  json doc = FmnistJob();
+  doc["spec"]["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 8}, {"maxInFlightPerStage", 3}};
+  auto job = TrainingJobFromJson(doc);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const ParallelismSpec& p = job->spec.parallelism;
+  EXPECT_TRUE(IsPipeline(p));
+  EXPECT_EQ(p.micro_batches, 8);
+  EXPECT_EQ(p.max_in_flight_per_stage, 3);
+  EXPECT_EQ(StageOf(3, p), 1);
+  EXPECT_EQ(ReplicaOf(3, p), 1);
+  EXPECT_EQ(ToJson(*job), doc);
+  doc["spec"].erase("parallelism");
+  auto plain = TrainingJobFromJson(doc);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->spec.parallelism, ParallelismSpec{}) << "absent: one stage";
+}
+
 TEST(TrainingJob, ObserveModeTakesEveryMitigationOff) {
   auto job = TrainingJobFromJson(FmnistJob());
   ASSERT_TRUE(job.ok()) << job.status();
@@ -165,6 +185,17 @@ TEST(TrainingJob, ObserveModeTakesEveryMitigationOff) {
   job->spec.synchronization.policy = SyncPolicy::kFixedK;
   EXPECT_EQ(MitigationsInForce(job->spec).synchronization.policy, SyncPolicy::kFixedK)
       << "a pinned policy is the user's own";
+}
+
+TEST(TrainingJob, APipelineIsObservedNotMitigated) {
+  auto job = TrainingJobFromJson(FmnistJob());
+  ASSERT_TRUE(job.ok()) << job.status();
+  job->spec.parallelism = {2, 4, std::nullopt};
+  const TrainingJobSpec s = MitigationsInForce(job->spec);
+  EXPECT_EQ(s.synchronization.policy, SyncPolicy::kSsgd) << "no mode splits its stages";
+  EXPECT_FALSE(s.mitigation.amp.enabled);
+  EXPECT_FALSE(s.mitigation.batch_adaptation.enabled);
+  EXPECT_FALSE(s.mitigation.resource_reallocation.enabled);
 }
 
 TEST(TrainingJob, WorldSizeCountsProcessesPerPod) {
@@ -535,6 +566,56 @@ INSTANTIATE_TEST_SUITE_P(
                 "characters (lowercase letters, digits, '-', '.'), got \"Volcano\""},
         BadCase{"UnknownRunPolicyField", [](json& d) { Spec(d)["runPolicy"]["restarts"] = 1; },
                 "spec.runPolicy.restarts: unknown field"},
+        BadCase{"ZeroPipelineStages", [](json& d) { Spec(d)["parallelism"]["pipelineStages"] = 0; },
+                "spec.parallelism.pipelineStages: must be in [1, 64], got 0"},
+        BadCase{"TooManyMicroBatches",
+                [](json& d) {
+                  Spec(d)["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 1025}};
+                },
+                "spec.parallelism.microBatches: must be in [1, 1024], got 1025"},
+        BadCase{"StagesNotDividingTheWorkers",
+                [](json& d) { Spec(d)["parallelism"] = {{"pipelineStages", 3}, {"microBatches", 6}}; },
+                "spec.parallelism.pipelineStages: must divide spec.workers.replicas (4): every "
+                "data-parallel replica runs every stage (rank = replica * pipelineStages + stage)"},
+        BadCase{"FewerMicroBatchesThanStages",
+                [](json& d) { Spec(d)["parallelism"] = {{"pipelineStages", 4}, {"microBatches", 3}}; },
+                "spec.parallelism.microBatches: must be >= spec.parallelism.pipelineStages (4): "
+                "with fewer a stage idles in every step, got 3"},
+        BadCase{"MemoryBoundNoScheduleFits",
+                [](json& d) {
+                  Spec(d)["parallelism"] = {
+                      {"pipelineStages", 4}, {"microBatches", 8}, {"maxInFlightPerStage", 2}};
+                },
+                "spec.parallelism.maxInFlightPerStage: must be >= spec.parallelism.pipelineStages "
+                "(4): a 1F1B schedule holds that many micro-batches on the first stage, and no "
+                "schedule fits a smaller bound, got 2"},
+        BadCase{"InFlightAboveMicroBatches",
+                [](json& d) {
+                  Spec(d)["parallelism"] = {
+                      {"pipelineStages", 2}, {"microBatches", 4}, {"maxInFlightPerStage", 5}};
+                },
+                "spec.parallelism.maxInFlightPerStage: must be <= spec.parallelism.microBatches "
+                "(4), got 5"},
+        BadCase{"PipelineOfParameterServers",
+                [](json& d) {
+                  Spec(d)["architecture"] = "ParameterServer";
+                  Spec(d)["parameterServers"] = {{"replicas", 1}};
+                  Spec(d)["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 2}};
+                },
+                "spec.parallelism.pipelineStages: a pipeline needs spec.architecture AllReduce"},
+        BadCase{"MicroBatchesWithoutSamples",
+                [](json& d) {
+                  Spec(d)["training"]["globalBatchSize"] = 16;
+                  Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 1;
+                  Spec(d)["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 16}};
+                },
+                "spec.training.globalBatchSize: must be >= 2 data-parallel replicas * "
+                "spec.parallelism.microBatches (16): every micro-batch needs a sample, got 16"},
+        BadCase{"UnknownParallelismField",
+                [](json& d) { Spec(d)["parallelism"]["tensorParallel"] = 2; },
+                "spec.parallelism.tensorParallel: unknown field"},
+        BadCase{"ParallelismNotAnObject", [](json& d) { Spec(d)["parallelism"] = 4; },
+                "spec.parallelism: must be an object, got integer"},
         BadCase{"ZeroMinLocalBatch",
                 [](json& d) { Spec(d)["mitigation"]["batchAdaptation"]["minLocalBatch"] = 0; },
                 "spec.mitigation.batchAdaptation.minLocalBatch: must be >= 1, got 0"},

@@ -315,6 +315,8 @@ std::string PodTemplateHash(const api::TrainingJobSpec& spec) {
   }
   // One process per pod hashes as before procsPerPod existed: running pods stay current.
   if (parts["workers"].value("procsPerPod", 1) == 1) parts["workers"].erase("procsPerPod");
+  // A pipeline's stages and schedule are the pods' too; a data-parallel job hashes as before.
+  if (api::IsPipeline(spec.parallelism)) parts["parallelism"] = full["parallelism"];
   // FNV-1a, 64 bits, over the canonical dump (object keys sorted), from the offset basis
   // 1469598103934665603: not the standard 14695981039346656037 (one digit short) that
   // star::Fnv1a64 uses. Kept: running pods carry this value in their annotation, and a

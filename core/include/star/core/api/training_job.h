@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "star/core/api/meta.h"
+#include "star/core/api/parallelism.h"
 #include "star/core/api/types.h"
 #include "star/core/status.h"
 
@@ -196,6 +197,7 @@ struct TrainingJobSpec {
   SynchronizationSpec synchronization;           // optional section: all defaults
   MitigationSpec mitigation;                     // optional section: all defaults
   RunPolicySpec run_policy;                      // wire "runPolicy"; optional, all unset
+  ParallelismSpec parallelism;                   // optional section: one stage (parallelism.h)
 
   friend bool operator==(const TrainingJobSpec&, const TrainingJobSpec&) = default;
 };
@@ -205,7 +207,9 @@ int WorldSize(const TrainingJobSpec& spec);
 
 // The spec the control loop acts on. Under mitigation.mode Observe nothing may change in
 // training or on nodes: policy Auto becomes SSGD (a pinned policy is the user's own), and
-// amp, batchAdaptation and resourceReallocation are off. Under Mitigate, `spec` itself.
+// amp, batchAdaptation and resourceReallocation are off. A pipeline job (more than one
+// stage) is observed alike: the data-parallel modes and batches would split or unbalance
+// its stages. Otherwise `spec` itself.
 TrainingJobSpec MitigationsInForce(TrainingJobSpec spec);
 
 // ---- status ----
@@ -299,7 +303,8 @@ nlohmann::json ToJson(const TrainingJobSpec& spec);
 // kMaxReplicas: globalBatchSize >= N; minK <= N; minLocalBatch * N <= globalBatchSize; procsPerPod <= the first worker container's nvidia.com/gpu limit;
 // amp.dtype bfloat16; ParameterServer needs parameterServers.replicas >= 1; AllReduce
 // allows parameterServers only with replicas 0; policy ASGD needs ParameterServer;
-// pod templates well-formed. `path` prefixes the field paths in errors.
+// pod templates well-formed; spec.parallelism's rules (parallelism.h). `path` prefixes
+// the field paths in errors.
 [[nodiscard]] Status Validate(const TrainingJobSpec& spec, const std::string& path = "spec");
 
 StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const nlohmann::json& j,
