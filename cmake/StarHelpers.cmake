@@ -43,14 +43,14 @@ function(star_add_bench name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} benchmark::benchmark star::warnings)
 endfunction()
 
-# star_module(TARGET name DIR src-dir INCLUDE include-dir LABEL label
+# star_module(TARGET name DIR src-dir INCLUDE include-dir LABEL labels...
 #             [DEPS targets...] [PRIVATE_DEPS targets...] [TEST_LIBS targets...])
 # A static library of every DIR/*.cc that is not a test, one test executable of every
 # DIR/*_test.cc (labelled LABEL), and one of every DIR/*_k8s_test.cc, run on the real
 # cluster (TARGET_k8s_test, star_k8s_gtest). Sources are globbed, so a new file needs no
 # edit.
 function(star_module)
-  cmake_parse_arguments(ARG "" "TARGET;DIR;INCLUDE;LABEL" "DEPS;PRIVATE_DEPS;TEST_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET;DIR;INCLUDE" "LABEL;DEPS;PRIVATE_DEPS;TEST_LIBS" ${ARGN})
   file(GLOB _all CONFIGURE_DEPENDS ${ARG_DIR}/*.cc)
   file(GLOB _tests CONFIGURE_DEPENDS ${ARG_DIR}/*_test.cc)
   file(GLOB _k8s_tests CONFIGURE_DEPENDS ${ARG_DIR}/*_k8s_test.cc)
