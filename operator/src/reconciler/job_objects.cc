@@ -95,7 +95,9 @@ void RemoveEnv(json* pod, const std::string& name) {
 }
 
 // The training settings of the spec, one source for the script (STAR_GLOBAL_BATCH,
-// STAR_MAX_ITERATIONS when set, STAR_AMP_DTYPE).
+// STAR_MAX_ITERATIONS when set, STAR_AMP_DTYPE; for a pipeline STAR_PIPELINE_STAGES,
+// STAR_MICRO_BATCHES and STAR_MAX_IN_FLIGHT when set: a process's stage is RANK modulo
+// the stages).
 std::vector<json> TrainingEnv(const api::TrainingJobSpec& spec) {
   std::vector<json> env = {
       EnvValue("STAR_GLOBAL_BATCH", std::to_string(spec.training.global_batch_size)),
@@ -103,6 +105,14 @@ std::vector<json> TrainingEnv(const api::TrainingJobSpec& spec) {
   };
   if (spec.training.max_iterations) {
     env.push_back(EnvValue("STAR_MAX_ITERATIONS", std::to_string(*spec.training.max_iterations)));
+  }
+  const api::ParallelismSpec& p = spec.parallelism;
+  if (api::IsPipeline(p)) {
+    env.push_back(EnvValue("STAR_PIPELINE_STAGES", std::to_string(p.pipeline_stages)));
+    env.push_back(EnvValue("STAR_MICRO_BATCHES", std::to_string(p.micro_batches)));
+    if (p.max_in_flight_per_stage) {
+      env.push_back(EnvValue("STAR_MAX_IN_FLIGHT", std::to_string(*p.max_in_flight_per_stage)));
+    }
   }
   return env;
 }

@@ -99,6 +99,26 @@ TEST(DesiredPods, WorkersGetTorchrunsEnvironmentAndTheTrainingSettings) {
   EXPECT_EQ(Env(Pods(job)[0]).count("STAR_MAX_ITERATIONS"), 0u) << "no limit, no variable";
 }
 
+// Two data-parallel replicas of a 2-stage pipeline: every pod learns the shape, and its
+// stage is RANK modulo the stages. The shape is part of the pods' template hash.
+TEST(DesiredPods, APipelinesPodsGetItsShape) {
+  json job = Job(4);
+  const auto hash = [](const json& j) { return PodTemplateHash(api::TrainingJobFromJson(j)->spec); };
+  const std::string data_parallel = hash(job);
+  EXPECT_EQ(Env(Pods(job)[0]).count("STAR_PIPELINE_STAGES"), 0u) << "one stage: no variables";
+  job["spec"]["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 8}, {"maxInFlightPerStage", 3}};
+  const auto pods = Pods(job);
+  ASSERT_EQ(pods.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    auto env = Env(pods[i]);
+    EXPECT_EQ(env["RANK"], std::to_string(i));
+    EXPECT_EQ(env["STAR_PIPELINE_STAGES"], "2");
+    EXPECT_EQ(env["STAR_MICRO_BATCHES"], "8");
+    EXPECT_EQ(env["STAR_MAX_IN_FLIGHT"], "3");
+  }
+  EXPECT_NE(hash(job), data_parallel);
+}
+
 TEST(DesiredPods, ProcsPerPodMakesEachPodATorchrunNodeOfThatManyRanks) {
   json job = Job(2);
   job["spec"]["workers"]["procsPerPod"] = 4;
