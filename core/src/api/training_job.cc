@@ -364,8 +364,11 @@ int WorldSize(const TrainingJobSpec& spec) {
 }
 
 TrainingJobSpec MitigationsInForce(TrainingJobSpec spec) {
-  if (spec.mitigation.mode != MitigationMode::kObserve && !IsPipeline(spec.parallelism)) return spec;
-  if (spec.synchronization.policy == SyncPolicy::kAuto) spec.synchronization.policy = SyncPolicy::kSsgd;
+  const bool pipeline = IsPipeline(spec.parallelism);
+  if (spec.mitigation.mode != MitigationMode::kObserve && !pipeline) return spec;
+  if (spec.synchronization.policy == SyncPolicy::kAuto || pipeline) {
+    spec.synchronization.policy = SyncPolicy::kSsgd;
+  }
   spec.mitigation.amp.enabled = false;
   spec.mitigation.batch_adaptation.enabled = false;
   spec.mitigation.resource_reallocation.enabled = false;

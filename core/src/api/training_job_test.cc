@@ -196,6 +196,9 @@ TEST(TrainingJob, APipelineIsObservedNotMitigated) {
   EXPECT_FALSE(s.mitigation.amp.enabled);
   EXPECT_FALSE(s.mitigation.batch_adaptation.enabled);
   EXPECT_FALSE(s.mitigation.resource_reallocation.enabled);
+  job->spec.synchronization.policy = SyncPolicy::kGroups;
+  EXPECT_EQ(MitigationsInForce(job->spec).synchronization.policy, SyncPolicy::kSsgd)
+      << "a pinned mode would split the stages too";
 }
 
 TEST(TrainingJob, WorldSizeCountsProcessesPerPod) {
