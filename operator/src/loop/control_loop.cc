@@ -126,17 +126,21 @@ bool JobControlLoop::ObserveDetector(const api::WorkerReport& r) {
   std::vector<detect::Event> events;
   // Warm-up iterations (allocator, caches, connections) say nothing about stragglers.
   if (r.iteration > options_.warmup_iterations) detector_.Observe(AtEqualBatch(r), &events);
+  RecordDetectorEvents(r.time_seconds, events);
+  return !events.empty();
+}
+
+void JobControlLoop::RecordDetectorEvents(double t, const std::vector<detect::Event>& events) {
   for (const detect::Event& e : events) {
     if (e.state == detect::State::kStraggler) {
       if (e.kind == api::StragglerKind::kStatic && spec_.mitigation.batch_adaptation.enabled) {
         adapt_batches_ = true;
       }
-      timeline_.push_back(MakeStragglerEvent(r.time_seconds, e.worker, {e.cause, e.kind, e.slowdown}));
+      timeline_.push_back(MakeStragglerEvent(t, e.worker, {e.cause, e.kind, e.slowdown}));
     } else {
-      timeline_.push_back(MakeRecoveredEvent(r.time_seconds, e.worker));
+      timeline_.push_back(MakeRecoveredEvent(t, e.worker));
     }
   }
-  return !events.empty();
 }
 
 api::WorkerReport JobControlLoop::OwnCommunication(const api::WorkerReport& r) {
@@ -196,8 +200,7 @@ bool JobControlLoop::FlagStrongLinks(double time_seconds) {
     evidence = 1;
     std::vector<detect::Event> events;
     if (!detector_.Flag(w, api::StragglerCause::kCommunication, slowdown, &events)) continue;
-    const detect::Event& e = events.front();
-    timeline_.push_back(MakeStragglerEvent(time_seconds, w, {e.cause, e.kind, e.slowdown}));
+    RecordDetectorEvents(time_seconds, events);
     flagged = true;
   }
   return flagged;

@@ -278,6 +278,9 @@ class JobControlLoop {
   void ObserveNoise(const api::WorkerReport& r);
   // Feeds the detector; records its events. True when any state changed.
   bool ObserveDetector(const api::WorkerReport& r);
+  // The detector's events on the timeline at time `t` (a static straggler turns batch
+  // adaptation on when the spec allows it).
+  void RecordDetectorEvents(double t, const std::vector<detect::Event>& events);
   // `r` with its compute scaled to the worker's equal share of the global batch: the
   // detector compares speeds, so batches the loop moved neither make the workers given
   // more samples look slow nor make a straggler given fewer look recovered.
