@@ -36,7 +36,7 @@ struct LinkOptions {
   int history = 3;          // readings per link, in [1, 64]
   // A named worker whose slow link's newest two readings are each at least this many
   // times the typical link is strong evidence (StrongSlowdown); > slow_ratio.
-  double strong_ratio = 2.5;
+  double strong_ratio = 4;
 };
 
 class LinkTable {
