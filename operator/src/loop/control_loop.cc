@@ -1,6 +1,7 @@
 #include "star/operator/control_loop.h"
 
 #include <string>
+#include <utility>
 
 #include "star/core/batch/baseline.h"
 
@@ -184,7 +185,8 @@ bool JobControlLoop::CountTowardRound(int worker, double time_seconds) {
   const double typical = TypicalComputePerSample();
   const bool amp_changed = ObserveAmp(typical);
   UpdateResourceNeeds(typical);
-  return flagged || amp_changed || rounds_ % options_.decide_every_rounds == 0;
+  const bool unmet = std::exchange(unmet_news_, false);
+  return flagged || amp_changed || unmet || rounds_ % options_.decide_every_rounds == 0;
 }
 
 bool JobControlLoop::FlagStrongLinks(double time_seconds) {

@@ -168,7 +168,7 @@ int64_t FirstModeDecision(const JobControlLoop& loop) {
 }
 
 // A hard slow link: the mode waits a detection window for a reallocation, unless the
-// runtime says it has nothing to give that worker; then the mode does not wait.
+// runtime says it has nothing to give that worker; then the mode decides at once.
 TEST(LinkStragglers, ACommunicationStragglerWithNothingToGiveIsTheModesWithoutWaiting) {
   const Hop slow = [](int s, int64_t i) { return (s == 1 || s == 2) && i >= 40 ? 6 * kHop : kHop; };
   auto waiting = JobControlLoop::Create(Spec());
@@ -189,8 +189,9 @@ TEST(LinkStragglers, ACommunicationStragglerWithNothingToGiveIsTheModesWithoutWa
   ASSERT_GT(waited, 0);
   ASSERT_GT(acted, 0);
   EXPECT_GE(waited - told, Spec().mitigation.detection.window) << "reallocation's window first";
-  // Without the wait the mode acts once the medians it chooses by show the slow link.
-  EXPECT_LT(acted - told, Spec().mitigation.detection.window) << "told " << told << " waited " << waited;
+  // Without the wait the mode acts at the round close after the runtime's word, not at
+  // the loop's next periodic decision (decide_every_rounds later).
+  EXPECT_LE(acted - told, 1) << "told " << told << " waited " << waited;
   EXPECT_LT(acted, waited);
 }
 

@@ -57,7 +57,10 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
 void JobControlLoop::NoteUnmetNeeds(int64_t revision, const std::vector<int>& workers) {
   if (revision != needs_.revision) return;
   for (int w : workers) {
-    if (w >= 0 && w < n_) need_holds_[static_cast<size_t>(w)].unmet = true;
+    if (w < 0 || w >= n_) continue;
+    bool& unmet = need_holds_[static_cast<size_t>(w)].unmet;
+    if (!unmet && detector_.View(w).straggler) unmet_news_ = true;
+    unmet = true;
   }
 }
 

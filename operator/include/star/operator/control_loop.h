@@ -17,8 +17,9 @@
 // * Rounds. A round closes when every worker 0..n-1 has reported since the previous
 //   round. At each round close the AMP policy observes every worker's detector state.
 //   The loop re-decides at every `decide_every_rounds`-th round, at a round where the
-//   AMP policy flipped a worker, and immediately on a report whose detector sample
-//   raised, reclassified or cleared a straggler.
+//   AMP policy flipped a worker or the runtime found nothing to give a straggler
+//   (NoteUnmetNeeds), and immediately on a report whose detector sample raised,
+//   reclassified or cleared a straggler.
 // * Mode (spec.synchronization.policy): Auto -> select::Select. While no worker
 //   straggles, or every straggler is a compute straggler that AMP handles (AMP on for
 //   less than a detection window, or not yet on: AMP is tried first, being local and
@@ -174,7 +175,8 @@ class JobControlLoop {
   // The runtime that acted on request `revision` found nothing to give these workers
   // (no co-located sender to cap, or a plan not worth its cost). A communication
   // straggler among them is the mode's at once instead of after a detection window;
-  // until it leaves the request or changes cause. A stale revision is ignored.
+  // until it leaves the request or changes cause; the loop decides at the next round
+  // close (not at its next periodic decision). A stale revision is ignored.
   void NoteUnmetNeeds(int64_t revision, const std::vector<int>& workers);
   // Workers the detector currently flags, ascending.
   [[nodiscard]] std::vector<int> stragglers() const { return detector_.Stragglers(); }
@@ -420,6 +422,7 @@ class JobControlLoop {
   std::vector<TimelineEvent> timeline_;
   int64_t last_mode_round_ = -1;        // round of the last mode change
   bool redecide_ = false;               // a decision waits for the previous one to apply
+  bool unmet_news_ = false;             // NoteUnmetNeeds handed the mode a worker: decide
   int64_t last_amp_change_round_ = -1;  // round of the last AMP on/off of any worker
   std::vector<int64_t> amp_on_round_;   // per worker: round AMP last went on; -1 never
   int64_t epoch_base_ = 0;              // epochs an earlier loop issued (ContinueEpochs)
