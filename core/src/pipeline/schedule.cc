@@ -20,31 +20,13 @@ Status Invalid(const std::string& field, const std::string& reason) {
 
 bool Cost(double v) { return std::isfinite(v) && v >= 0; }
 
-struct Op {
-  bool forward;
-  int micro_batch;
-};
-
-// Stage order with warm-up depth w: w forwards, then one backward and one forward
-// until the forwards are done, then the remaining backwards.
-std::vector<Op> OpOrder(int w, int m) {
-  std::vector<Op> ops;
-  ops.reserve(static_cast<size_t>(2 * m));
-  for (int j = 0; j < w; ++j) ops.push_back({true, j});
-  for (int j = 0; j < m; ++j) {
-    ops.push_back({false, j});
-    if (w + j < m) ops.push_back({true, w + j});
-  }
-  return ops;
-}
-
 // An event simulation of one iteration; every stage runs its ops in order, each as soon
 // as the stage is free and its input has arrived.
 class Simulation {
  public:
   Simulation(const PipelineCosts& c, const std::vector<int>& warmup)
       : c_(c), s_(static_cast<int>(c.stages.size())), m_(c.micro_batches) {
-    for (int i = 0; i < s_; ++i) order_.push_back(OpOrder(warmup[static_cast<size_t>(i)], m_));
+    for (int i = 0; i < s_; ++i) order_.push_back(StageOps(warmup[static_cast<size_t>(i)], m_));
     activation_in_.assign(static_cast<size_t>(s_), std::vector<double>(static_cast<size_t>(m_), -1));
     gradient_in_ = activation_in_;
     std::fill(activation_in_[0].begin(), activation_in_[0].end(), 0.0);
@@ -73,7 +55,7 @@ class Simulation {
     const auto si = static_cast<size_t>(i);
     bool ran = false;
     while (next_[si] < order_[si].size()) {
-      const Op op = order_[si][next_[si]];
+      const StageOp op = order_[si][next_[si]];
       const auto j = static_cast<size_t>(op.micro_batch);
       const double input = op.forward ? activation_in_[si][j] : gradient_in_[si][j];
       if (input < 0) break;
@@ -106,7 +88,7 @@ class Simulation {
 
   const PipelineCosts& c_;
   int s_, m_;
-  std::vector<std::vector<Op>> order_;
+  std::vector<std::vector<StageOp>> order_;
   std::vector<std::vector<double>> activation_in_, gradient_in_;  // [stage][mb]; -1: not yet
   std::vector<size_t> next_;
   std::vector<double> stage_free_, down_free_, up_free_;
@@ -176,6 +158,19 @@ std::vector<int> OneFOneB(int stages, int micro_batches) {
   std::vector<int> w(static_cast<size_t>(std::max(stages, 0)));
   for (int i = 0; i < stages; ++i) w[static_cast<size_t>(i)] = std::min(stages - i, micro_batches);
   return w;
+}
+
+std::vector<StageOp> StageOps(int warmup, int micro_batches) {
+  const int m = std::max(micro_batches, 0);
+  const int w = std::clamp(warmup, std::min(1, m), m);
+  std::vector<StageOp> ops;
+  ops.reserve(static_cast<size_t>(2 * m));
+  for (int j = 0; j < w; ++j) ops.push_back({true, j});
+  for (int j = 0; j < m; ++j) {
+    ops.push_back({false, j});
+    if (w + j < m) ops.push_back({true, w + j});
+  }
+  return ops;
 }
 
 StatusOr<double> IterationSeconds(const PipelineCosts& costs, const std::vector<int>& warmup) {

@@ -33,6 +33,17 @@ TEST(PipelineModel, OneFOneBDepthsAreStagesAhead) {
   EXPECT_EQ(OneFOneB(4, 2), (std::vector<int>{2, 2, 2, 1}));
 }
 
+TEST(PipelineModel, AStageRunsItsWarmupThenOneBackwardOneForward) {
+  using Ops = std::vector<StageOp>;
+  EXPECT_EQ(StageOps(2, 4), (Ops{{true, 0}, {true, 1}, {false, 0}, {true, 2}, {false, 1},
+                                 {true, 3}, {false, 2}, {false, 3}}));
+  EXPECT_EQ(StageOps(1, 2), (Ops{{true, 0}, {false, 0}, {true, 1}, {false, 1}}));
+  // Depths outside [1, M] are clamped: all forwards first at M or more.
+  EXPECT_EQ(StageOps(9, 2), (Ops{{true, 0}, {true, 1}, {false, 0}, {false, 1}}));
+  EXPECT_EQ(StageOps(0, 2), StageOps(1, 2));
+  EXPECT_TRUE(StageOps(1, 0).empty());
+}
+
 TEST(PipelineModel, WithoutASlowLinkTheRuleIsPlainOneFOneB) {
   auto w = AdaptedWarmup(Uniform(4, 8, 1.0, 2.0, 0.1), std::nullopt);
   ASSERT_TRUE(w.ok()) << w.status();

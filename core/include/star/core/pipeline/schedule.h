@@ -54,6 +54,18 @@ struct PipelineCosts {
 // Plain 1F1B: w_i = min(S - i, M).
 std::vector<int> OneFOneB(int stages, int micro_batches);
 
+// One step of a stage's schedule: the forward or the backward of a micro-batch.
+struct StageOp {
+  bool forward = true;
+  int micro_batch = 0;
+  bool operator==(const StageOp&) const = default;
+};
+
+// A stage's order with warm-up depth `warmup` (clamped to [1, micro_batches]) over
+// `micro_batches` micro-batches: warmup forwards, then one backward and one forward
+// until the forwards are done, then the remaining backwards (2 * micro_batches steps).
+std::vector<StageOp> StageOps(int warmup, int micro_batches);
+
 // The model's iteration time (first forward to last backward) with warm-up depths
 // `warmup`: S entries, each in [1, M], non-increasing (a stage ahead of one deeper than
 // it would wait for activations it never sends). InvalidArgument otherwise.

@@ -1,0 +1,134 @@
+#include "link_channel.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+namespace star::shim {
+namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+Outbox::Outbox(std::unique_ptr<Collective> pair, int peer)
+    : pair_(std::move(pair)), peer_(peer), thread_([this] { Run(); }) {}
+
+Outbox::~Outbox() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Status Outbox::Post(std::vector<float> data, uint64_t tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.ok()) return error_;
+  queue_.push_back({std::move(data), tag});
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+Status Outbox::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return (queue_.empty() && !sending_) || !error_.ok(); });
+  return error_;
+}
+
+ChannelCounters Outbox::TakeCounters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(counters_, {});
+}
+
+void Outbox::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() || !error_.ok()) return;  // stopping, and everything is sent
+    Message m = std::move(queue_.front());
+    queue_.pop_front();
+    sending_ = true;
+    lock.unlock();
+    const double start = Now();
+    Status s = pair_->Send(m.data.data(), m.data.size(), peer_, static_cast<uint32_t>(m.tag));
+    const double seconds = Now() - start;
+    lock.lock();
+    sending_ = false;
+    if (s.ok()) {
+      ++counters_.messages;
+      counters_.bytes += static_cast<int64_t>(m.data.size() * sizeof(float));
+      counters_.seconds += seconds;
+    } else {
+      error_ = std::move(s);
+      queue_.clear();
+    }
+    cv_.notify_all();
+  }
+}
+
+Inbox::Inbox(std::unique_ptr<Collective> pair, int peer, size_t count)
+    : pair_(std::move(pair)), peer_(peer), count_(count), thread_([this] { Run(); }) {}
+
+Inbox::~Inbox() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Inbox::Expect(int messages) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (messages > 0) end_tag_ += static_cast<uint64_t>(messages);
+  cv_.notify_all();
+}
+
+StatusOr<std::vector<float>> Inbox::Take(uint64_t tag) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (tag < taken_ || tag >= end_tag_) {
+    return Status::FailedPrecondition("pipeline: message " + std::to_string(tag) +
+                                      " is not expected (expected [" + std::to_string(taken_) +
+                                      ", " + std::to_string(end_tag_) + "))");
+  }
+  const double start = Now();
+  cv_.wait(lock, [&] { return arrived_.count(tag) > 0 || !error_.ok(); });
+  counters_.seconds += Now() - start;
+  auto found = arrived_.find(tag);
+  if (found == arrived_.end()) return error_;
+  std::vector<float> data = std::move(found->second);
+  arrived_.erase(found);
+  taken_ = tag + 1;
+  ++counters_.messages;
+  counters_.bytes += static_cast<int64_t>(data.size() * sizeof(float));
+  return data;
+}
+
+ChannelCounters Inbox::TakeCounters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(counters_, {});
+}
+
+void Inbox::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || (next_tag_ < end_tag_ && error_.ok()); });
+    if (stop_) return;
+    const uint64_t tag = next_tag_;
+    lock.unlock();
+    std::vector<float> data(count_);
+    Status s = pair_->Recv(data.data(), data.size(), peer_, static_cast<uint32_t>(tag));
+    lock.lock();
+    if (s.ok()) {
+      arrived_.emplace(tag, std::move(data));
+      ++next_tag_;
+    } else {
+      error_ = std::move(s);
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace star::shim

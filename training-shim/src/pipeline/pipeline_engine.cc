@@ -1,0 +1,154 @@
+#include "star/shim/pipeline_engine.h"
+
+#include <string>
+#include <utility>
+
+#include "link_channel.h"
+#include "star/core/pipeline/schedule.h"
+
+namespace star::shim {
+
+struct PipelineEngine::Neighbour {
+  int peer = -1;  // rank in the world communicator
+  std::unique_ptr<Outbox> out;
+  std::unique_ptr<Inbox> in;
+};
+
+namespace {
+
+Status Invalid(const std::string& field, const std::string& reason) {
+  return Status::InvalidArgument("pipeline: " + field + ": " + reason);
+}
+
+Status CheckShape(const PipelineShape& s, const StageFunctions& f, int rank, int size) {
+  if (s.stages < 1 || s.stages > 64) return Invalid("stages", "must be in [1, 64], got " + std::to_string(s.stages));
+  if (s.stage < 0 || s.stage >= s.stages) {
+    return Invalid("stage", "must be in [0, " + std::to_string(s.stages) + "), got " + std::to_string(s.stage));
+  }
+  if (s.micro_batches < s.stages || s.micro_batches > 1024) {
+    return Invalid("micro_batches", "must be in [stages (" + std::to_string(s.stages) + "), 1024], got " +
+                                        std::to_string(s.micro_batches));
+  }
+  if (rank % s.stages != s.stage) {
+    return Invalid("stage", "rank " + std::to_string(rank) + " holds stage " + std::to_string(rank % s.stages) +
+                                " of " + std::to_string(s.stages) + ", not " + std::to_string(s.stage));
+  }
+  if (rank - s.stage + s.stages > size) {
+    return Invalid("stages", "the replica of rank " + std::to_string(rank) + " needs ranks up to " +
+                                 std::to_string(rank - s.stage + s.stages - 1) + ", the communicator has " +
+                                 std::to_string(size));
+  }
+  if (s.stage > 0 && s.input_floats == 0) return Invalid("input_floats", "must be > 0 on a stage after the first");
+  if (s.stage < s.stages - 1 && s.output_floats == 0) {
+    return Invalid("output_floats", "must be > 0 on a stage before the last");
+  }
+  if (!f.forward || !f.backward) return Invalid("functions", "forward and backward are required");
+  return Status::Ok();
+}
+
+// The link between world ranks `low` and `low + 1`: two communicators, activations
+// (low -> high) and gradients (high -> low). Both ends split them in that order.
+StatusOr<std::pair<std::unique_ptr<Collective>, std::unique_ptr<Collective>>> SplitLink(Collective& world,
+                                                                                        int low) {
+  const std::vector<int> members{low, low + 1};
+  STAR_ASSIGN_OR_RETURN(auto act, world.Split(members, "pipeline-act-" + std::to_string(low)));
+  STAR_ASSIGN_OR_RETURN(auto grad, world.Split(members, "pipeline-grad-" + std::to_string(low)));
+  return std::make_pair(std::move(act), std::move(grad));
+}
+
+}  // namespace
+
+PipelineEngine::PipelineEngine(const PipelineShape& shape, StageFunctions functions)
+    : shape_(shape), fns_(std::move(functions)) {}
+
+PipelineEngine::~PipelineEngine() = default;
+
+StatusOr<std::unique_ptr<PipelineEngine>> PipelineEngine::Connect(Collective& world, const PipelineShape& shape,
+                                                                  StageFunctions functions) {
+  STAR_RETURN_IF_ERROR(CheckShape(shape, functions, world.rank(), world.size()));
+  std::unique_ptr<PipelineEngine> e(new PipelineEngine(shape, std::move(functions)));
+  const int rank = world.rank();
+  if (shape.stage > 0) {  // this stage is the link's high end: activations in, gradients out
+    STAR_ASSIGN_OR_RETURN(auto link, SplitLink(world, rank - 1));
+    e->prev_ = std::make_unique<Neighbour>();
+    e->prev_->peer = rank - 1;
+    e->prev_->in = std::make_unique<Inbox>(std::move(link.first), 0, shape.input_floats);
+    e->prev_->out = std::make_unique<Outbox>(std::move(link.second), 0);
+  }
+  if (shape.stage < shape.stages - 1) {  // the low end: activations out, gradients in
+    STAR_ASSIGN_OR_RETURN(auto link, SplitLink(world, rank));
+    e->next_ = std::make_unique<Neighbour>();
+    e->next_->peer = rank + 1;
+    e->next_->out = std::make_unique<Outbox>(std::move(link.first), 1);
+    e->next_->in = std::make_unique<Inbox>(std::move(link.second), 1, shape.output_floats);
+  }
+  return e;
+}
+
+Status PipelineEngine::RunIteration(int warmup) {
+  STAR_RETURN_IF_ERROR(broken_);
+  const int m = shape_.micro_batches;
+  if (warmup < 1 || warmup > m) {
+    return Invalid("warmup", "must be in [1, micro_batches (" + std::to_string(m) + ")], got " +
+                                 std::to_string(warmup));
+  }
+  for (Neighbour* n : {prev_.get(), next_.get()}) {
+    if (n) n->in->Expect(m);
+  }
+  const uint64_t base = iteration_ * static_cast<uint64_t>(m);
+  Status s;
+  for (const pipeline::StageOp& op : pipeline::StageOps(warmup, m)) {
+    const uint64_t tag = base + static_cast<uint64_t>(op.micro_batch);
+    s = op.forward ? Forward(op.micro_batch, tag) : Backward(op.micro_batch, tag);
+    if (!s.ok()) break;
+  }
+  for (Neighbour* n : {prev_.get(), next_.get()}) {
+    if (s.ok() && n) s = n->out->Flush();
+  }
+  ++iteration_;
+  if (!s.ok()) broken_ = s;
+  return s;
+}
+
+Status PipelineEngine::Forward(int micro, uint64_t tag) {
+  std::vector<float> input, output;
+  if (prev_) {
+    STAR_ASSIGN_OR_RETURN(input, prev_->in->Take(tag));
+  }
+  STAR_RETURN_IF_ERROR(fns_.forward(micro, input, output));
+  if (!next_) return Status::Ok();
+  if (output.size() != shape_.output_floats) {
+    return Status::Internal("pipeline: the forward of micro-batch " + std::to_string(micro) + " gave " +
+                            std::to_string(output.size()) + " floats, output_floats is " +
+                            std::to_string(shape_.output_floats));
+  }
+  return next_->out->Post(std::move(output), tag);
+}
+
+Status PipelineEngine::Backward(int micro, uint64_t tag) {
+  std::vector<float> grad_output, grad_input;
+  if (next_) {
+    STAR_ASSIGN_OR_RETURN(grad_output, next_->in->Take(tag));
+  }
+  STAR_RETURN_IF_ERROR(fns_.backward(micro, grad_output, grad_input));
+  if (!prev_) return Status::Ok();
+  if (grad_input.size() != shape_.input_floats) {
+    return Status::Internal("pipeline: the backward of micro-batch " + std::to_string(micro) + " gave " +
+                            std::to_string(grad_input.size()) + " floats, input_floats is " +
+                            std::to_string(shape_.input_floats));
+  }
+  return prev_->out->Post(std::move(grad_input), tag);
+}
+
+std::vector<PipelineLink> PipelineEngine::TakeLinks() {
+  std::vector<PipelineLink> links;
+  for (Neighbour* n : {prev_.get(), next_.get()}) {
+    if (!n) continue;
+    const ChannelCounters sent = n->out->TakeCounters(), received = n->in->TakeCounters();
+    links.push_back({n->peer, sent.bytes, sent.messages, sent.seconds, received.bytes, received.messages,
+                     received.seconds});
+  }
+  return links;
+}
+
+}  // namespace star::shim
