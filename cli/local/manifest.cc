@@ -138,11 +138,6 @@ StatusOr<LocalJob> ParseManifest(std::string_view text, const std::string& name)
   LocalJob local;
   local.job = *std::move(job);
   if (Status s = ReadTemplates(&local); !s.ok()) return s.WithPrefix(name);
-  if (api::IsPipeline(local.job.spec.parallelism) && local.worker_command.empty()) {
-    return Status::InvalidArgument(
-        name + ": spec.parallelism.pipelineStages: the bundled trainer is data-parallel; give "
-               "spec.workers.template a command that runs the pipeline's stages");
-  }
   return local;
 }
 

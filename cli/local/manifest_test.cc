@@ -215,11 +215,6 @@ INSTANTIATE_TEST_SUITE_P(
             kContainer0 + ".env[0].vaule: unknown field"},
         Bad{"EnvNotAList", WithContainer("{name: t, env: {A: x}}"),
             kContainer0 + ".env: must be an array, got object"},
-        Bad{"PipelineWithTheBundledTrainer",
-            kHead + "spec:\n  workers: {replicas: 2}\n  parallelism: {pipelineStages: 2, microBatches: 4}\n" +
-                kTraining,
-            "job.yaml: spec.parallelism.pipelineStages: the bundled trainer is data-parallel; give "
-            "spec.workers.template a command that runs the pipeline's stages"},
         Bad{"ArgsWithoutCommand", WithContainer("{name: t, args: [--epochs, '2']}"),
             kContainer0 + ".args: needs a command in star local (there is no image entrypoint; "
                           "drop args to run the bundled trainer)"}),

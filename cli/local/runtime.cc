@@ -323,6 +323,7 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
   if (spec_.training.max_iterations) {
     set("STAR_MAX_ITERATIONS", std::to_string(*spec_.training.max_iterations));
   }
+  for (const auto& [name, value] : api::PipelineEnv(spec_.parallelism)) set(name, value);
   if (bundled_) {
     set("STAR_SNAPSHOT_DIR", (run_dir_ / "snapshots").string());
     set("STAR_SNAPSHOT_EVERY", std::to_string(o_.snapshot_every));
@@ -339,9 +340,11 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
 }
 
 Status Runner::SpawnAll() {
-  // Per-rank batches: the control loop's baseline (the global batch split evenly).
+  // Per-rank batches: the control loop's baseline (the global batch split evenly; a
+  // pipeline's stages share their replica's batch).
+  const int stages = spec_.parallelism.pipeline_stages;
   const std::vector<int64_t> batches =
-      batch::EqualBatches(spec_.training.global_batch_size, workers_);
+      batch::EqualBatches(spec_.training.global_batch_size, workers_ / stages);
   for (int rank = 0; rank < servers_ + workers_; ++rank) {
     const bool server = rank < servers_;
     const int w = rank - servers_;
@@ -356,7 +359,7 @@ Status Runner::SpawnAll() {
     sp.cgroup = sandbox_->main_cgroup(rank);
     sp.netns_slot = sandbox_->has_network() ? rank : -1;
     if (bundled_) {
-      const int64_t batch = server ? 1 : batches[static_cast<size_t>(w)];
+      const int64_t batch = server ? 1 : batches[static_cast<size_t>(w / stages)];
       sp.argv = {o_.trainer_binary, "--batch", std::to_string(batch), "--threads",
                  std::to_string(o_.trainer_threads), "--amp", "off", "--no-eval",
                  "--log-every", "0"};
@@ -372,7 +375,9 @@ Status Runner::SpawnAll() {
     auto idx = procs_->Spawn(p, sp);
     if (!idx.ok()) return idx.status();
   }
-  return bundled_ ? SpawnEvaluator() : Status::Ok();
+  // The evaluator reads the data-parallel model's snapshots; a pipeline's stages hold
+  // slices of another model.
+  return bundled_ && !api::IsPipeline(spec_.parallelism) ? SpawnEvaluator() : Status::Ok();
 }
 
 // The evaluator of the bundled trainer: its stdout (one JSON line per evaluation) is read

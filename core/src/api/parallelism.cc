@@ -104,4 +104,14 @@ Status ValidateParallelism(const ParallelismSpec& p, int64_t world, const std::s
   return Status::Ok();
 }
 
+std::vector<std::pair<std::string, std::string>> PipelineEnv(const ParallelismSpec& p) {
+  if (!IsPipeline(p)) return {};
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"STAR_PIPELINE_STAGES", std::to_string(p.pipeline_stages)},
+      {"STAR_MICRO_BATCHES", std::to_string(p.micro_batches)},
+  };
+  if (p.max_in_flight_per_stage) env.emplace_back("STAR_MAX_IN_FLIGHT", std::to_string(*p.max_in_flight_per_stage));
+  return env;
+}
+
 }  // namespace star::api

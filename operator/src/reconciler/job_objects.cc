@@ -106,14 +106,7 @@ std::vector<json> TrainingEnv(const api::TrainingJobSpec& spec) {
   if (spec.training.max_iterations) {
     env.push_back(EnvValue("STAR_MAX_ITERATIONS", std::to_string(*spec.training.max_iterations)));
   }
-  const api::ParallelismSpec& p = spec.parallelism;
-  if (api::IsPipeline(p)) {
-    env.push_back(EnvValue("STAR_PIPELINE_STAGES", std::to_string(p.pipeline_stages)));
-    env.push_back(EnvValue("STAR_MICRO_BATCHES", std::to_string(p.micro_batches)));
-    if (p.max_in_flight_per_stage) {
-      env.push_back(EnvValue("STAR_MAX_IN_FLIGHT", std::to_string(*p.max_in_flight_per_stage)));
-    }
-  }
+  for (const auto& [name, value] : api::PipelineEnv(spec.parallelism)) env.push_back(EnvValue(name, value));
   return env;
 }
 

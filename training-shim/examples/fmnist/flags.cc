@@ -96,12 +96,27 @@ void AddJobFlags(CLI::App& app, Flags* flags) {
       ->envname("STAR_NO_EVAL");
 }
 
+// A pipeline's shape: the operator's and star local's STAR_PIPELINE_* variables.
+void AddPipelineFlags(CLI::App& app, Flags* flags) {
+  app.add_option("--stages", flags->stages, "pipeline stages per replica (1: data-parallel)")
+      ->envname("STAR_PIPELINE_STAGES")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--micro-batches", flags->micro_batches, "micro-batches per iteration (0: --stages)")
+      ->envname("STAR_MICRO_BATCHES")->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--max-in-flight", flags->max_in_flight, "most micro-batches a stage holds (0: all)")
+      ->envname("STAR_MAX_IN_FLIGHT")->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--warmup", flags->warmup, "warm-up depth per stage, comma-separated (default: 1F1B)")
+      ->envname("STAR_PIPELINE_WARMUP");
+  app.add_option("--hidden", flags->hidden, "the pipeline MLP's hidden width")
+      ->envname("STAR_FMNIST_HIDDEN")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+}
+
 }  // namespace
 
 std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   CLI::App app{"star-fmnist: Fashion-MNIST training worker"};
   AddTrainingFlags(app, flags);
   AddJobFlags(app, flags);
+  AddPipelineFlags(app, flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,7 +133,10 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
 Status ResolveBatch(Flags* flags) {
   const int worker = flags->rank - flags->servers;
   if (flags->global_batch <= 0 || worker < 0 || worker >= flags->world) return Status::Ok();
-  const int64_t share = batch::EqualBatches(flags->global_batch, flags->world)[static_cast<size_t>(worker)];
+  // A pipeline's stages share their replica's batch: the split is over replicas.
+  const int stages = flags->stages > 1 && flags->world % flags->stages == 0 ? flags->stages : 1;
+  const int64_t share =
+      batch::EqualBatches(flags->global_batch, flags->world / stages)[static_cast<size_t>(worker / stages)];
   if (share < 1) {
     return Status::InvalidArgument("spec.training.globalBatchSize " + std::to_string(flags->global_batch) +
                                    " (STAR_GLOBAL_BATCH) leaves worker " + std::to_string(worker) + " of " +

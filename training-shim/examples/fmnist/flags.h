@@ -51,6 +51,14 @@ struct Flags {
   std::string evaluate_dir;        // evaluator role: evaluate the snapshots in this directory
   int64_t eval_samples = 0;        // test samples per evaluation (0: the whole test set)
   bool no_eval = false;            // never evaluate in the training loop (an evaluator does)
+  // A pipeline-parallel job (pipeline.h): stages per replica (1: data-parallel only),
+  // micro-batches per iteration (0: as many as stages), the most micro-batches a stage
+  // holds (0: all), warm-up depths per stage ("" = plain 1F1B), the MLP's width.
+  int stages = 1;
+  int micro_batches = 0;
+  int max_in_flight = 0;
+  std::string warmup;
+  int hidden = 1024;
 };
 
 // Parses argv into *flags. Returns the exit status when the program should stop now

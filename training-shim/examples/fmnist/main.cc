@@ -8,7 +8,8 @@
 // 0..P-1 serve the parameters (server.h) and ranks P..P+world-1 train. Flags can also
 // come from the STAR_* variables named in --help (how the operator and `star local`
 // configure workers). --snapshot-dir / --evaluate: evaluation in its own process
-// (evaluator.h), on the job clock of --clock-origin.
+// (evaluator.h), on the job clock of --clock-origin. With --stages S > 1 the process is
+// one stage of a pipeline-parallel MLP instead (pipeline.h).
 //
 // stdout: progress lines, then one final JSON line
 //   {"final_accuracy":A,"seconds":S,"iterations":I,...}
@@ -28,6 +29,7 @@
 
 #include "evaluator.h"
 #include "flags.h"
+#include "pipeline.h"
 #include "server.h"
 #include "snapshot.h"
 #include "star/shim/heap.h"
@@ -285,6 +287,7 @@ int Run(const Flags& flags) {
   torch::manual_seed(flags.seed);
   if (Status s = Validate(WorkerConfigOf(flags)); !s.ok()) return Fail(s);
   if (flags.rank < flags.servers) return RunServer(flags);
+  if (flags.stages > 1) return RunPipeline(flags);
   Worker worker(flags);
   if (Status s = worker.Init(); !s.ok()) return Fail(s);
   if (Status s = worker.Train(); !s.ok()) return Fail(s);

@@ -22,6 +22,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +47,11 @@ struct ParallelismSpec {
 
 // More than one stage.
 inline bool IsPipeline(const ParallelismSpec& p) { return p.pipeline_stages > 1; }
+
+// The variables a pipeline's processes read, as (name, value): STAR_PIPELINE_STAGES,
+// STAR_MICRO_BATCHES, and STAR_MAX_IN_FLIGHT when set (a process's stage is its rank
+// modulo the stages). None for a data-parallel job.
+std::vector<std::pair<std::string, std::string>> PipelineEnv(const ParallelismSpec& p);
 // A worker's stage and data-parallel replica (rank = replica * stages + stage).
 inline int StageOf(int rank, const ParallelismSpec& p) { return rank % p.pipeline_stages; }
 inline int ReplicaOf(int rank, const ParallelismSpec& p) { return rank / p.pipeline_stages; }

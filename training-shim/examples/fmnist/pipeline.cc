@@ -1,0 +1,227 @@
+#include "pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "star/core/pipeline/schedule.h"
+#include "star/shim/pipeline_engine.h"
+#include "star/shim/torch_data.h"
+#include "star/shim/torch_stage.h"
+#include "star/shim/worker_session.h"
+#include "star/shim/world.h"
+
+namespace star::fmnist {
+namespace {
+
+using namespace star::shim;
+
+constexpr int64_t kPixels = 28 * 28, kClasses = 10;
+
+// The warm-up depths of --warmup ("4,3,2,1"), or plain 1F1B's; checked against the shape.
+StatusOr<std::vector<int>> WarmupOf(const Flags& f, int m) {
+  std::vector<int> w = pipeline::OneFOneB(f.stages, m);
+  if (!f.warmup.empty()) {
+    w.clear();
+    std::stringstream in(f.warmup);
+    for (std::string part; std::getline(in, part, ',');) {
+      try {
+        w.push_back(std::stoi(part));
+      } catch (const std::exception&) {
+        return Status::InvalidArgument("--warmup (STAR_PIPELINE_WARMUP): \"" + part + "\" is not a number");
+      }
+    }
+  }
+  if (static_cast<int>(w.size()) != f.stages) {
+    return Status::InvalidArgument("--warmup (STAR_PIPELINE_WARMUP): " + std::to_string(w.size()) +
+                                   " depths for " + std::to_string(f.stages) + " stages");
+  }
+  const int cap = f.max_in_flight > 0 ? std::min(f.max_in_flight, m) : m;
+  for (int d : w) {
+    if (d < 1 || d > cap) {
+      return Status::InvalidArgument("--warmup (STAR_PIPELINE_WARMUP): depth " + std::to_string(d) +
+                                     " outside [1, " + std::to_string(cap) + "] (micro-batches, max in flight)");
+    }
+  }
+  return w;
+}
+
+// Stage `s` of the MLP: flatten and the first hidden layer, a hidden layer, or the classifier.
+torch::nn::Sequential StageModule(int s, int stages, int hidden) {
+  torch::nn::Sequential m;
+  if (s == 0) m->push_back(torch::nn::Flatten());
+  if (s == stages - 1) {
+    m->push_back(torch::nn::Linear(hidden, kClasses));
+  } else {
+    m->push_back(torch::nn::Linear(s == 0 ? kPixels : hidden, hidden));
+    m->push_back(torch::nn::ReLU());
+  }
+  return m;
+}
+
+class Stage {
+ public:
+  explicit Stage(const Flags& f)
+      : f_(f), stage_(f.rank % f.stages), replica_(f.rank / f.stages), replicas_(f.world / f.stages) {}
+  Status Init();
+  Status Train();
+  void Finish() const;
+
+ private:
+  Status Iterate();
+  Status AverageOverReplicas();
+  bool FeedsOrLabels() const { return stage_ == 0 || stage_ == f_.stages - 1; }
+
+  const Flags& f_;
+  const int stage_, replica_, replicas_;
+  int m_ = 0;
+  std::vector<int> warmup_;
+  std::optional<ImageDataset> train_;
+  std::optional<BatchIterator> batches_;
+  Batch batch_;
+  torch::nn::Sequential module_{nullptr};
+  std::unique_ptr<torch::optim::SGD> sgd_;
+  std::unique_ptr<TorchStage> torch_stage_;
+  World world_;
+  std::unique_ptr<Collective> replicas_comm_;  // this stage's ranks over replicas (D > 1)
+  std::unique_ptr<PipelineEngine> engine_;
+  std::unique_ptr<WorkerSession> session_;
+  std::vector<double> iteration_seconds_;
+  std::vector<PipelineLink> links_;
+  int64_t iteration_ = 0;
+  double loss_ = 0;
+};
+
+Status Stage::Init() {
+  if (f_.world % f_.stages != 0 || f_.servers != 0) {
+    return Status::InvalidArgument("--stages " + std::to_string(f_.stages) + " must divide --world " +
+                                   std::to_string(f_.world) + ", with no parameter servers");
+  }
+  m_ = f_.micro_batches > 0 ? f_.micro_batches : f_.stages;
+  STAR_ASSIGN_OR_RETURN(warmup_, WarmupOf(f_, m_));
+  if (f_.batch % m_ != 0) {
+    return Status::InvalidArgument("the replica's batch " + std::to_string(f_.batch) + " is not a multiple of " +
+                                   std::to_string(m_) + " micro-batches (STAR_MICRO_BATCHES)");
+  }
+  if (FeedsOrLabels()) {
+    STAR_ASSIGN_OR_RETURN(train_, LoadFashionMnist(f_.data_dir, FashionMnistSplit::kTrain));
+    STAR_ASSIGN_OR_RETURN(ShardRange shard, ShardOf(train_->size(), replica_, replicas_));
+    STAR_ASSIGN_OR_RETURN(batches_, BatchIterator::Create(&*train_, shard, f_.seed + 7919ULL * replica_));
+  }
+  torch::manual_seed(f_.seed + static_cast<uint64_t>(stage_));  // every replica of a stage alike
+  module_ = StageModule(stage_, f_.stages, f_.hidden);
+  sgd_ = std::make_unique<torch::optim::SGD>(module_->parameters(),
+                                             torch::optim::SGDOptions(f_.lr).momentum(f_.momentum));
+  const int64_t micro = f_.batch / m_;
+  PipelineShape shape{f_.stages, stage_, m_};
+  if (stage_ > 0) shape.input_floats = static_cast<size_t>(micro * f_.hidden);
+  if (stage_ < f_.stages - 1) shape.output_floats = static_cast<size_t>(micro * f_.hidden);
+  torch_stage_ = std::make_unique<TorchStage>(
+      module_, shape, std::vector<int64_t>{micro, f_.hidden},
+      [this, micro](int j) -> StatusOr<torch::Tensor> { return batch_.images.narrow(0, j * micro, micro); },
+      [this, micro](int j, const torch::Tensor& y) -> StatusOr<torch::Tensor> {
+        return torch::nn::functional::cross_entropy(y, batch_.labels.narrow(0, j * micro, micro));
+      });
+  const WorkerConfig config = WorkerConfigOf(f_);
+  STAR_ASSIGN_OR_RETURN(world_, ConnectWorld(config));
+  STAR_ASSIGN_OR_RETURN(engine_, PipelineEngine::Connect(*world_.collective, shape, torch_stage_->Functions()));
+  if (replicas_ > 1) {
+    std::vector<int> members;
+    for (int r = 0; r < replicas_; ++r) members.push_back(r * f_.stages + stage_);
+    STAR_ASSIGN_OR_RETURN(replicas_comm_,
+                          world_.collective->Split(members, "pipeline-stage-" + std::to_string(stage_)));
+  }
+  WorkerSessionOptions options;
+  options.config = config;
+  options.local_batch = f_.batch;
+  STAR_ASSIGN_OR_RETURN(session_, WorkerSession::Create(std::move(options)));
+  return Status::Ok();
+}
+
+Status Stage::Train() {
+  // Without a budget: --epochs passes of a replica's shard of the 60,000 training images.
+  const int64_t budget =
+      f_.max_iterations > 0 ? f_.max_iterations : f_.epochs * std::max<int64_t>(1, 60000 / replicas_ / f_.batch);
+  while (iteration_ < budget) STAR_RETURN_IF_ERROR(Iterate());
+  return session_->Flush(std::chrono::milliseconds(5000));
+}
+
+Status Stage::Iterate() {
+  STAR_ASSIGN_OR_RETURN(IterationPlan plan, session_->BeginIteration(iteration_));
+  (void)plan;  // a pipeline runs 1F1B whatever the loop decides (its modes would split stages)
+  const double start = MonotonicSeconds();
+  STAR_RETURN_IF_ERROR(session_->BeginCompute());
+  if (FeedsOrLabels()) {
+    STAR_ASSIGN_OR_RETURN(batch_, batches_->Next(f_.batch));
+  }
+  sgd_->zero_grad();
+  STAR_RETURN_IF_ERROR(engine_->RunIteration(warmup_[static_cast<size_t>(stage_)]));
+  STAR_RETURN_IF_ERROR(session_->EndCompute());
+  STAR_RETURN_IF_ERROR(session_->BeginCommunication());
+  STAR_RETURN_IF_ERROR(AverageOverReplicas());
+  STAR_RETURN_IF_ERROR(session_->EndCommunication());
+  sgd_->step();
+  iteration_seconds_.push_back(MonotonicSeconds() - start);
+  std::vector<PipelineLink> links = engine_->TakeLinks();
+  links_.resize(links.size());
+  for (size_t i = 0; i < links.size() && iteration_ > 0; ++i) {  // the first iteration connects
+    links_[i].peer = links[i].peer;
+    links_[i].send_seconds += links[i].send_seconds;
+    links_[i].wait_seconds += links[i].wait_seconds;
+  }
+  loss_ = torch_stage_->TakeLoss();
+  IterationInfo info;
+  info.iteration = ++iteration_;
+  info.local_batch = static_cast<int>(f_.batch);
+  if (stage_ == f_.stages - 1) info.loss = loss_;
+  return session_->EndIteration(info).status();
+}
+
+Status Stage::AverageOverReplicas() {
+  if (!replicas_comm_) return Status::Ok();
+  for (torch::Tensor& p : module_->parameters()) {
+    torch::Tensor g = p.mutable_grad();
+    STAR_RETURN_IF_ERROR(replicas_comm_->AllReduceSum(g.data_ptr<float>(), static_cast<size_t>(g.numel())));
+    g.div_(replicas_);
+  }
+  return Status::Ok();
+}
+
+void Stage::Finish() const {
+  std::vector<double> steady(iteration_seconds_.begin() + std::min<size_t>(iteration_seconds_.size(), 1),
+                             iteration_seconds_.end());
+  std::sort(steady.begin(), steady.end());
+  const double median = steady.empty() ? 0 : steady[steady.size() / 2];
+  nlohmann::json links = nlohmann::json::array();
+  for (const PipelineLink& l : links_) {
+    links.push_back({{"peer", l.peer}, {"send_ms", 1e3 * l.send_seconds}, {"wait_ms", 1e3 * l.wait_seconds}});
+  }
+  nlohmann::json out = {{"stage", stage_},     {"replica", replica_},   {"iterations", iteration_},
+                        {"micro_batches", m_}, {"warmup", warmup_},     {"median_iteration_ms", 1e3 * median},
+                        {"last_loss", loss_},  {"links", links}};
+  std::printf("%s\n", out.dump().c_str());
+}
+
+}  // namespace
+
+int RunPipeline(const Flags& flags) {
+  Stage stage(flags);
+  Status s = stage.Init();
+  if (s.ok()) s = stage.Train();
+  if (!s.ok()) {
+    std::cerr << "star-fmnist: stage " << flags.rank % flags.stages << ": " << s << "\n";
+    return 1;
+  }
+  stage.Finish();
+  return 0;
+}
+
+}  // namespace star::fmnist
