@@ -275,6 +275,43 @@ TEST_F(LocalRunTest, CtrlCStopsEverythingAndRemovesItsCgroupsAndNamespaces) {
   EXPECT_TRUE(Leftovers(job).empty()) << ::testing::PrintToString(Leftovers(job));
 }
 
+// A pipeline job with the bundled trainer: each worker runs its stage of the MLP
+// (rank = stage, one replica), the stages meet over their own links, and the run ends at
+// its iteration budget with every stage's result line and no evaluator.
+TEST_F(LocalRunTest, APipelineJobRunsItsStagesWithTheBundledTrainer) {
+  const std::string job = "pipeline-run";
+  std::string manifest = Manifest(job, 2, 20, 0.99) +
+                         "  parallelism: {pipelineStages: 2, microBatches: 4}\n";
+  const std::string resources = "            resources: {limits: {cpu: 400m}}\n";
+  manifest.insert(manifest.find(resources) + resources.size(),
+                  "            env: [{name: STAR_FMNIST_HIDDEN, value: \"64\"}]\n");
+  const std::string path = Write("job.yaml", manifest), logs = dir_.path() + "/logs";
+  const std::string report_path = dir_.path() + "/report.json";
+  std::string out, err;
+  ASSERT_EQ(RunStar({"local", path, "--report", report_path, "--log-dir", logs, "--quiet"}, &out, &err), 0)
+      << err;
+  const json report = json::parse(ReadAll(report_path));
+  EXPECT_EQ(report["outcome"], "max_iterations");
+  EXPECT_EQ(report["iterations"], 20);
+  EXPECT_EQ(report["decisions"], 0) << "a pipeline is observed, not mitigated";
+  EXPECT_FALSE(fs::exists(logs + "/evaluator.log"));
+  for (int stage = 0; stage < 2; ++stage) {
+    const std::string log = ReadAll(logs + "/worker-" + std::to_string(stage) + ".log");
+    ASSERT_FALSE(log.empty());
+    const size_t from = log.rfind('\n', log.size() - 2);  // the result line, the last one
+    const json line = json::parse(log.substr(from == std::string::npos ? 0 : from + 1));
+    EXPECT_EQ(line["stage"], stage);
+    EXPECT_EQ(line["iterations"], 20);
+    EXPECT_EQ(line["warmup"], json::array({2, 1})) << "plain 1F1B";
+    ASSERT_EQ(line["links"].size(), 1u);
+    EXPECT_EQ(line["links"][0]["peer"], 1 - stage);
+    if (stage == 1) {
+      EXPECT_GT(line["last_loss"].get<double>(), 0);
+    }
+  }
+  EXPECT_TRUE(Leftovers(job).empty()) << ::testing::PrintToString(Leftovers(job));
+}
+
 struct BadInput {
   std::string name;
   std::string manifest;             // "" = a valid one
