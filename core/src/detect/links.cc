@@ -105,7 +105,7 @@ double LinkTable::Slowdown(int receiver) {
   return l.per_byte.empty() ? 1 : l.level / verdict_.typical;
 }
 
-double LinkTable::StrongSlowdown(int worker) {
+double LinkTable::StrongSlowdown(int worker, bool recurrence) {
   Refresh();
   if (worker < 0 || worker >= static_cast<int>(links_.size()) ||
       !verdict_.is_named[static_cast<size_t>(worker)]) {
@@ -114,7 +114,7 @@ double LinkTable::StrongSlowdown(int worker) {
   const Link& l = links_[static_cast<size_t>(verdict_.receiver_of[static_cast<size_t>(worker)])];
   const size_t n = l.per_byte.size();
   if (n < 2) return 0;  // one reading may be a hiccup
-  const double floor = options_.strong_ratio * verdict_.typical;
+  const double floor = (recurrence ? options_.recurrence_ratio : options_.strong_ratio) * verdict_.typical;
   return l.per_byte[n - 1] >= floor && l.per_byte[n - 2] >= floor ? l.level / verdict_.typical : 0;
 }
 

@@ -93,6 +93,11 @@ TEST(LinkTable, ANamedWorkersLinkIsStrongEvidenceOnlyWellAboveTheTypicalTwiceRun
   FeedRing(mild, {1, 1, 2, 1});  // slow (named) but under strong_ratio
   ASSERT_EQ(mild.Named(), std::vector<int>{2});
   EXPECT_EQ(mild.StrongSlowdown(2), 0.0);
+  EXPECT_EQ(mild.StrongSlowdown(2, /*recurrence=*/true), 0.0) << "under recurrence_ratio too";
+  LinkTable back(4);
+  FeedRing(back, {1, 1, 3, 1});  // between recurrence_ratio and strong_ratio
+  EXPECT_EQ(back.StrongSlowdown(2), 0.0);
+  EXPECT_DOUBLE_EQ(back.StrongSlowdown(2, /*recurrence=*/true), 3.0);
   LinkTable once(4);
   FeedRing(once, {1, 1, 1, 1}, 1);
   once.Observe(3, api::LinkReading{2, 9.0, 1});  // its only reading since: one may be a hiccup

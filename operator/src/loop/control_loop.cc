@@ -193,7 +193,7 @@ bool JobControlLoop::FlagStrongLinks(double time_seconds) {
   bool flagged = false;
   for (int w = 0; w < n_; ++w) {
     char& evidence = strong_link_[static_cast<size_t>(w)];
-    const double slowdown = links_.StrongSlowdown(w);
+    const double slowdown = links_.StrongSlowdown(w, RecentlyGivenBack(w));
     if (slowdown <= 0) {
       evidence = 0;
       continue;

@@ -135,6 +135,38 @@ TEST(LinkStragglers, AStrongLinkFlagsAgainInItsNextEpisode) {
   EXPECT_EQ(Onsets(*loop), (std::vector<double>{0.1 * 41, 0.1 * 201}));
 }
 
+// What was given back to a communication straggler is probed: the same link slowdown
+// coming back within two windows is judged by the lower recurrence bar (3x here: under
+// the 4x bar for fresh evidence), so the worker is flagged at its second slow reading
+// again instead of a detection window later.
+TEST(LinkStragglers, ASlowLinkComingBackAfterTheGiveBackFlagsAtItsSecondSlowReading) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  int64_t given_back = 0;  // the iteration after which the need left the request
+  bool listed = false;
+  RunRing(*loop, 400, [&](int s, int64_t i) {
+    if (s != 3) return kHop;
+    if (i >= 40 && i < 60) return 8 * kHop;  // the contention, until it is capped
+    return given_back > 0 && i > given_back ? 3 * kHop : kHop;  // back once uncapped
+  }, 3, [&](int64_t i) {
+    const bool now = !loop->resource_needs().workers.empty();
+    if (listed && !now && given_back == 0) given_back = i;
+    listed = now;
+  });
+  ASSERT_GT(given_back, 60) << "the need left the request";
+  const std::vector<double> onsets = Onsets(*loop);
+  ASSERT_EQ(onsets.size(), 2u);
+  EXPECT_DOUBLE_EQ(onsets[0], 0.1 * 41);
+  EXPECT_DOUBLE_EQ(onsets[1], 0.1 * static_cast<double>(given_back + 2));
+
+  // The same 3x link without a give-back before it is not strong evidence.
+  auto fresh = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  const int64_t onset = given_back + 1;
+  RunRing(*fresh, onset + 5, [&](int s, int64_t i) { return s == 3 && i >= onset ? 3 * kHop : kHop; });
+  EXPECT_TRUE(Onsets(*fresh).empty());
+}
+
 // A link 8x slow whose time is a sliver of the iteration: the detector finds the worker
 // recovered half a window after the flag, and the same evidence does not flag it again
 // (once per episode of the evidence, or it would flap every few rounds).

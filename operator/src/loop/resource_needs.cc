@@ -41,6 +41,7 @@ std::optional<ResourceNeed> JobControlLoop::NeedOf(int worker, const ResourceNee
   if (listed) {
     if (hold.quiet >= hold.release_rounds) {
       hold.released = true;
+      hold.given_back_round = listed->cause == api::StragglerCause::kCommunication ? rounds_ : -1;
       return std::nullopt;
     }
     return *listed;
@@ -62,6 +63,14 @@ void JobControlLoop::NoteUnmetNeeds(int64_t revision, const std::vector<int>& wo
     if (!unmet && detector_.View(w).straggler) unmet_news_ = true;
     unmet = true;
   }
+}
+
+bool JobControlLoop::RecentlyGivenBack(int worker) const {
+  // Within two detection windows of the give-back, a slow link coming back is the
+  // contention that was there before (the give-back was a probe), and is judged as such.
+  const NeedHold& hold = need_holds_[static_cast<size_t>(worker)];
+  return hold.released && hold.given_back_round >= 0 &&
+         rounds_ - hold.given_back_round <= 2 * spec_.mitigation.detection.window;
 }
 
 void JobControlLoop::Reenter(NeedHold& hold) const {

@@ -252,6 +252,7 @@ class JobControlLoop {
     bool released = false;   // it left the request and has not returned since
     int64_t since_round = -1;  // the round it entered the request (or changed cause)
     bool unmet = false;        // the runtime had nothing to give it (NoteUnmetNeeds)
+    int64_t given_back_round = -1;  // the round a communication need left the request
   };
   // A worker's own communication while its link is not measured (alone in a group, a
   // fixed-k child, parameter servers): what it was when last measured, for a while.
@@ -302,6 +303,7 @@ class JobControlLoop {
   // so one the detector found recovered is not flagged again while it lasts. True when
   // it flagged anyone.
   bool FlagStrongLinks(double time_seconds);
+  bool RecentlyGivenBack(int worker) const;
   // Runs the AMP policy over every worker; true when it turned AMP on or off anywhere.
   bool ObserveAmp(double typical);
   void UpdateResourceNeeds(double typical);

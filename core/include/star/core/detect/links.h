@@ -37,6 +37,10 @@ struct LinkOptions {
   // A named worker whose slow link's newest two readings are each at least this many
   // times the typical link is strong evidence (StrongSlowdown); > slow_ratio.
   double strong_ratio = 4;
+  // The bar for a worker whose slow link just went away with what it was given (the
+  // loop's give-back probes whether the worker still needs it): the same slowdown
+  // coming back is expected, not noise; in (slow_ratio, strong_ratio].
+  double recurrence_ratio = 2.5;
 };
 
 class LinkTable {
@@ -57,7 +61,8 @@ class LinkTable {
   // For a named worker whose link out is strong evidence (see LinkOptions::strong_ratio):
   // that link's time per byte over the typical link's; else 0. A ring's members all wait
   // on such a link, so the worker's own timings show it only once its share is its own.
-  double StrongSlowdown(int worker);
+  // `recurrence`: judged by recurrence_ratio instead of strong_ratio.
+  double StrongSlowdown(int worker, bool recurrence = false);
 
  private:
   struct Link {
