@@ -11,17 +11,25 @@ double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 }  // namespace
 
-Outbox::Outbox(std::unique_ptr<Collective> pair, int peer)
-    : pair_(std::move(pair)), peer_(peer), thread_([this] { Run(); }) {}
-
-Outbox::~Outbox() {
+void Channel::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
+
+ChannelCounters Channel::TakeCounters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(counters_, {});
+}
+
+Outbox::Outbox(std::unique_ptr<Collective> pair, int peer) : Channel(std::move(pair), peer) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+Outbox::~Outbox() { Stop(); }
 
 Status Outbox::Post(std::vector<float> data, uint64_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -35,11 +43,6 @@ Status Outbox::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return (queue_.empty() && !sending_) || !error_.ok(); });
   return error_;
-}
-
-ChannelCounters Outbox::TakeCounters() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::exchange(counters_, {});
 }
 
 void Outbox::Run() {
@@ -69,16 +72,11 @@ void Outbox::Run() {
 }
 
 Inbox::Inbox(std::unique_ptr<Collective> pair, int peer, size_t count)
-    : pair_(std::move(pair)), peer_(peer), count_(count), thread_([this] { Run(); }) {}
-
-Inbox::~Inbox() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+    : Channel(std::move(pair), peer), count_(count) {
+  thread_ = std::thread([this] { Run(); });
 }
+
+Inbox::~Inbox() { Stop(); }
 
 void Inbox::Expect(int messages) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -104,11 +102,6 @@ StatusOr<std::vector<float>> Inbox::Take(uint64_t tag) {
   ++counters_.messages;
   counters_.bytes += static_cast<int64_t>(data.size() * sizeof(float));
   return data;
-}
-
-ChannelCounters Inbox::TakeCounters() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::exchange(counters_, {});
 }
 
 void Inbox::Run() {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "star/core/status.h"
@@ -28,19 +29,40 @@ struct ChannelCounters {
                        // Inbox: the compute thread waiting in Take
 };
 
-class Outbox {
+// What both directions share: the pair communicator, the lock and wake-up, the
+// counters and the thread (started by the derived class once it is whole, stopped by
+// its destructor before its own members go).
+class Channel {
+ public:
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+  ChannelCounters TakeCounters();
+
+ protected:
+  Channel(std::unique_ptr<Collective> pair, int peer) : pair_(std::move(pair)), peer_(peer) {}
+  ~Channel() = default;
+  void Stop();
+
+  std::unique_ptr<Collective> pair_;
+  const int peer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  Status error_;
+  ChannelCounters counters_;
+  std::thread thread_;
+};
+
+class Outbox : public Channel {
  public:
   // `peer`: the neighbour's rank in `pair`.
   Outbox(std::unique_ptr<Collective> pair, int peer);
   ~Outbox();  // sends what is queued, then stops
-  Outbox(const Outbox&) = delete;
-  Outbox& operator=(const Outbox&) = delete;
 
   // Queues `data` under `tag`; returns the first failure of an earlier send.
   Status Post(std::vector<float> data, uint64_t tag);
   // Waits until every queued message is handed to the transport; the first failure.
   Status Flush();
-  ChannelCounters TakeCounters();
 
  private:
   struct Message {
@@ -49,49 +71,30 @@ class Outbox {
   };
   void Run();
 
-  std::unique_ptr<Collective> pair_;
-  const int peer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<Message> queue_;
   bool sending_ = false;
-  bool stop_ = false;
-  Status error_;
-  ChannelCounters counters_;
-  std::thread thread_;
 };
 
-class Inbox {
+class Inbox : public Channel {
  public:
   // Messages of `count` floats from `peer` (its rank in `pair`), tags 0, 1, 2, ...
   Inbox(std::unique_ptr<Collective> pair, int peer, size_t count);
   ~Inbox();
-  Inbox(const Inbox&) = delete;
-  Inbox& operator=(const Inbox&) = delete;
 
   // Receives `messages` more, continuing the tag sequence.
   void Expect(int messages);
   // The message `tag`, waiting for it (the wait is counted). FailedPrecondition for a
   // tag taken before or outside what Expect asked for; the first receive failure.
   StatusOr<std::vector<float>> Take(uint64_t tag);
-  ChannelCounters TakeCounters();
 
  private:
   void Run();
 
-  std::unique_ptr<Collective> pair_;
-  const int peer_;
   const size_t count_;
-  std::mutex mu_;
-  std::condition_variable cv_;
   std::map<uint64_t, std::vector<float>> arrived_;
   uint64_t next_tag_ = 0;   // the next tag the thread receives
   uint64_t end_tag_ = 0;    // receive up to (not including) this tag
   uint64_t taken_ = 0;      // tags below this were taken
-  bool stop_ = false;
-  Status error_;
-  ChannelCounters counters_;
-  std::thread thread_;
 };
 
 }  // namespace star::shim

@@ -98,8 +98,7 @@ Status PipelineEngine::RunIteration(int warmup) {
   const uint64_t base = iteration_ * static_cast<uint64_t>(m);
   Status s;
   for (const pipeline::StageOp& op : pipeline::StageOps(warmup, m)) {
-    const uint64_t tag = base + static_cast<uint64_t>(op.micro_batch);
-    s = op.forward ? Forward(op.micro_batch, tag) : Backward(op.micro_batch, tag);
+    s = Step(op, base + static_cast<uint64_t>(op.micro_batch));
     if (!s.ok()) break;
   }
   for (Neighbour* n : {prev_.get(), next_.get()}) {
@@ -110,34 +109,26 @@ Status PipelineEngine::RunIteration(int warmup) {
   return s;
 }
 
-Status PipelineEngine::Forward(int micro, uint64_t tag) {
-  std::vector<float> input, output;
-  if (prev_) {
-    STAR_ASSIGN_OR_RETURN(input, prev_->in->Take(tag));
+// A forward takes the previous stage's activation and sends its own to the next stage;
+// a backward takes the next stage's gradient and sends its own to the previous one. The
+// first and last stages read and send nothing on their open side.
+Status PipelineEngine::Step(const pipeline::StageOp& op, uint64_t tag) {
+  Neighbour* from = op.forward ? prev_.get() : next_.get();
+  Neighbour* to = op.forward ? next_.get() : prev_.get();
+  std::vector<float> in, out;
+  if (from) {
+    STAR_ASSIGN_OR_RETURN(in, from->in->Take(tag));
   }
-  STAR_RETURN_IF_ERROR(fns_.forward(micro, input, output));
-  if (!next_) return Status::Ok();
-  if (output.size() != shape_.output_floats) {
-    return Status::Internal("pipeline: the forward of micro-batch " + std::to_string(micro) + " gave " +
-                            std::to_string(output.size()) + " floats, output_floats is " +
-                            std::to_string(shape_.output_floats));
+  STAR_RETURN_IF_ERROR((op.forward ? fns_.forward : fns_.backward)(op.micro_batch, in, out));
+  if (!to) return Status::Ok();
+  const size_t want = op.forward ? shape_.output_floats : shape_.input_floats;
+  if (out.size() != want) {
+    return Status::Internal(std::string("pipeline: the ") + (op.forward ? "forward" : "backward") +
+                            " of micro-batch " + std::to_string(op.micro_batch) + " gave " +
+                            std::to_string(out.size()) + " floats, " +
+                            (op.forward ? "output_floats" : "input_floats") + " is " + std::to_string(want));
   }
-  return next_->out->Post(std::move(output), tag);
-}
-
-Status PipelineEngine::Backward(int micro, uint64_t tag) {
-  std::vector<float> grad_output, grad_input;
-  if (next_) {
-    STAR_ASSIGN_OR_RETURN(grad_output, next_->in->Take(tag));
-  }
-  STAR_RETURN_IF_ERROR(fns_.backward(micro, grad_output, grad_input));
-  if (!prev_) return Status::Ok();
-  if (grad_input.size() != shape_.input_floats) {
-    return Status::Internal("pipeline: the backward of micro-batch " + std::to_string(micro) + " gave " +
-                            std::to_string(grad_input.size()) + " floats, input_floats is " +
-                            std::to_string(shape_.input_floats));
-  }
-  return prev_->out->Post(std::move(grad_input), tag);
+  return to->out->Post(std::move(out), tag);
 }
 
 std::vector<PipelineLink> PipelineEngine::TakeLinks() {

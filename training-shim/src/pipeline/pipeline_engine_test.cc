@@ -195,6 +195,27 @@ TEST(PipelineEngine, BadShapesAndDepthsAreRefusedNamingTheField) {
   EXPECT_TRUE((*engine)->RunIteration(2).ok()) << "a refused depth leaves the engine usable";
 }
 
+TEST(PipelineEngine, AnActivationOfTheWrongSizeIsAnErrorNamingTheShape) {
+  auto statuses = RunRanks(2, milliseconds(1000), [&](int r, std::unique_ptr<Collective> c) {
+    ScalarStage st;
+    st.stage = r;
+    st.stages = 2;
+    StageFunctions f = st.Functions();
+    if (r == 0) {
+      auto forward = f.forward;
+      f.forward = [forward](int micro, std::span<const float> in, std::vector<float>& out) {
+        Status s = forward(micro, in, out);
+        out.pop_back();
+        return s;
+      };
+    }
+    STAR_ASSIGN_OR_RETURN(auto engine, PipelineEngine::Connect(*c, Shape(2, r, 2), std::move(f)));
+    return engine->RunIteration(2 - r);
+  });
+  EXPECT_EQ(statuses[0].message(), "pipeline: the forward of micro-batch 0 gave 7 floats, output_floats is 8");
+  EXPECT_FALSE(statuses[1].ok());
+}
+
 TEST(PipelineEngine, AFailingStageFailsEveryStageWithoutHanging) {
   constexpr int kStages = 4;
   // Bounded by the timeout: stage 2's engine may wait that long for a receive it posted

@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "star/core/pipeline/schedule.h"
 #include "star/core/status.h"
 #include "star/shim/collective.h"
 
@@ -86,8 +87,7 @@ class PipelineEngine {
  private:
   struct Neighbour;
   PipelineEngine(const PipelineShape& shape, StageFunctions functions);
-  Status Forward(int micro, uint64_t tag);
-  Status Backward(int micro, uint64_t tag);
+  Status Step(const pipeline::StageOp& op, uint64_t tag);
 
   PipelineShape shape_;
   StageFunctions fns_;
