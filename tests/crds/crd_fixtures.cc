@@ -115,6 +115,31 @@ void RepairParallelism(json& spec, const std::string& at, int64_t procs, int64_t
   *global = std::max(*global, replicas * micro);
 }
 
+// A pipeline splits each replica's share of globalBatchSize into equal micro-batches: the
+// global batch becomes a multiple of replicas * microBatches (the next one up, or down at
+// the maximum). When globalBatchSize is the field under test it keeps its value and the
+// job becomes a single stage instead.
+void KeepMicroBatchesEqual(json& spec, const std::string& at, int64_t world, int64_t* global) {
+  if (!spec.contains("parallelism") || !spec["parallelism"].is_object()) return;
+  json& p = spec["parallelism"];
+  const auto value = [&p](const char* key) {
+    return p.contains(key) && p[key].is_number_integer() ? p[key].get<int64_t>() : int64_t{1};
+  };
+  const int64_t stages = value("pipelineStages"), micro = value("microBatches");
+  if (stages <= 1 || micro < 1 || world % stages != 0) return;
+  const int64_t unit = world / stages * micro;
+  if (*global % unit == 0) return;
+  if (at == "spec.training.globalBatchSize") {
+    p["pipelineStages"] = 1;
+    if (p.contains("maxInFlightPerStage") && at != "spec.parallelism.maxInFlightPerStage") {
+      p["maxInFlightPerStage"] = 1;
+    }
+    return;
+  }
+  const int64_t up = (*global / unit + 1) * unit;
+  *global = up <= api::kMaxBatchSize ? up : *global / unit * unit;
+}
+
 void RepairTrainingJob(json& doc, const Path& changed) {
   if (!doc.contains("spec") || !doc["spec"].is_object()) return;
   json& spec = doc["spec"];
@@ -202,6 +227,7 @@ void RepairTrainingJob(json& doc, const Path& changed) {
   RepairParallelism(spec, at, procs(), &workers, &global, make_allreduce);
   // More workers (a pipeline's stages) still leave minLocalBatch samples each.
   global = std::max(global, workers * procs() * min_local);
+  KeepMicroBatchesEqual(spec, at, workers * procs(), &global);
   spec["workers"]["replicas"] = workers;
   spec["training"]["globalBatchSize"] = global;
   if (spec.contains(json::json_pointer("/mitigation/batchAdaptation/minLocalBatch"))) {
@@ -253,6 +279,10 @@ std::vector<std::pair<std::string, json>> TrainingJobViolations() {
   });
   with("spec.training.globalBatchSize", [&](json& s) {  // 8 replicas * 64 micro-batches
     pipeline(s, 1, 64, 1);
+  });
+  with("spec.training.globalBatchSize", [&](json& s) {  // 4 replicas * 8 micro-batches
+    pipeline(s, 2, 8, std::nullopt);
+    s["training"]["globalBatchSize"] = 100;
   });
   return out;
 }

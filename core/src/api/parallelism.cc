@@ -101,6 +101,14 @@ Status ValidateParallelism(const ParallelismSpec& p, int64_t world, const std::s
                        Named(JoinPath(at, "microBatches"), p.micro_batches) +
                        ": every micro-batch needs a sample, got " + std::to_string(global_batch));
   }
+  if (IsPipeline(p) && global_batch % (replicas * p.micro_batches) != 0) {
+    return Invalid(JoinPath(path, "training.globalBatchSize"),
+                   "must be a multiple of " + std::to_string(replicas) +
+                       " data-parallel replicas * " +
+                       Named(JoinPath(at, "microBatches"), p.micro_batches) +
+                       ": every replica splits its share into equal micro-batches, got " +
+                       std::to_string(global_batch));
+  }
   return Status::Ok();
 }
 

@@ -614,6 +614,14 @@ INSTANTIATE_TEST_SUITE_P(
                 },
                 "spec.training.globalBatchSize: must be >= 2 data-parallel replicas * "
                 "spec.parallelism.microBatches (16): every micro-batch needs a sample, got 16"},
+        BadCase{"MicroBatchesNotDividingTheBatch",
+                [](json& d) {
+                  Spec(d)["training"]["globalBatchSize"] = 100;
+                  Spec(d)["parallelism"] = {{"pipelineStages", 2}, {"microBatches", 8}};
+                },
+                "spec.training.globalBatchSize: must be a multiple of 2 data-parallel replicas * "
+                "spec.parallelism.microBatches (8): every replica splits its share into equal "
+                "micro-batches, got 100"},
         BadCase{"UnknownParallelismField",
                 [](json& d) { Spec(d)["parallelism"]["tensorParallel"] = 2; },
                 "spec.parallelism.tensorParallel: unknown field"},

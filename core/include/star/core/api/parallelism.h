@@ -17,7 +17,7 @@
 //     bound), >= pipelineStages (1F1B holds that many on the first stage: no schedule
 //     fits less) and <= microBatches;
 //   * more than one stage needs architecture AllReduce; the world size is a multiple
-//     of pipelineStages; globalBatchSize >= D * microBatches (a sample per micro-batch).
+//     of pipelineStages; globalBatchSize a multiple of D * microBatches (equal micro-batches).
 #pragma once
 
 #include <optional>
