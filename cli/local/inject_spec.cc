@@ -99,11 +99,11 @@ std::string Lower(std::string_view s) {
 // SPEC keys, in the order error messages list them.
 enum Key {
   kWorker, kCpu, kNeighbor, kBandwidth, kDelay, kBwNeighbor, kStart, kEnd, kGuarantee, kLink,
-  kNumKeys
+  kPeer, kNumKeys
 };
 constexpr std::array<std::string_view, kNumKeys> kKeyNames = {
     "worker", "cpu",   "neighbor", "bandwidth", "delay", "bwneighbor",
-    "start",  "end",   "guarantee", "link"};
+    "start",  "end",   "guarantee", "link",     "peer"};
 
 std::optional<Key> KeyOf(std::string_view name) {
   for (int k = 0; k < kNumKeys; ++k) {
@@ -218,7 +218,7 @@ Status SplitPairs(std::string_view spec, const SpecError& bad, SpecPairs& pairs)
     const std::optional<Key> key = KeyOf(name);
     if (!key) {
       return bad(name, "unknown key (known: worker, cpu, neighbor, bandwidth, delay, bwneighbor, "
-                       "start, end, guarantee, link)");
+                       "start, end, guarantee, link, peer)");
     }
     auto& slot = pairs.value[static_cast<size_t>(*key)];
     if (slot) return bad(name, "given twice");
@@ -230,15 +230,20 @@ Status SplitPairs(std::string_view spec, const SpecError& bad, SpecPairs& pairs)
   return Status::Ok();
 }
 
+// The worker number `text` of key `key` (worker or peer).
+StatusOr<int> ParseWorkerNumber(std::string_view key, const std::string& text, const SpecError& bad) {
+  const std::optional<int64_t> w = Integer(text);
+  if (!w) return bad(key, "must be an integer >= 0, got " + text);
+  if (*w < 0) return bad(key, "must be >= 0, got " + text);
+  if (*w > std::numeric_limits<int>::max()) return bad(key, "out of range, got " + text);
+  return static_cast<int>(*w);
+}
+
 // Sets in.worker from the required worker=W.
 Status ParseWorker(const SpecPairs& pairs, const SpecError& bad, Injection& in) {
   const std::optional<std::string>& worker = pairs.Get(kWorker);
   if (!worker) return bad("worker", "required (workers are numbered from 0)");
-  const std::optional<int64_t> w = Integer(*worker);
-  if (!w) return bad("worker", "must be an integer >= 0, got " + *worker);
-  if (*w < 0) return bad("worker", "must be >= 0, got " + *worker);
-  if (*w > std::numeric_limits<int>::max()) return bad("worker", "out of range, got " + *worker);
-  in.worker = static_cast<int>(*w);
+  STAR_ASSIGN_OR_RETURN(in.worker, ParseWorkerNumber("worker", *worker, bad));
   return Status::Ok();
 }
 
@@ -326,9 +331,27 @@ Status ParseLink(const std::optional<std::string>& link, const SpecError& bad, I
   return Status::Ok();
 }
 
-// Sets the optional link, guarantee, start and end, once in.kind is known.
+// Sets the optional peer (bandwidth only): another worker; the rate must fit in the
+// default uplink (ValidateInjections checks it against a bwneighbor's link).
+Status ParsePeer(const std::optional<std::string>& peer, const SpecError& bad, Injection& in) {
+  if (!peer) return Status::Ok();
+  if (in.kind != InjectionKind::kBandwidth) return bad("peer", "only with bandwidth");
+  STAR_ASSIGN_OR_RETURN(const int p, ParseWorkerNumber("peer", *peer, bad));
+  if (p == in.worker) {
+    return bad("peer", "must be another worker than " + std::to_string(in.worker) + ", got " + *peer);
+  }
+  if (in.bandwidth_bps >= kDefaultLinkBps) {
+    return bad("bandwidth", "must be below the workers' uplink rate (" + Rate(kDefaultLinkBps) +
+                                ") with peer, got " + Rate(in.bandwidth_bps));
+  }
+  in.peer = p;
+  return Status::Ok();
+}
+
+// Sets the optional link, peer, guarantee, start and end, once in.kind is known.
 Status ParseOptions(const SpecPairs& pairs, const SpecError& bad, Injection& in) {
   STAR_RETURN_IF_ERROR(ParseLink(pairs.Get(kLink), bad, in));
+  STAR_RETURN_IF_ERROR(ParsePeer(pairs.Get(kPeer), bad, in));
   if (const auto& g = pairs.Get(kGuarantee)) STAR_RETURN_IF_ERROR(ParseGuarantee(*g, bad, in));
   if (const auto& s = pairs.Get(kStart)) {
     StatusOr<double> t = ParseDuration(*s);
@@ -383,44 +406,92 @@ std::string KindsOf(InjectionKind a, InjectionKind b) {
                 : std::string(ToString(b)) + " and " + std::string(ToString(a));
 }
 
+bool ShapesLink(InjectionKind k) {
+  return k == InjectionKind::kBandwidth || k == InjectionKind::kDelay || k == InjectionKind::kBwNeighbor;
+}
+
+// Why two injections cannot be active at once: "both <what> from .. to .. (<why>)".
+struct Clash {
+  std::string what;
+  std::string why;
+};
+
+// The clash of injections b and a on a worker of both, if any. A peer link takes the
+// uplinks of both its workers.
+std::optional<Clash> ClashOf(const Injection& b, const Injection& a) {
+  if (a.peer || b.peer) {
+    if (!ShapesLink(a.kind) || !ShapesLink(b.kind)) return std::nullopt;
+    for (const int w : {b.worker, b.peer.value_or(b.worker)}) {
+      if (w == a.worker || (a.peer && w == *a.peer)) {
+        return Clash{"shape worker " + std::to_string(w) + "'s link",
+                     "a bandwidth with a peer holds both workers' uplinks"};
+      }
+    }
+    return std::nullopt;
+  }
+  if (a.worker != b.worker || !Exclusive(a.kind, b.kind)) return std::nullopt;
+  return Clash{"inject " + KindsOf(a.kind, b.kind) + " on worker " + std::to_string(a.worker),
+               a.kind == b.kind ? "one injection of a kind per worker at a time"
+                                : "both shape the worker's side of its link"};
+}
+
+// InvalidArgument naming both specs when b (given first) and a clash while both are active.
+Status CheckOverlap(const Injection& b, const Injection& a) {
+  const std::optional<Clash> clash = ClashOf(b, a);
+  if (!clash) return Status::Ok();
+  constexpr double kForever = std::numeric_limits<double>::infinity();
+  const double a_end = a.end_seconds.value_or(kForever);
+  const double b_end = b.end_seconds.value_or(kForever);
+  if (a.start_seconds >= b_end || b.start_seconds >= a_end) return Status::Ok();
+  const double from = std::max(a.start_seconds, b.start_seconds);
+  const double to = std::min(a_end, b_end);
+  return Status::InvalidArgument("--inject " + Quoted(b.text) + " and --inject " + Quoted(a.text) +
+                                 " overlap: both " + clash->what + " from " + Seconds(from) + " to " +
+                                 (std::isinf(to) ? std::string("the job's end") : Seconds(to)) + " (" +
+                                 clash->why + ")");
+}
+
+// Every bwneighbor has the first one's link (the workers' uplink rate), and every peer's
+// bandwidth is below it.
+Status CheckLinks(const std::vector<Injection>& injections) {
+  const auto first_bw = std::find_if(injections.begin(), injections.end(), [](const Injection& in) {
+    return in.kind == InjectionKind::kBwNeighbor;
+  });
+  if (first_bw == injections.end()) return Status::Ok();
+  for (const Injection& a : injections) {
+    if (a.kind == InjectionKind::kBwNeighbor && a.link_bps != first_bw->link_bps) {
+      return Status::InvalidArgument("--inject " + Quoted(a.text) + ": link: must be the same for "
+                                     "every bwneighbor (" + Rate(first_bw->link_bps) + " in --inject " +
+                                     Quoted(first_bw->text) + "), got " + Rate(a.link_bps));
+    }
+    if (a.peer && a.bandwidth_bps >= first_bw->link_bps) {
+      return Status::InvalidArgument("--inject " + Quoted(a.text) + ": bandwidth: must be below the "
+                                     "workers' uplink rate (" + Rate(first_bw->link_bps) +
+                                     ", the link of --inject " + Quoted(first_bw->text) + "), got " +
+                                     Rate(a.bandwidth_bps));
+    }
+  }
+  return Status::Ok();
+}
+
+// Worker `w` of key `key` in `in` is one of the job's `workers`.
+Status CheckWorker(const Injection& in, std::string_view key, int w, int workers) {
+  if (w >= 0 && w < workers) return Status::Ok();
+  return Status::InvalidArgument("--inject " + Quoted(in.text) + ": " + std::string(key) +
+                                 ": must be < " + std::to_string(workers) +
+                                 " (the job's workers), got " + std::to_string(w));
+}
+
 }  // namespace
 
 Status ValidateInjections(const std::vector<Injection>& injections, int workers) {
   if (workers < 1) return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(workers));
-  const Injection* first_bw = nullptr;  // every worker's uplink is this bwneighbor's link
+  STAR_RETURN_IF_ERROR(CheckLinks(injections));
   for (size_t i = 0; i < injections.size(); ++i) {
     const Injection& a = injections[i];
-    if (a.kind == InjectionKind::kBwNeighbor) {
-      if (first_bw != nullptr && a.link_bps != first_bw->link_bps) {
-        return Status::InvalidArgument("--inject " + Quoted(a.text) + ": link: must be the same for "
-                                       "every bwneighbor (" + Rate(first_bw->link_bps) + " in --inject " +
-                                       Quoted(first_bw->text) + "), got " + Rate(a.link_bps));
-      }
-      if (first_bw == nullptr) first_bw = &a;
-    }
-    if (a.worker < 0 || a.worker >= workers) {
-      return Status::InvalidArgument("--inject " + Quoted(a.text) + ": worker: must be < " +
-                                     std::to_string(workers) + " (the job's workers), got " +
-                                     std::to_string(a.worker));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      const Injection& b = injections[j];
-      if (a.worker != b.worker || !Exclusive(a.kind, b.kind)) continue;
-      constexpr double kForever = std::numeric_limits<double>::infinity();
-      const double a_end = a.end_seconds.value_or(kForever);
-      const double b_end = b.end_seconds.value_or(kForever);
-      if (a.start_seconds < b_end && b.start_seconds < a_end) {
-        const double from = std::max(a.start_seconds, b.start_seconds);
-        const double to = std::min(a_end, b_end);
-        return Status::InvalidArgument(
-            "--inject " + Quoted(b.text) + " and --inject " + Quoted(a.text) +
-            " overlap: both inject " + KindsOf(a.kind, b.kind) + " on worker " +
-            std::to_string(a.worker) + " from " + Seconds(from) + " to " +
-            (std::isinf(to) ? std::string("the job's end") : Seconds(to)) +
-            (a.kind == b.kind ? " (one injection of a kind per worker at a time)"
-                              : " (both shape the worker's side of its link)"));
-      }
-    }
+    STAR_RETURN_IF_ERROR(CheckWorker(a, "worker", a.worker, workers));
+    if (a.peer) STAR_RETURN_IF_ERROR(CheckWorker(a, "peer", *a.peer, workers));
+    for (size_t j = 0; j < i; ++j) STAR_RETURN_IF_ERROR(CheckOverlap(injections[j], a));
   }
   return Status::Ok();
 }

@@ -6,6 +6,13 @@
 //                                                   reallocation never takes the neighbor
 //                                                   below C CPUs (e.g. 0.2 or 200m)
 //   worker=W,bandwidth=RATE[,start..]               shape its link (both directions)
+//   worker=W,bandwidth=RATE,peer=P[,start..]        shape only the link between workers W
+//                                                   and P (both directions): each one's
+//                                                   uplink holds its traffic to the other
+//                                                   to RATE, the rest of the uplink (1gbit
+//                                                   or a bwneighbor's link) free for their
+//                                                   other links (a slow link between two
+//                                                   pipeline stages)
 //   worker=W,delay=D[,start..]                      add one-way delay to its link
 //   worker=W,bwneighbor=RATE[,guarantee=RATE][,link=RATE][,start..]
 //                                                   a co-located sender in the worker's
@@ -46,6 +53,10 @@ struct Injection {
   // guaranteed; reallocation never takes it below this. Absent = 0 (no guarantee).
   double neighbor_guarantee_cpus = 0;
   int64_t bandwidth_bps = 0;          // kBandwidth: bits per second, >= 8000
+  // kBandwidth, optional key peer=P: the other worker of the one link shaped (>= 0, not
+  // `worker`; bandwidth_bps is then below the workers' uplink rate, kDefaultLinkBps unless
+  // a bwneighbor's link=RATE sets it). Absent = the worker's whole link.
+  std::optional<int> peer;
   double delay_seconds = 0;           // kDelay: one-way added delay, in (0, 10]
   // kBwNeighbor: the co-located sender's share of the uplink (bits per second, >= 8000,
   // below link_bps), the least reallocation leaves it (optional key guarantee=RATE, at
@@ -60,24 +71,28 @@ struct Injection {
 // Parses one SPEC: comma-separated key=value pairs, in any order, each key at most once:
 // worker=W (required) and exactly one of cpu=F | neighbor=N | bandwidth=RATE | delay=D |
 // bwneighbor=RATE, optional start=DUR, end=DUR, guarantee=CPUS (with neighbor) or
-// guarantee=RATE (with bwneighbor, at most its rate) and link=RATE (with bwneighbor,
-// above its rate). Spaces around keys
+// guarantee=RATE (with bwneighbor, at most its rate), link=RATE (with bwneighbor,
+// above its rate) and peer=P (with bandwidth, below 1gbit). Spaces around keys
 // and values are ignored. Errors are InvalidArgument `--inject "SPEC": <key>: <reason>`:
 //   `--inject "worker=1,cpu=2": cpu: must be in (0, 1], got 2`
 //   `--inject "worker=1": needs one of cpu, neighbor, bandwidth, delay, bwneighbor`
 //   `--inject "worker=1,bwneighbor=2gbit": bwneighbor: must be below the link's rate
 //    (1gbit, the default; link=RATE sets it), got 2gbit`
 //   `--inject "worker=1,cpu=0.5,neighbor=2": cpu and neighbor are exclusive`
+//   `--inject "worker=1,cpu=0.5,peer=2": peer: only with bandwidth`
+//   `--inject "worker=1,bandwidth=1mbit,peer=1": peer: must be another worker than 1, got 1`
 // (also unknown and duplicate keys, empty pairs, a missing '=', non-numbers, negative values,
-// end <= start). The worker's upper bound is checked by ValidateInjections.
+// end <= start). The upper bound of worker and peer is checked by ValidateInjections.
 StatusOr<Injection> ParseInjection(std::string_view spec);
 
-// Checks a job's injections together: every worker < `workers` (the error names the spec
-// and the job's worker count), and no two injections of the same kind on the same worker
-// overlap in time ([start, end) windows; the error names both specs), nor a delay and a
-// bwneighbor (both shape the worker's side of its link), nor bwneighbors with different
-// link rates (the run gives every worker's uplink that one rate). InvalidArgument
-// also when workers < 1.
+// Checks a job's injections together: every worker and peer < `workers` (the error names
+// the spec and the job's worker count), and no two injections of the same kind on the same
+// worker overlap in time ([start, end) windows; the error names both specs), nor a delay
+// and a bwneighbor (both shape the worker's side of its link), nor a bandwidth with a peer
+// and a bwneighbor, delay or bandwidth (with a peer or not) on either of its two workers
+// (the peer link takes both workers' uplinks); nor bwneighbors with different link rates
+// (the run gives every worker's uplink that one rate), nor a peer's bandwidth at or above
+// that rate. InvalidArgument also when workers < 1.
 Status ValidateInjections(const std::vector<Injection>& injections, int workers);
 
 // "12s", "500ms", "2m", "1h", "1.5s", "0s" -> seconds (finite, >= 0). A bare number is an

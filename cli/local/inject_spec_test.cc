@@ -182,10 +182,10 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"worker=1,cpu=", "cpu: missing value"},
         Bad{"worker=1,cpu=0.5,speed=3",
             "speed: unknown key (known: worker, cpu, neighbor, bandwidth, delay, bwneighbor, "
-            "start, end, guarantee, link)"},
+            "start, end, guarantee, link, peer)"},
         Bad{"worker=1,CPU=0.5",
             "CPU: unknown key (known: worker, cpu, neighbor, bandwidth, delay, bwneighbor, "
-            "start, end, guarantee, link)"},
+            "start, end, guarantee, link, peer)"},
         Bad{"worker=1,cpu=0.5,cpu=0.2", "cpu: given twice"},
         Bad{"worker=1,worker=2,cpu=0.2", "worker: given twice"},
         // worker
@@ -235,6 +235,16 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"worker=1,cpu=0.5,link=1gbit", "link: only allowed with bwneighbor"},
         Bad{"worker=1,bwneighbor=1mbit,link=8kbit", "link: must be >= 16000bit (16kbit), got 8kbit"},
         Bad{"worker=1,bwneighbor=1mbit,delay=1ms", "bwneighbor and delay are exclusive"},
+        // peer
+        Bad{"worker=1,cpu=0.5,peer=2", "peer: only with bandwidth"},
+        Bad{"worker=1,bwneighbor=1mbit,peer=2", "peer: only with bandwidth"},
+        Bad{"worker=1,bandwidth=1mbit,peer=1", "peer: must be another worker than 1, got 1"},
+        Bad{"worker=1,bandwidth=1mbit,peer=-1", "peer: must be >= 0, got -1"},
+        Bad{"worker=1,bandwidth=1mbit,peer=x", "peer: must be an integer >= 0, got x"},
+        Bad{"worker=1,bandwidth=1mbit,peer=0.5", "peer: must be an integer >= 0, got 0.5"},
+        Bad{"worker=1,bandwidth=1mbit,peer=99999999999", "peer: out of range, got 99999999999"},
+        Bad{"worker=1,bandwidth=1gbit,peer=2",
+            "bandwidth: must be below the workers' uplink rate (1gbit) with peer, got 1gbit"},
         // start and end
         Bad{"worker=1,cpu=0.5,start=10", "start: needs a unit: s, ms, m or h; got \"10\""},
         Bad{"worker=1,cpu=0.5,start=-1s", "start: must be >= 0, got \"-1s\""},
@@ -318,6 +328,67 @@ TEST(ParseInjection, ABwNeighborTakesItsRateGuaranteeAndLink) {
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(in->link_bps, 200000000);
   EXPECT_EQ(in->bwneighbor_guarantee_bps, 0);
+}
+
+TEST(ParseInjection, ABandwidthWithAPeerShapesTheLinkBetweenTwoWorkers) {
+  auto in = ParseInjection("worker=1,bandwidth=50mbit,peer=2,start=5s,end=20s");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->kind, InjectionKind::kBandwidth);
+  EXPECT_EQ(in->bandwidth_bps, 50'000'000);
+  ASSERT_TRUE(in->peer.has_value());
+  EXPECT_EQ(*in->peer, 2);
+  EXPECT_DOUBLE_EQ(in->start_seconds, 5);
+  EXPECT_DOUBLE_EQ(*in->end_seconds, 20);
+  in = ParseInjection("peer=0, worker=3, bandwidth=999mbit");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->peer, 0);
+  // Without peer=P the whole link is shaped.
+  in = ParseInjection("worker=1,bandwidth=50mbit");
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_FALSE(in->peer.has_value());
+}
+
+TEST(ValidateInjections, RejectsAPeerBeyondTheJob) {
+  EXPECT_TRUE(ValidateInjections(Parse({"worker=3,bandwidth=10mbit,peer=2"}), 4).ok());
+  Status s = ValidateInjections(Parse({"worker=0,bandwidth=10mbit,peer=4"}), 4);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "--inject \"worker=0,bandwidth=10mbit,peer=4\": peer: must be < 4 (the job's workers), got 4");
+}
+
+TEST(ValidateInjections, APeerLinkTakesBothWorkersUplinksWhileItLasts) {
+  // Compute injections, disjoint windows and other workers' links do not clash with it.
+  EXPECT_TRUE(ValidateInjections(Parse({"worker=1,bandwidth=10mbit,peer=2,end=10s",
+                                        "worker=2,bwneighbor=100mbit,start=10s",
+                                        "worker=1,cpu=0.5", "worker=2,neighbor=2",
+                                        "worker=0,delay=5ms", "worker=4,bandwidth=10mbit,peer=3"}),
+                                 5).ok());
+  // A bwneighbor on the peer (the worker of the spec is not the one clashing).
+  Status s = ValidateInjections(Parse({"worker=1,bandwidth=10mbit,peer=2,start=5s",
+                                       "worker=2,bwneighbor=100mbit,end=30s"}), 3);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "--inject \"worker=1,bandwidth=10mbit,peer=2,start=5s\" and --inject "
+            "\"worker=2,bwneighbor=100mbit,end=30s\" overlap: both shape worker 2's link from 5s "
+            "to 30s (a bandwidth with a peer holds both workers' uplinks)");
+  // A delay, a plain bandwidth or another peer link on either worker.
+  for (const char* other : {"worker=0,delay=5ms", "worker=1,bandwidth=20mbit",
+                            "worker=1,bandwidth=20mbit,peer=0", "worker=2,bandwidth=20mbit,peer=1"}) {
+    s = ValidateInjections(Parse({other, "worker=0,bandwidth=10mbit,peer=1"}), 3);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << other;
+    EXPECT_NE(s.message().find("overlap: both shape worker"), std::string::npos) << s;
+  }
+}
+
+TEST(ValidateInjections, APeersBandwidthMustBeBelowTheBwNeighborsLink) {
+  EXPECT_TRUE(ValidateInjections(Parse({"worker=0,bwneighbor=10mbit,link=100mbit",
+                                        "worker=1,bandwidth=99mbit,peer=2"}), 3).ok());
+  Status s = ValidateInjections(Parse({"worker=1,bandwidth=100mbit,peer=2",
+                                       "worker=0,bwneighbor=10mbit,link=100mbit"}), 3);
+  EXPECT_EQ(s.message(),
+            "--inject \"worker=1,bandwidth=100mbit,peer=2\": bandwidth: must be below the workers' "
+            "uplink rate (100mbit, the link of --inject \"worker=0,bwneighbor=10mbit,link=100mbit\"), "
+            "got 100mbit");
 }
 
 TEST(ValidateInjections, NeedsAtLeastOneWorker) {

@@ -12,6 +12,11 @@ UplinkShare BwNeighborShare(const Sandbox& sandbox, int peer_slot, const Injecti
   return UplinkShare{in.link_bps, neighbor_bps, sandbox.slot_address(peer_slot)};
 }
 
+UplinkShare PeerLinkShare(const Sandbox& sandbox, int other_slot, const Injection& in,
+                          int64_t link_bps) {
+  return UplinkShare{link_bps, in.bandwidth_bps, sandbox.slot_address(other_slot)};
+}
+
 Injector::Injector(InjectorOptions options, const std::vector<Injection>& injections)
     : o_(std::move(options)) {
   for (const Injection& inj : injections) {
@@ -37,6 +42,27 @@ Status Injector::ShapeUplinks() {
                              .WithPrefix("the workers' " + std::to_string(uplink_bps_) + "bit uplinks"));
   }
   return Status::Ok();
+}
+
+// Both ends first get the share naming the other; on an error neither is left shaped.
+Status Injector::ShapePeerLink(const Injection& in) {
+  Sandbox& sb = *o_.sandbox;
+  const int slot = o_.servers + in.worker;
+  const int peer = o_.servers + *in.peer;
+  STAR_RETURN_IF_ERROR(sb.SetUplinkShare(slot, PeerLinkShare(sb, peer, in, link_bps())));
+  if (Status s = sb.SetUplinkShare(peer, PeerLinkShare(sb, slot, in, link_bps())); !s.ok()) {
+    (void)sb.SetUplinkShare(slot, PlainUplink(uplink_bps_));  // best effort; s says what failed
+    return s;
+  }
+  return Status::Ok();
+}
+
+// Both ends get back the uplink of a worker without injections; the first error is returned.
+Status Injector::RestorePeerLink(const Injection& in) {
+  Sandbox& sb = *o_.sandbox;
+  const Status worker = sb.SetUplinkShare(o_.servers + in.worker, PlainUplink(uplink_bps_));
+  const Status peer = sb.SetUplinkShare(o_.servers + *in.peer, PlainUplink(uplink_bps_));
+  return worker.ok() ? peer : worker;
 }
 
 Status Injector::Tick(double t) {
@@ -90,6 +116,10 @@ Status Injector::Apply(ActiveInjection& a) {
       break;
     }
     case InjectionKind::kBandwidth: {
+      if (in.peer) {
+        STAR_RETURN_IF_ERROR(ShapePeerLink(in));
+        break;
+      }
       agent::NetLimits lim;
       lim.egress_bits_per_second = in.bandwidth_bps;
       lim.ingress_bits_per_second = in.bandwidth_bps;
@@ -120,6 +150,7 @@ Status Injector::Lift(ActiveInjection& a) {
       for (int p : a.procs) o_.stop_neighbor(p);
       return sb.SetUplinkShare(slot, PlainUplink(in.link_bps));
     case InjectionKind::kBandwidth:
+      if (in.peer) return RestorePeerLink(in);
       return sb.host().WriteNet(sb.host_ifname(slot), agent::NetLimits{});
     case InjectionKind::kDelay:
       return sb.SetDelay(slot, 0);

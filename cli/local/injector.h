@@ -34,6 +34,10 @@ struct ActiveInjection {
 // `neighbor_bps`: its link, and its traffic's destination (the peer slot's address).
 UplinkShare BwNeighborShare(const Sandbox& sandbox, int peer_slot, const Injection& in,
                             int64_t neighbor_bps);
+// The uplink share of bandwidth-with-peer `in` on one end of its link, whose uplink is
+// `link_bps`: the traffic to the other end's slot `other_slot` held to in.bandwidth_bps.
+UplinkShare PeerLinkShare(const Sandbox& sandbox, int other_slot, const Injection& in,
+                          int64_t link_bps);
 // The uplink of a worker without a co-located sender (only the link's rate).
 inline UplinkShare PlainUplink(int64_t link_bps) { return UplinkShare{link_bps, 0, ""}; }
 
@@ -65,8 +69,12 @@ class Injector {
   // Applies every available injection whose start is due at run time `t` and lifts every
   // applied one whose end is due. With a bwneighbor among them, the first Tick first gives
   // every worker's slot an uplink of the bwneighbor's link rate (each worker on a node with
-  // such a NIC), and a lifted bwneighbor leaves its worker that plain uplink. An injection the host says is Unavailable (e.g. no
-  // netem) is skipped with a notice. Other errors are returned, prefixed with
+  // such a NIC), and a lifted bwneighbor leaves its worker that plain uplink. A bandwidth
+  // with a peer gives both its workers' slots PeerLinkShare (each naming the other, on an
+  // uplink of that rate, else kDefaultLinkBps) and, lifted, the uplink they had before
+  // (that plain uplink, or none); at the run's end the sandbox's teardown removes it with
+  // the namespaces. An injection the host says is Unavailable (e.g. no netem) is skipped
+  // with a notice. Other errors are returned, prefixed with
   // `--inject "<text>"`; the injections after it wait for the next Tick.
   [[nodiscard]] Status Tick(double t);
 
@@ -82,6 +90,10 @@ class Injector {
 
   InjectorOptions o_;
   Status ShapeUplinks();
+  Status ShapePeerLink(const Injection& in);
+  Status RestorePeerLink(const Injection& in);
+  // The workers' uplink rate: a bwneighbor's link, else kDefaultLinkBps.
+  int64_t link_bps() const { return uplink_bps_ > 0 ? uplink_bps_ : kDefaultLinkBps; }
 
   std::vector<ActiveInjection> injections_;
   int64_t uplink_bps_ = 0;  // the workers' uplinks (a bwneighbor's link); 0 = unshaped

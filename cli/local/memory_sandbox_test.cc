@@ -189,6 +189,56 @@ TEST(Injector, ABwNeighborSharesTheSlotsUplinkWithItsSenderUntilItsEnd) {
   EXPECT_EQ(rig.events, (std::vector<std::string>{"inject 1", "lift 1"}));
 }
 
+TEST(Injector, ABandwidthWithAPeerSharesBothUplinksNamingEachOtherUntilItsEnd) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=0,bandwidth=50mbit,peer=1,start=5s,end=9s")});
+  const std::string ns0 = rig.sandbox->netns(1), ns1 = rig.sandbox->netns(2);  // server first
+  ASSERT_TRUE(inj->Tick(4).ok());
+  EXPECT_EQ(rig.host.uplink(ns0, Sandbox::kSlotIfname), UplinkShare{});
+  EXPECT_EQ(rig.host.uplink(ns1, Sandbox::kSlotIfname), UplinkShare{});
+  ASSERT_TRUE(inj->Tick(5).ok());
+  EXPECT_EQ(rig.host.uplink(ns0, Sandbox::kSlotIfname),
+            (UplinkShare{kDefaultLinkBps, 50'000'000, rig.sandbox->slot_address(2)}));
+  EXPECT_EQ(rig.host.uplink(ns1, Sandbox::kSlotIfname),
+            (UplinkShare{kDefaultLinkBps, 50'000'000, rig.sandbox->slot_address(1)}));
+  // Only the one link: the slots' whole veths stay unshaped.
+  EXPECT_EQ(rig.host.net(rig.sandbox->host_ifname(1)).egress_bits_per_second, 0);
+  EXPECT_EQ(rig.host.net(rig.sandbox->host_ifname(2)).ingress_bits_per_second, 0);
+  ASSERT_TRUE(inj->Tick(9).ok());
+  EXPECT_EQ(rig.host.uplink(ns0, Sandbox::kSlotIfname), UplinkShare{});
+  EXPECT_EQ(rig.host.uplink(ns1, Sandbox::kSlotIfname), UplinkShare{});
+  EXPECT_EQ(rig.events, (std::vector<std::string>{"inject 0", "lift 0"}));
+}
+
+TEST(Injector, APeerLinkAfterABwNeighborUsesItsLinkAndGivesBackThePlainUplinks) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=0,bwneighbor=100mbit,link=200mbit,end=5s"),
+                       Inject("worker=1,bandwidth=20mbit,peer=0,start=5s,end=9s")});
+  const std::string ns0 = rig.sandbox->netns(1), ns1 = rig.sandbox->netns(2);
+  ASSERT_TRUE(inj->Tick(0).ok());
+  EXPECT_EQ(rig.host.uplink(ns1, Sandbox::kSlotIfname), PlainUplink(200'000'000));
+  ASSERT_TRUE(inj->Tick(5).ok());
+  EXPECT_EQ(rig.host.uplink(ns1, Sandbox::kSlotIfname),
+            (UplinkShare{200'000'000, 20'000'000, rig.sandbox->slot_address(1)}));
+  EXPECT_EQ(rig.host.uplink(ns0, Sandbox::kSlotIfname),
+            (UplinkShare{200'000'000, 20'000'000, rig.sandbox->slot_address(2)}));
+  ASSERT_TRUE(inj->Tick(9).ok());
+  EXPECT_EQ(rig.host.uplink(ns0, Sandbox::kSlotIfname), PlainUplink(200'000'000));
+  EXPECT_EQ(rig.host.uplink(ns1, Sandbox::kSlotIfname), PlainUplink(200'000'000));
+}
+
+TEST(Injector, APeerLinkWhosePeerCannotBeShapedLeavesNeitherEndShaped) {
+  InjectorRig rig;
+  auto inj = rig.Make({Inject("worker=0,bandwidth=50mbit,peer=1")});
+  rig.host.FailNext("SetUplinkShare " + rig.sandbox->netns(2), Status::Internal("tc failed"));
+  Status st = inj->Tick(0);
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.message().find("--inject \"worker=0,bandwidth=50mbit,peer=1\""), std::string::npos) << st;
+  EXPECT_EQ(rig.host.uplink(rig.sandbox->netns(1), Sandbox::kSlotIfname), UplinkShare{});
+  EXPECT_FALSE(inj->injections()[0].applied);
+  EXPECT_TRUE(rig.events.empty());
+}
+
 TEST(Injector, ABwNeighborWithoutNetworkIsSkippedWithANotice) {
   InjectorRig rig;
   auto inj = rig.Make({Inject("worker=0,bwneighbor=100mbit")}, /*network=*/false);
