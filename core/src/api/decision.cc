@@ -54,6 +54,24 @@ Status CheckGroups(const Decision& d, const std::string& path) {
   return Status::Ok();
 }
 
+Status CheckWarmup(const Decision& d, const std::string& path) {
+  const std::string warmup = JoinPath(path, "warmup");
+  for (size_t i = 0; i < d.warmup.size(); ++i) {
+    const std::string at = IndexPath(warmup, i);
+    if (d.warmup[i] < 1) return Invalid(at, AtLeastMsg(1, d.warmup[i]));
+    if (i > 0 && d.warmup[i] > d.warmup[i - 1]) {
+      return Invalid(at, "must be <= " + IndexPath(warmup, i - 1) + " (" + std::to_string(d.warmup[i - 1]) +
+                             "): a stage deeper than the one before it waits for activations never sent, got " +
+                             std::to_string(d.warmup[i]));
+    }
+  }
+  const double p = d.predicted_iteration_seconds;
+  if (!(p >= 0) || p > std::numeric_limits<double>::max()) {
+    return Invalid(JoinPath(path, "predicted_iteration_seconds"), "must be a finite number >= 0, got " + FormatNumber(p));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Validate(const Decision& d, const std::string& path) {
@@ -77,6 +95,7 @@ Status Validate(const Decision& d, const std::string& path) {
                                             std::to_string(d.workers.size()) + "), got " +
                                             std::to_string(d.k));
   }
+  STAR_RETURN_IF_ERROR(CheckWarmup(d, path));
   return CheckGroups(d, path);
 }
 
@@ -85,9 +104,14 @@ json ToJson(const Decision& d) {
   for (const auto& w : d.workers) {
     workers.push_back({{"worker", w.worker}, {"amp", w.amp}, {"batch", w.batch}});
   }
-  return {{"epoch", d.epoch},         {"apply_at_iteration", d.apply_at_iteration},
-          {"mode", ToString(d.mode)}, {"k", d.k},
-          {"groups", d.groups},       {"workers", std::move(workers)}};
+  json j = {{"epoch", d.epoch},         {"apply_at_iteration", d.apply_at_iteration},
+            {"mode", ToString(d.mode)}, {"k", d.k},
+            {"groups", d.groups},       {"workers", std::move(workers)}};
+  if (!d.warmup.empty()) {
+    j["warmup"] = d.warmup;
+    j["predicted_iteration_seconds"] = d.predicted_iteration_seconds;
+  }
+  return j;
 }
 
 StatusOr<Decision> DecisionFromJson(const json& j, const std::string& path) {
@@ -128,7 +152,14 @@ StatusOr<Decision> DecisionFromJson(const json& j, const std::string& path) {
       }
     }
   }
-  rd.RejectUnknown({"epoch", "apply_at_iteration", "mode", "k", "groups", "workers"});
+  if (rd.ok() && rd.Has("warmup")) {
+    auto warmup = IntListFromJson(*rd.Get("warmup"), rd.FieldPath("warmup"));
+    rd.Merge(warmup.status());
+    if (warmup.ok()) d.warmup = *std::move(warmup);
+  }
+  rd.Number("predicted_iteration_seconds", &d.predicted_iteration_seconds, Need::kOptional);
+  rd.RejectUnknown({"epoch", "apply_at_iteration", "mode", "k", "groups", "workers", "warmup",
+                    "predicted_iteration_seconds"});
   if (rd.ok()) rd.Merge(Validate(d, path));
   if (!rd.ok()) return rd.status();
   return d;

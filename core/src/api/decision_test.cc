@@ -48,6 +48,21 @@ TEST(Decision, StructWithEveryFieldSetRoundTrips) {
   EXPECT_EQ(*back, d);
 }
 
+TEST(Decision, WarmupIsWrittenOnlyWhenGivenAndRoundTrips) {
+  Decision d;
+  d.k = 1;
+  EXPECT_FALSE(ToJson(d).contains("warmup"));
+  EXPECT_FALSE(ToJson(d).contains("predicted_iteration_seconds"));
+  d.warmup = {8, 8, 2, 1};
+  d.predicted_iteration_seconds = 0.25;
+  const json j = ToJson(d);
+  EXPECT_EQ(j["warmup"], json({8, 8, 2, 1}));
+  EXPECT_EQ(j["predicted_iteration_seconds"], 0.25);
+  auto back = DecisionFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, d);
+}
+
 TEST(Decision, OptionalFieldsDefault) {
   auto d = DecisionFromJson(json::parse(
       R"({"epoch": 0, "apply_at_iteration": 0, "mode": "ssgd", "k": 4,
@@ -137,6 +152,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "decision.workers[3].worker: duplicate of decision.workers[1]"},
         BadCase{"UnknownWorkerField", [](json& d) { d["workers"][0]["precision"] = "bf16"; },
                 "decision.workers[0].precision: unknown field"},
+        BadCase{"WarmupNotArray", [](json& d) { d["warmup"] = 4; },
+                "decision.warmup: must be an array, got integer"},
+        BadCase{"ZeroWarmup", [](json& d) { d["warmup"] = {4, 0}; },
+                "decision.warmup[1]: must be >= 1, got 0"},
+        BadCase{"WarmupDeeperDownstream", [](json& d) { d["warmup"] = {4, 3, 5, 1}; },
+                "decision.warmup[2]: must be <= decision.warmup[1] (3): a stage deeper than the "
+                "one before it waits for activations never sent, got 5"},
+        BadCase{"NegativePrediction",
+                [](json& d) {
+                  d["warmup"] = {2, 1};
+                  d["predicted_iteration_seconds"] = -0.5;
+                },
+                "decision.predicted_iteration_seconds: must be a finite number >= 0, got -0.5"},
         BadCase{"UnknownField", [](json& d) { d["deadline"] = 3; },
                 "decision.deadline: unknown field"}),
     [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });

@@ -163,6 +163,36 @@ TEST(WorkerReportCodec, LinkRoundTripsAsThreeFieldsOrNone) {
   EXPECT_EQ(message(negative), "link_seconds: must be >= 0, got -1");
 }
 
+TEST(WorkerReportCodec, PipelineRoundTripsAndNamesItsBadFields) {
+  WorkerReport r;
+  r.worker = 5;
+  r.local_batch = 32;
+  EXPECT_FALSE(ToJson(r).contains("pipeline"));
+  r.pipeline = PipelineReading{1, 0.002, 0.004, {{4, 0.0005, 32768, 0.01}, {6, 0.02, 32768, 0}}};
+  json j = ToJson(r);
+  EXPECT_EQ(j["pipeline"]["links"][1]["peer"], 6);
+  auto back = WorkerReportFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->pipeline, r.pipeline);
+  auto message = [&j](const char* pointer, json v) {
+    json bad = j;
+    bad[json::json_pointer(pointer)] = std::move(v);
+    return WorkerReportFromJson(bad).status().message();
+  };
+  EXPECT_EQ(message("/pipeline/links/0/peer", 5), "pipeline.links[0].peer: must not be the worker itself");
+  EXPECT_EQ(message("/pipeline/links/1/bytes", 0), "pipeline.links[1].bytes: must be >= 1, got 0");
+  EXPECT_EQ(message("/pipeline/forward_seconds", -1), "pipeline.forward_seconds: must be >= 0, got -1");
+  EXPECT_EQ(message("/pipeline/links/2", j["pipeline"]["links"][0]),
+            "pipeline.links: must have at most 2 items, got 3");
+  EXPECT_EQ(message("/pipeline/links", 3), "pipeline.links: must be an array, got integer");
+  EXPECT_EQ(message("/pipeline/depth", 3), "pipeline.depth: unknown field");
+  json no_links = j;
+  no_links["pipeline"].erase("links");
+  auto bare = WorkerReportFromJson(no_links);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_TRUE(bare->pipeline->links.empty());
+}
+
 TEST(WorkerReportCodec, RejectsBadAccuracyNamingTheField) {
   WorkerReport valid;
   valid.local_batch = 8;

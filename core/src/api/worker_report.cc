@@ -6,6 +6,17 @@ namespace star::api {
 
 using nlohmann::json;
 
+json ToJson(const PipelineReading& p) {
+  json links = json::array();
+  for (const PipelineLinkReading& l : p.links) {
+    links.push_back({{"peer", l.peer}, {"seconds", l.seconds}, {"bytes", l.bytes}, {"wait_seconds", l.wait_seconds}});
+  }
+  return {{"stage", p.stage},
+          {"forward_seconds", p.forward_seconds},
+          {"backward_seconds", p.backward_seconds},
+          {"links", std::move(links)}};
+}
+
 json ToJson(const WorkerReport& r) {
   json j = {
       {"job", r.job},
@@ -28,6 +39,7 @@ json ToJson(const WorkerReport& r) {
     j["link_seconds"] = r.link->seconds;
     j["link_bytes"] = r.link->bytes;
   }
+  if (r.pipeline) j["pipeline"] = ToJson(*r.pipeline);
   if (r.accuracy) {
     j["accuracy"] = *r.accuracy;
     j["accuracy_time_seconds"] = r.accuracy_time_seconds.value_or(r.time_seconds);
@@ -56,6 +68,50 @@ void ReadLink(ObjectReader& rd, WorkerReport& r) {
       .AtLeast("link_bytes", static_cast<double>(l.bytes), 1);
   if (rd.ok() && l.peer == r.worker) rd.Fail("link_peer", "must not be the worker itself");
   if (rd.ok()) r.link = l;
+}
+
+PipelineLinkReading ReadPipelineLink(ObjectReader& rd) {
+  PipelineLinkReading l;
+  rd.Int("peer", &l.peer)
+      .AtLeast("peer", l.peer, 0)
+      .Number("seconds", &l.seconds)
+      .AtLeast("seconds", l.seconds, 0)
+      .Int("bytes", &l.bytes)
+      .AtLeast("bytes", static_cast<double>(l.bytes), 1)
+      .Number("wait_seconds", &l.wait_seconds, Need::kOptional)
+      .AtLeast("wait_seconds", l.wait_seconds, 0)
+      .RejectUnknown({"peer", "seconds", "bytes", "wait_seconds"});
+  return l;
+}
+
+// "pipeline": {"stage", "forward_seconds", "backward_seconds", "links" (optional, <= 2)}.
+void ReadPipeline(ObjectReader& outer, WorkerReport& r) {
+  const json* pj = outer.Get("pipeline");
+  if (pj == nullptr || !outer.ok()) return;
+  ObjectReader rd(*pj, outer.FieldPath("pipeline"));
+  PipelineReading p;
+  rd.Int("stage", &p.stage)
+      .AtLeast("stage", p.stage, 0)
+      .Number("forward_seconds", &p.forward_seconds)
+      .AtLeast("forward_seconds", p.forward_seconds, 0)
+      .Number("backward_seconds", &p.backward_seconds)
+      .AtLeast("backward_seconds", p.backward_seconds, 0)
+      .MaxItems("links", 2);
+  if (const json* links = rd.Get("links"); rd.ok() && links != nullptr) {
+    if (!links->is_array()) {
+      rd.Fail("links", "must be an array, got " + JsonTypeName(*links));
+    }
+    for (size_t i = 0; rd.ok() && links->is_array() && i < links->size(); ++i) {
+      ObjectReader lr((*links)[i], IndexPath(rd.FieldPath("links"), i));
+      PipelineLinkReading l = ReadPipelineLink(lr);
+      if (lr.ok() && l.peer == r.worker) lr.Fail("peer", "must not be the worker itself");
+      rd.Merge(lr.status());
+      p.links.push_back(l);
+    }
+  }
+  rd.RejectUnknown({"stage", "forward_seconds", "backward_seconds", "links"});
+  outer.Merge(rd.status());
+  if (rd.ok()) r.pipeline = std::move(p);
 }
 
 }  // namespace
@@ -96,6 +152,7 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
     if (rd.ok()) r.lookahead = ahead;
   }
   ReadLink(rd, r);
+  ReadPipeline(rd, r);
   if (rd.ok() && rd.Has("accuracy")) {
     double a = 0;
     double at = r.time_seconds;
@@ -114,7 +171,8 @@ StatusOr<WorkerReport> WorkerReportFromJson(const json& j, const std::string& pa
   rd.RejectUnknown({"job", "worker", "iteration", "iterations", "time_seconds", "compute_seconds",
                     "communication_seconds", "wait_seconds", "local_batch", "amp",
                     "local_grad_sq_norm", "global_grad_sq_norm", "loss", "accuracy",
-                    "accuracy_time_seconds", "lookahead", "link_peer", "link_seconds", "link_bytes"});
+                    "accuracy_time_seconds", "lookahead", "link_peer", "link_seconds", "link_bytes",
+                    "pipeline"});
   if (!rd.ok()) return rd.status();
   return r;
 }

@@ -36,6 +36,12 @@ struct Decision {
   std::vector<std::vector<int>> groups;
   // One entry per worker (ranks unique); empty = no per-worker change.
   std::vector<WorkerSetting> workers;
+  // A pipeline job's warm-up depth per stage (star/core/pipeline/schedule.h), each >= 1
+  // and none deeper than the stage before it; empty = the job's static schedule. Every
+  // stage takes it up at apply_at_iteration.
+  std::vector<int> warmup;
+  // The pipeline model's iteration time under `warmup` (seconds, >= 0); 0 without one.
+  double predicted_iteration_seconds = 0;
 
   friend bool operator==(const Decision&, const Decision&) = default;
 };
@@ -44,7 +50,8 @@ struct Decision {
 // >= 0; k >= 1; worker ranks >= 0 and unique; batch >= 1; when workers are given,
 // k <= workers.size(); mode groups needs non-empty groups; groups, when given, hold no
 // empty group, no rank twice, only ranks >= 0, and (when workers are given) exactly
-// the workers' ranks. Errors name the field under `path` ("groups[1][0]: duplicate of
+// the workers' ranks; warmup depths >= 1 and non-increasing, the prediction finite and
+// >= 0. Errors name the field under `path` ("groups[1][0]: duplicate of
 // groups[0][2]"). O(n log n) in the number of workers.
 [[nodiscard]] Status Validate(const Decision& d, const std::string& path = "");
 
@@ -55,11 +62,12 @@ struct Decision {
 // own, with no switch (star/shim/sync_engine.h). O(n).
 [[nodiscard]] bool SameSynchronization(const Decision& a, const Decision& b);
 // snake_case wire form: {"epoch","apply_at_iteration","mode":"ssgd|fixed_k|groups|asgd",
-// "k","groups":[[...]],"workers":[{"worker","amp","batch"}]}; every field is written.
+// "k","groups":[[...]],"workers":[{"worker","amp","batch"}]}; every field is written,
+// except "warmup" and "predicted_iteration_seconds", written only with a warmup.
 nlohmann::json ToJson(const Decision& d);
 // Required: epoch, apply_at_iteration, mode, k. Optional: groups (default []),
-// workers (default []); in workers[], worker and batch are required, amp defaults to
-// false. Unknown fields are rejected. Then Validate(d, path).
+// workers (default []), warmup (default []), predicted_iteration_seconds (default 0);
+// in workers[], worker and batch are required, amp defaults to false. Unknown fields are rejected. Then Validate(d, path).
 StatusOr<Decision> DecisionFromJson(const nlohmann::json& j, const std::string& path = "");
 
 }  // namespace star::api

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,24 @@ struct LinkReading {
   double seconds = 0;  // >= 0
   int64_t bytes = 0;   // >= 1
   friend bool operator==(const LinkReading&, const LinkReading&) = default;
+};
+
+// One stage of a pipeline-parallel job (rank = replica * S + stage), per micro-batch and
+// per link: what the pipeline model (star/core/pipeline/schedule.h) needs to choose warm-up
+// depths. Means over the report's iterations.
+struct PipelineLinkReading {
+  int peer = 0;              // the neighbouring stage's rank, >= 0, not the reporting worker
+  double seconds = 0;        // >= 0: sending one message to it (until the transport held it)
+  int64_t bytes = 0;         // >= 1: one message (an activation downstream, a gradient up)
+  double wait_seconds = 0;   // >= 0, per iteration: this stage's compute waiting for its messages
+  friend bool operator==(const PipelineLinkReading&, const PipelineLinkReading&) = default;
+};
+struct PipelineReading {
+  int stage = 0;                  // >= 0
+  double forward_seconds = 0;     // >= 0, one micro-batch's forward
+  double backward_seconds = 0;    // >= 0, one micro-batch's backward
+  std::vector<PipelineLinkReading> links;  // at most 2: the previous stage's link first
+  friend bool operator==(const PipelineReading&, const PipelineReading&) = default;
 };
 
 struct WorkerReport {
@@ -57,11 +76,16 @@ struct WorkerReport {
   // Absent when the collective does not time its links (NCCL, parameter servers, a
   // single worker). On the wire: link_peer, link_seconds, link_bytes, all three or none.
   std::optional<LinkReading> link;
+  // A pipeline stage's costs; absent for data-parallel workers. On the wire an object
+  // "pipeline": {"stage", "forward_seconds", "backward_seconds", "links": [{"peer",
+  // "seconds", "bytes", "wait_seconds"}]}.
+  std::optional<PipelineReading> pipeline;
 
   // compute + communication: the iteration time excluding waiting on others (t_i).
   double iteration_seconds() const { return compute_seconds + communication_seconds; }
 };
 
+nlohmann::json ToJson(const PipelineReading& p);
 nlohmann::json ToJson(const WorkerReport& r);
 // Validates every field; errors name the field ("worker: must be >= 0, got -1",
 // "accuracy: must be <= 1, got 1.5", "accuracy_time_seconds: only allowed with accuracy").
