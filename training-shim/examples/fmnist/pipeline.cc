@@ -74,16 +74,21 @@ class Stage {
   Status Init();
   Status Train();
   void Finish() const;
+  nlohmann::json MedianMs(bool adapted) const;
 
  private:
   Status Iterate();
+  StatusOr<int> WarmupFor(const IterationPlan& plan);
+  api::PipelineReading Reading();
   Status AverageOverReplicas();
   bool FeedsOrLabels() const { return stage_ == 0 || stage_ == f_.stages - 1; }
 
   const Flags& f_;
   const int stage_, replica_, replicas_;
   int m_ = 0;
-  std::vector<int> warmup_;
+  std::vector<int> warmup_;   // the static depths (--warmup, or plain 1F1B)
+  std::vector<int> adapted_;  // the loop's latest, empty before any
+  std::vector<bool> adapted_at_;  // per iteration: it ran the loop's depths
   std::optional<ImageDataset> train_;
   std::optional<BatchIterator> batches_;
   Batch batch_;
@@ -156,33 +161,66 @@ Status Stage::Train() {
 
 Status Stage::Iterate() {
   STAR_ASSIGN_OR_RETURN(IterationPlan plan, session_->BeginIteration(iteration_));
-  (void)plan;  // a pipeline runs 1F1B whatever the loop decides (its modes would split stages)
+  STAR_ASSIGN_OR_RETURN(const int warmup, WarmupFor(plan));  // the loop's modes would split stages
   const double start = MonotonicSeconds();
   STAR_RETURN_IF_ERROR(session_->BeginCompute());
   if (FeedsOrLabels()) {
     STAR_ASSIGN_OR_RETURN(batch_, batches_->Next(f_.batch));
   }
   sgd_->zero_grad();
-  STAR_RETURN_IF_ERROR(engine_->RunIteration(warmup_[static_cast<size_t>(stage_)]));
+  STAR_RETURN_IF_ERROR(engine_->RunIteration(warmup));
   STAR_RETURN_IF_ERROR(session_->EndCompute());
   STAR_RETURN_IF_ERROR(session_->BeginCommunication());
   STAR_RETURN_IF_ERROR(AverageOverReplicas());
   STAR_RETURN_IF_ERROR(session_->EndCommunication());
   sgd_->step();
   iteration_seconds_.push_back(MonotonicSeconds() - start);
-  std::vector<PipelineLink> links = engine_->TakeLinks();
-  links_.resize(links.size());
-  for (size_t i = 0; i < links.size() && iteration_ > 0; ++i) {  // the first iteration connects
-    links_[i].peer = links[i].peer;
-    links_[i].send_seconds += links[i].send_seconds;
-    links_[i].wait_seconds += links[i].wait_seconds;
-  }
+  adapted_at_.push_back(!plan.warmup.empty());
   loss_ = torch_stage_->TakeLoss();
   IterationInfo info;
+  info.pipeline = Reading();
   info.iteration = ++iteration_;
   info.local_batch = static_cast<int>(f_.batch);
   if (stage_ == f_.stages - 1) info.loss = loss_;
   return session_->EndIteration(info).status();
+}
+
+// The loop's warm-up depth for this stage when a decision gives one, else the static one.
+StatusOr<int> Stage::WarmupFor(const IterationPlan& plan) {
+  if (plan.warmup.empty()) return warmup_[static_cast<size_t>(stage_)];
+  if (static_cast<int>(plan.warmup.size()) != f_.stages) {
+    return Status::InvalidArgument("decision.warmup: " + std::to_string(plan.warmup.size()) + " depths for " +
+                                   std::to_string(f_.stages) + " stages");
+  }
+  if (plan.warmup != adapted_) {
+    adapted_ = plan.warmup;
+    std::cerr << "star-fmnist: stage " << stage_ << ": warm-up depths " << nlohmann::json(adapted_).dump()
+              << " from iteration " << iteration_ << "\n";
+  }
+  return plan.warmup[static_cast<size_t>(stage_)];
+}
+
+// This iteration's costs for the report (and the totals for the result line): the
+// engine's compute per micro-batch and, per link, the time to send one message.
+api::PipelineReading Stage::Reading() {
+  const PipelineComputeTimes c = engine_->TakeComputeTimes();
+  api::PipelineReading r;
+  r.stage = stage_;
+  r.forward_seconds = c.forwards > 0 ? c.forward_seconds / c.forwards : 0;
+  r.backward_seconds = c.backwards > 0 ? c.backward_seconds / c.backwards : 0;
+  std::vector<PipelineLink> links = engine_->TakeLinks();
+  links_.resize(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    const PipelineLink& l = links[i];
+    r.links.push_back({l.peer, l.messages_sent > 0 ? l.send_seconds / l.messages_sent : 0,
+                       l.messages_sent > 0 ? std::max<int64_t>(1, l.bytes_sent / l.messages_sent) : 1,
+                       l.wait_seconds});
+    if (iteration_ == 0) continue;  // the first iteration connects
+    links_[i].peer = l.peer;
+    links_[i].send_seconds += l.send_seconds;
+    links_[i].wait_seconds += l.wait_seconds;
+  }
+  return r;
 }
 
 Status Stage::AverageOverReplicas() {
@@ -195,18 +233,34 @@ Status Stage::AverageOverReplicas() {
   return Status::Ok();
 }
 
+// The median iteration in ms over the iterations after the first that ran (adapted or
+// not) the loop's depths; null when there were none.
+nlohmann::json Stage::MedianMs(bool adapted) const {
+  std::vector<double> times;
+  for (size_t i = 1; i < iteration_seconds_.size(); ++i) {
+    if (adapted_at_[i] == adapted) times.push_back(1e3 * iteration_seconds_[i]);
+  }
+  if (times.empty()) return nullptr;
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
 void Stage::Finish() const {
-  std::vector<double> steady(iteration_seconds_.begin() + std::min<size_t>(iteration_seconds_.size(), 1),
-                             iteration_seconds_.end());
-  std::sort(steady.begin(), steady.end());
-  const double median = steady.empty() ? 0 : steady[steady.size() / 2];
   nlohmann::json links = nlohmann::json::array();
   for (const PipelineLink& l : links_) {
     links.push_back({{"peer", l.peer}, {"send_ms", 1e3 * l.send_seconds}, {"wait_ms", 1e3 * l.wait_seconds}});
   }
-  nlohmann::json out = {{"stage", stage_},     {"replica", replica_},   {"iterations", iteration_},
-                        {"micro_batches", m_}, {"warmup", warmup_},     {"median_iteration_ms", 1e3 * median},
-                        {"last_loss", loss_},  {"links", links}};
+  const nlohmann::json adapted_ms = MedianMs(true), static_ms = MedianMs(false);
+  nlohmann::json out = {{"stage", stage_},
+                        {"replica", replica_},
+                        {"iterations", iteration_},
+                        {"micro_batches", m_},
+                        {"warmup", warmup_},
+                        {"adapted_warmup", adapted_},
+                        {"median_iteration_ms", static_ms.is_null() ? adapted_ms : static_ms},
+                        {"adapted_median_iteration_ms", adapted_ms},
+                        {"last_loss", loss_},
+                        {"links", links}};
   std::printf("%s\n", out.dump().c_str());
 }
 

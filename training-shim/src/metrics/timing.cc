@@ -29,6 +29,36 @@ double SquaredL2Norm(std::span<const float> v) {
   return s;
 }
 
+namespace {
+
+// Sums `x` into `sum`: the stage and each link's peer are the latest, the rest add up.
+void AddPipeline(api::PipelineReading& sum, const api::PipelineReading& x) {
+  sum.stage = x.stage;
+  sum.forward_seconds += x.forward_seconds;
+  sum.backward_seconds += x.backward_seconds;
+  sum.links.resize(x.links.size());
+  for (size_t i = 0; i < x.links.size(); ++i) {
+    api::PipelineLinkReading& l = sum.links[i];
+    l.peer = x.links[i].peer;
+    l.seconds += x.links[i].seconds;
+    l.bytes += x.links[i].bytes;
+    l.wait_seconds += x.links[i].wait_seconds;
+  }
+}
+
+api::PipelineReading MeanPipeline(api::PipelineReading sum, int n) {
+  sum.forward_seconds /= n;
+  sum.backward_seconds /= n;
+  for (api::PipelineLinkReading& l : sum.links) {
+    l.seconds /= n;
+    l.bytes = std::max<int64_t>(1, l.bytes / n);
+    l.wait_seconds /= n;
+  }
+  return sum;
+}
+
+}  // namespace
+
 IterationTimer::IterationTimer(IterationTimerOptions options) : options_(std::move(options)) {
   if (!options_.now) options_.now = MonotonicSeconds;
   origin_ = options_.origin_seconds ? *options_.origin_seconds : options_.now();
@@ -103,6 +133,10 @@ StatusOr<IterationSample> IterationTimer::EndIteration(const IterationInfo& info
     link_sum_.bytes += info.link->bytes;
     ++link_n_;
   }
+  if (info.pipeline) {
+    AddPipeline(pipeline_sum_, *info.pipeline);
+    ++pipeline_n_;
+  }
   local_norm_.Add(info.local_grad_sq_norm);
   global_norm_.Add(info.global_grad_sq_norm);
   loss_.Add(info.loss);
@@ -131,8 +165,11 @@ StatusOr<api::WorkerReport> IterationTimer::TakeReport() {
     r.link = api::LinkReading{link_sum_.peer, link_sum_.seconds / link_n_,
                               std::max<int64_t>(1, link_sum_.bytes / link_n_)};
   }
+  if (pipeline_n_ > 0) r.pipeline = MeanPipeline(pipeline_sum_, pipeline_n_);
   link_sum_ = {};
   link_n_ = 0;
+  pipeline_sum_ = {};
+  pipeline_n_ = 0;
   n_ = 0;
   compute_sum_ = comm_sum_ = wait_sum_ = 0;
   local_norm_ = global_norm_ = loss_ = Mean{};

@@ -198,6 +198,24 @@ TEST(IterationTimer, ReportAveragesTheLinkOverTheIterationsThatTimedIt) {
   EXPECT_FALSE(next->link);  // the sums start afresh with each report
 }
 
+TEST(IterationTimer, ReportAveragesAPipelineStagesCostsPerLink) {
+  FakeClock clock;
+  IterationTimer timer = MakeTimer(clock);
+  const api::PipelineReading a{1, 0.002, 0.004, {{0, 0.001, 4096, 0.01}, {2, 0.03, 4096, 0}}};
+  const api::PipelineReading b{1, 0.004, 0.008, {{0, 0.003, 4096, 0.03}, {2, 0.01, 4096, 0.02}}};
+  ASSERT_TRUE(timer.EndIteration({.iteration = 1, .local_batch = 8, .pipeline = a}).ok());
+  ASSERT_TRUE(timer.EndIteration({.iteration = 2, .local_batch = 8, .pipeline = b}).ok());
+  StatusOr<api::WorkerReport> r = timer.TakeReport();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->pipeline);
+  EXPECT_EQ(*r->pipeline,
+            (api::PipelineReading{1, 0.003, 0.006, {{0, 0.002, 4096, 0.02}, {2, 0.02, 4096, 0.01}}}));
+  ASSERT_TRUE(timer.EndIteration({.iteration = 3, .local_batch = 8}).ok());
+  StatusOr<api::WorkerReport> next = timer.TakeReport();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->pipeline);  // the sums start afresh with each report
+}
+
 TEST(IterationTimer, ElapsedSecondsIsTheReportsClockFromTheOrigin) {
   FakeClock clock;
   IterationTimerOptions o;

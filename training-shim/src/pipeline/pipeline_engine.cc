@@ -1,5 +1,6 @@
 #include "star/shim/pipeline_engine.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,8 @@ struct PipelineEngine::Neighbour {
 };
 
 namespace {
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 Status Invalid(const std::string& field, const std::string& reason) {
   return Status::InvalidArgument("pipeline: " + field + ": " + reason);
@@ -119,7 +122,10 @@ Status PipelineEngine::Step(const pipeline::StageOp& op, uint64_t tag) {
   if (from) {
     STAR_ASSIGN_OR_RETURN(in, from->in->Take(tag));
   }
+  const double start = Now();
   STAR_RETURN_IF_ERROR((op.forward ? fns_.forward : fns_.backward)(op.micro_batch, in, out));
+  (op.forward ? compute_.forward_seconds : compute_.backward_seconds) += Now() - start;
+  ++(op.forward ? compute_.forwards : compute_.backwards);
   if (!to) return Status::Ok();
   const size_t want = op.forward ? shape_.output_floats : shape_.input_floats;
   if (out.size() != want) {
@@ -141,5 +147,7 @@ std::vector<PipelineLink> PipelineEngine::TakeLinks() {
   }
   return links;
 }
+
+PipelineComputeTimes PipelineEngine::TakeComputeTimes() { return std::exchange(compute_, {}); }
 
 }  // namespace star::shim

@@ -142,9 +142,10 @@ TEST(PipelineEngine, ReplicasRunApartAtRankReplicaTimesStagesPlusStage) {
   EXPECT_NEAR(stages[3].grad, 2 * stages[1].grad, 1e-5 * stages[3].grad);
 }
 
-TEST(PipelineEngine, LinksCountEveryMessageEachWay) {
+TEST(PipelineEngine, LinksCountEveryMessageEachWayAndComputeEveryStep) {
   constexpr int kStages = 3, kMicro = 5;
   std::vector<std::vector<PipelineLink>> links(kStages), second(kStages);
+  std::vector<PipelineComputeTimes> compute(kStages), compute_again(kStages);
   auto statuses = RunRanks(kStages, milliseconds(10000), [&](int r, std::unique_ptr<Collective> c) {
     ScalarStage st;
     st.stage = r;
@@ -153,6 +154,8 @@ TEST(PipelineEngine, LinksCountEveryMessageEachWay) {
     STAR_RETURN_IF_ERROR(engine->RunIteration(kStages - r));
     links[static_cast<size_t>(r)] = engine->TakeLinks();
     second[static_cast<size_t>(r)] = engine->TakeLinks();
+    compute[static_cast<size_t>(r)] = engine->TakeComputeTimes();
+    compute_again[static_cast<size_t>(r)] = engine->TakeComputeTimes();
     return Status::Ok();
   });
   testing_support::ExpectAllOk(statuses);
@@ -174,6 +177,12 @@ TEST(PipelineEngine, LinksCountEveryMessageEachWay) {
     for (const PipelineLink& p : second[static_cast<size_t>(r)]) {
       EXPECT_EQ(p.messages_sent + p.messages_received, 0) << "counters start afresh";
     }
+    const PipelineComputeTimes& c = compute[static_cast<size_t>(r)];
+    EXPECT_EQ(c.forwards, kMicro);
+    EXPECT_EQ(c.backwards, kMicro);
+    EXPECT_GE(c.forward_seconds, 0);
+    EXPECT_GE(c.backward_seconds, 0);
+    EXPECT_EQ(compute_again[static_cast<size_t>(r)].forwards + compute_again[static_cast<size_t>(r)].backwards, 0);
   }
 }
 

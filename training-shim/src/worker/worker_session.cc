@@ -120,6 +120,7 @@ void WorkerSession::ApplyDue(int64_t iteration) {
     in_force_.mode = d.mode;
     in_force_.k = d.k;
     in_force_.groups = d.groups;
+    in_force_.warmup = d.warmup;
     for (const auto& w : d.workers) {
       if (w.worker != worker_) continue;
       in_force_.amp = w.amp;

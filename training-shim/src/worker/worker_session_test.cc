@@ -128,6 +128,18 @@ TEST(WorkerSession, DecisionTakesEffectExactlyAtItsApplyIteration) {
   EXPECT_EQ(reports.back().local_batch, 16);
 }
 
+TEST(WorkerSession, APipelinesWarmupTakesEffectAtItsApplyIteration) {
+  auto d = MakeDecision(1, 4, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, false, 32}});
+  d.warmup = {2, 1};
+  d.predicted_iteration_seconds = 0.5;
+  Controller controller({d});
+  auto session = WorkerSession::Create(Options(controller.url()));
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (const IterationPlan& p : RunIterations(**session, 0, 6)) {
+    EXPECT_EQ(p.warmup, p.iteration >= 4 ? std::vector<int>({2, 1}) : std::vector<int>()) << p.iteration;
+  }
+}
+
 TEST(WorkerSession, DecisionsOfAnOlderOrTheSameEpochAreIgnored) {
   const auto newer = MakeDecision(2, 4, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, false, 8}});
   const auto older = MakeDecision(1, 6, api::SyncMode::kSsgd, 2, {{0, false, 32}, {1, true, 99}});

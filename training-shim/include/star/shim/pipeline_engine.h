@@ -57,6 +57,15 @@ struct PipelineLink {
   double wait_seconds = 0;     // this stage's compute waiting for its messages, summed
 };
 
+// This stage's own compute since the last TakeComputeTimes: its forwards and backwards
+// (the StageFunctions' calls), not the waits for messages around them.
+struct PipelineComputeTimes {
+  double forward_seconds = 0;
+  int forwards = 0;
+  double backward_seconds = 0;
+  int backwards = 0;
+};
+
 class PipelineEngine {
  public:
   // This stage's engine: `world` holds every stage of this replica at consecutive ranks
@@ -81,6 +90,7 @@ class PipelineEngine {
 
   // Per neighbour (previous first), what its link did since the last call.
   std::vector<PipelineLink> TakeLinks();
+  PipelineComputeTimes TakeComputeTimes();
 
   const PipelineShape& shape() const { return shape_; }
 
@@ -94,6 +104,7 @@ class PipelineEngine {
   std::unique_ptr<Neighbour> prev_;  // null on stage 0
   std::unique_ptr<Neighbour> next_;  // null on the last stage
   uint64_t iteration_ = 0;
+  PipelineComputeTimes compute_;
   Status broken_;
 };
 

@@ -36,6 +36,9 @@ struct IterationInfo {
   // The link from the ring predecessor in this iteration's all-reduces (StepStats::link);
   // absent = not timed.
   std::optional<api::LinkReading> link = std::nullopt;
+  // A pipeline stage's forward and backward per micro-batch, and per link the time to
+  // send one message, its size and the iteration's wait for it; absent = not a pipeline.
+  std::optional<api::PipelineReading> pipeline = std::nullopt;
 };
 
 // One finished iteration: its phase times (seconds) and its IterationInfo.
@@ -125,6 +128,8 @@ class IterationTimer {
   // Sums of the iterations' link readings since the last report, and how many there were.
   api::LinkReading link_sum_;
   int link_n_ = 0;
+  api::PipelineReading pipeline_sum_;
+  int pipeline_n_ = 0;
   double wait_sum_ = 0;
   Mean local_norm_, global_norm_, loss_;
   IterationInfo last_;

@@ -88,6 +88,7 @@ struct IterationPlan {
   std::vector<std::vector<int>> groups;     // groups / fixed_k order; initially empty
   bool amp = false;                         // AMP on for this worker
   int64_t local_batch = 0;                  // this worker's batch
+  std::vector<int> warmup;                  // a pipeline's warm-up depth per stage; empty = static
   // Decisions received since the previous BeginIteration (newer epochs, in arrival
   // order): give each to Synchronizer::Schedule before this iteration's exchange.
   std::vector<api::Decision> received;
