@@ -365,10 +365,10 @@ int WorldSize(const TrainingJobSpec& spec) {
 
 TrainingJobSpec MitigationsInForce(TrainingJobSpec spec) {
   const bool pipeline = IsPipeline(spec.parallelism);
-  if (spec.mitigation.mode != MitigationMode::kObserve && !pipeline) return spec;
-  if (spec.synchronization.policy == SyncPolicy::kAuto || pipeline) {
-    spec.synchronization.policy = SyncPolicy::kSsgd;
-  }
+  const bool observe = spec.mitigation.mode == MitigationMode::kObserve;
+  if (!observe && !pipeline) return spec;
+  SyncPolicy& policy = spec.synchronization.policy;
+  if (observe ? policy == SyncPolicy::kAuto : policy != SyncPolicy::kAuto) policy = SyncPolicy::kSsgd;
   spec.mitigation.amp.enabled = false;
   spec.mitigation.batch_adaptation.enabled = false;
   spec.mitigation.resource_reallocation.enabled = false;

@@ -187,18 +187,22 @@ TEST(TrainingJob, ObserveModeTakesEveryMitigationOff) {
       << "a pinned policy is the user's own";
 }
 
-TEST(TrainingJob, APipelineIsObservedNotMitigated) {
+TEST(TrainingJob, APipelineKeepsAutoForItsScheduleAndNothingElse) {
   auto job = TrainingJobFromJson(FmnistJob());
   ASSERT_TRUE(job.ok()) << job.status();
   job->spec.parallelism = {2, 4, std::nullopt};
+  job->spec.synchronization.policy = SyncPolicy::kAuto;
   const TrainingJobSpec s = MitigationsInForce(job->spec);
-  EXPECT_EQ(s.synchronization.policy, SyncPolicy::kSsgd) << "no mode splits its stages";
+  EXPECT_EQ(s.synchronization.policy, SyncPolicy::kAuto) << "Auto adapts the schedule";
   EXPECT_FALSE(s.mitigation.amp.enabled);
   EXPECT_FALSE(s.mitigation.batch_adaptation.enabled);
   EXPECT_FALSE(s.mitigation.resource_reallocation.enabled);
   job->spec.synchronization.policy = SyncPolicy::kGroups;
   EXPECT_EQ(MitigationsInForce(job->spec).synchronization.policy, SyncPolicy::kSsgd)
-      << "a pinned mode would split the stages too";
+      << "a pinned mode would split the stages";
+  job->spec.synchronization.policy = SyncPolicy::kAuto;
+  job->spec.mitigation.mode = MitigationMode::kObserve;
+  EXPECT_EQ(MitigationsInForce(job->spec).synchronization.policy, SyncPolicy::kSsgd) << "observed only";
 }
 
 TEST(TrainingJob, WorldSizeCountsProcessesPerPod) {

@@ -50,7 +50,8 @@ JobControlLoop::JobControlLoop(api::TrainingJobSpec spec, LoopOptions options,
       reported_(static_cast<size_t>(n_), false),
       in_force_{.sync = {api::SyncMode::kSsgd, n_, {}},
                 .amp = std::vector<bool>(static_cast<size_t>(n_), false),
-                .batches = batch::EqualBatches(spec_.training.global_batch_size, n_)},
+                .batches = batch::EqualBatches(spec_.training.global_batch_size, n_),
+                .warmup = {}},
       equal_batches_(in_force_.batches),
       amp_on_round_(static_cast<size_t>(n_), -1),
       need_holds_(static_cast<size_t>(n_), NeedHold{.release_rounds = options_.resource_release_rounds}) {}
@@ -63,7 +64,8 @@ StatusOr<JobControlLoop::Setting> JobControlLoop::SettingOf(const api::Decision&
   }
   Setting s{{d.mode, d.k, d.groups},
             std::vector<bool>(static_cast<size_t>(n_), false),
-            std::vector<int64_t>(static_cast<size_t>(n_), 0)};
+            std::vector<int64_t>(static_cast<size_t>(n_), 0),
+            {}};
   for (const api::WorkerSetting& w : d.workers) {
     if (w.worker < 0 || w.worker >= n_ || s.batches[static_cast<size_t>(w.worker)] != 0) {
       return Status::InvalidArgument("decision.workers: must list each rank in [0, " + std::to_string(n_) +
@@ -83,6 +85,13 @@ StatusOr<JobControlLoop::Setting> JobControlLoop::SettingOf(const api::Decision&
   if (d.k > n_) {
     return Status::InvalidArgument("decision.k: must be <= " + std::to_string(n_) + ", got " + std::to_string(d.k));
   }
+  const int stages = spec_.parallelism.pipeline_stages;
+  if (!d.warmup.empty() && (stages < 2 || static_cast<int>(d.warmup.size()) != stages)) {
+    return Status::InvalidArgument("decision.warmup: must have one depth per pipeline stage (" +
+                                   std::to_string(stages < 2 ? 0 : stages) + "), got " +
+                                   std::to_string(d.warmup.size()));
+  }
+  s.warmup = d.warmup;
   return s;
 }
 
@@ -105,6 +114,7 @@ Status JobControlLoop::Resume(const api::Decision& d) {
   // Unequal batches mean batch adaptation was on.
   adapt_batches_ = setting.batches != batch::EqualBatches(spec_.training.global_batch_size, n_);
   in_force_ = std::move(setting);
+  predicted_iteration_seconds_ = d.predicted_iteration_seconds;
   last_mode_round_ = 0;
   decision_ = d;
   return Status::Ok();

@@ -15,11 +15,13 @@ void JobControlLoop::Decide(double t) {
     return;
   }
   redecide_ = false;
+  if (api::IsPipeline(spec_.parallelism)) return DecidePipeline(t);
   const std::vector<double> times = MedianIterationSeconds();
   Setting next;
   next.sync = KeepRing(ChooseSync(times, t));
   next.amp = amp_.States(n_);
   next.batches = PlanWorkerBatches(in_force_.batches, next.sync);
+  next.warmup = in_force_.warmup;
   if (next == in_force_ || DriftWaitTooLong(next, times)) return;
   const bool switches = next.sync != in_force_.sync;
   if (switches) last_mode_round_ = rounds_;
@@ -126,6 +128,8 @@ std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
     d.workers.push_back({i, static_cast<bool>(next.amp[static_cast<size_t>(i)]),
                          next.batches[static_cast<size_t>(i)]});
   }
+  d.warmup = next.warmup;
+  d.predicted_iteration_seconds = next.warmup.empty() ? 0 : predicted_iteration_seconds_;
   if (!api::Validate(d).ok()) return std::nullopt;
   return d;
 }

@@ -36,6 +36,7 @@ Status Validate(const LoopOptions& o) {
   STAR_RETURN_IF_ERROR(AtLeast("mode_dwell_rounds", o.mode_dwell_rounds, 0));
   STAR_RETURN_IF_ERROR(Check(o.mode_switch_margin >= 0 && o.mode_switch_margin < 1,
                              "mode_switch_margin", "must be in [0, 1)"));
+  STAR_RETURN_IF_ERROR(Check(o.schedule_gain >= 0 && o.schedule_gain < 1, "schedule_gain", "must be in [0, 1)"));
   STAR_RETURN_IF_ERROR(Check(o.amp_release_slowdown >= 1 && Finite(o.amp_release_slowdown),
                              "amp_release_slowdown", "must be finite and >= 1"));
   STAR_RETURN_IF_ERROR(Check(o.min_batch_gain >= 0 && o.min_batch_gain < 1,

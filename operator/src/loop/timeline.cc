@@ -50,6 +50,18 @@ std::string TargetDetail(const TargetFields& f) {
   return os.str();
 }
 
+std::string ScheduleDetail(const ScheduleFields& f) {
+  std::ostringstream os;
+  os << "warmup=";
+  if (f.warmup.empty()) os << "static";
+  for (size_t i = 0; i < f.warmup.size(); ++i) os << (i ? "," : "[") << f.warmup[i];
+  if (!f.warmup.empty()) os << ']';
+  os << std::fixed << std::setprecision(3) << " predicted=" << f.predicted_seconds << "s static=" << f.static_seconds
+     << 's';
+  if (f.slow_link >= 0) os << " slow_link=stage" << f.slow_link << "-stage" << f.slow_link + 1;
+  return os.str();
+}
+
 }  // namespace
 
 std::string_view EventName(EventKind kind) {
@@ -62,6 +74,7 @@ std::string_view EventName(EventKind kind) {
     case EventKind::kBatches: return "batches";
     case EventKind::kTargetReached: return "target_reached";
     case EventKind::kSelectorFallback: return "selector_fallback";
+    case EventKind::kSchedule: return "schedule";
   }
   return "unknown";
 }
@@ -73,6 +86,7 @@ std::string EventDetail(const TimelineEvent& e) {
     case EventKind::kBatches: return BatchesString(e.batches);
     case EventKind::kTargetReached: return TargetDetail(e.target);
     case EventKind::kSelectorFallback: return e.reason;
+    case EventKind::kSchedule: return ScheduleDetail(e.schedule);
     case EventKind::kRecovered:
     case EventKind::kAmpOn:
     case EventKind::kAmpOff: return "";
@@ -115,6 +129,12 @@ TimelineEvent MakeTargetReachedEvent(double t, TargetFields fields) {
 TimelineEvent MakeSelectorFallbackEvent(double t, std::string reason) {
   TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kSelectorFallback};
   e.reason = std::move(reason);
+  return e;
+}
+
+TimelineEvent MakeScheduleEvent(double t, ScheduleFields fields) {
+  TimelineEvent e{.t = t, .worker = -1, .kind = EventKind::kSchedule};
+  e.schedule = std::move(fields);
   return e;
 }
 

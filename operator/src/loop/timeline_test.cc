@@ -69,10 +69,19 @@ TEST(TimelineEvent, SelectorFallbackIsAJobWideEventWhoseDetailIsTheReason) {
   EXPECT_EQ(EventDetail(e), "cannot open /m.json");
 }
 
+TEST(TimelineEvent, ScheduleNamesTheDepthsThePredictionAndTheSlowLinksStages) {
+  const TimelineEvent e = MakeScheduleEvent(12.5, {{8, 8, 2, 1}, 0.2951, 0.3366, 1});
+  EXPECT_EQ(EventName(e.kind), "schedule");
+  EXPECT_EQ(e.worker, -1);
+  EXPECT_EQ(EventDetail(e), "warmup=[8,8,2,1] predicted=0.295s static=0.337s slow_link=stage1-stage2");
+  const TimelineEvent back = MakeScheduleEvent(20, {{}, 0.2, 0.2, -1});
+  EXPECT_EQ(EventDetail(back), "warmup=static predicted=0.200s static=0.200s");
+}
+
 TEST(TimelineEvent, EveryKindHasANameAndOnlyItsFieldsMakeADetail) {
   for (EventKind k : {EventKind::kStraggler, EventKind::kRecovered, EventKind::kMode,
                       EventKind::kAmpOn, EventKind::kAmpOff, EventKind::kBatches,
-                      EventKind::kTargetReached, EventKind::kSelectorFallback}) {
+                      EventKind::kTargetReached, EventKind::kSelectorFallback, EventKind::kSchedule}) {
     TimelineEvent e;
     e.kind = k;
     e.batches = {1, 2};

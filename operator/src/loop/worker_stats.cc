@@ -24,6 +24,7 @@ void JobControlLoop::RecordSample(const api::WorkerReport& r) {
   wd.next = static_cast<int>((static_cast<size_t>(wd.next) + 1) % cap);
   max_iteration_ = std::max(max_iteration_, r.iteration);
   wd.lookahead = r.lookahead.value_or(0);
+  if (r.pipeline) wd.pipeline = r.pipeline;
   latest_time_ = std::max(latest_time_, r.time_seconds);
   // Exponential moving averages of compute per sample, with and without AMP.
   constexpr double kAlpha = 0.3;

@@ -26,6 +26,7 @@ EventSpec EventOfLoopEvent(const TimelineEvent& e) {
       return {"Warning", "LearnedSelectorUnavailable",
               "selector ML: the learned selector is unavailable (" + e.reason +
                   "); the heuristic selects the mode"};
+    case EventKind::kSchedule: return {"Normal", "PipelineScheduleChanged", "pipeline " + EventDetail(e)};
   }
   return {"Normal", std::string(EventName(e.kind)), EventDetail(e)};
 }
@@ -45,7 +46,8 @@ void TrackStragglers(const TimelineEvent& e, std::map<int, TrackedStraggler>* st
     case EventKind::kAmpOff:
     case EventKind::kBatches:
     case EventKind::kTargetReached:
-    case EventKind::kSelectorFallback: return;
+    case EventKind::kSelectorFallback:
+    case EventKind::kSchedule: return;
   }
 }
 

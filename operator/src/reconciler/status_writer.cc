@@ -12,7 +12,7 @@ namespace {
 
 // A decision's change: its star_job_decisions_total kind and its place among the events
 // of one decision (JobControlLoop::RecordChanges: mode, then AMP per worker, then
-// batches); nullopt for other events.
+// batches, then a pipeline's schedule); nullopt for other events.
 struct Change {
   const char* kind;
   int order;
@@ -23,6 +23,7 @@ std::optional<Change> ChangeOf(EventKind kind) {
     case EventKind::kAmpOn:
     case EventKind::kAmpOff: return Change{"amp", 1};
     case EventKind::kBatches: return Change{"batch", 2};
+    case EventKind::kSchedule: return Change{"schedule", 3};
     case EventKind::kStraggler:
     case EventKind::kRecovered:
     case EventKind::kTargetReached:

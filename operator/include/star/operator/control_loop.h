@@ -66,6 +66,16 @@
 //   new decision waits until every worker has reported an iteration at or past the
 //   previous decision's apply_at_iteration (workers learn only the newest decision, so
 //   one that never saw the previous decision would not make its switch).
+// * Pipelines (spec.parallelism.pipelineStages > 1): no mode, AMP or batch decision (a
+//   mode would split the stages; the stages share their replica's batch). Under Auto the
+//   pipeline model (star/core/pipeline/schedule.h) runs on every stage's latest costs
+//   (report.pipeline; per stage and link the slowest replica's) at each decision:
+//   pipeline::ChooseWarmup's depths within maxInFlightPerStage replace the schedule in
+//   force when predicted `schedule_gain` faster; adapted depths go back to the static
+//   schedule (taken to be plain 1F1B) once that is predicted within schedule_gain / 2 of
+//   them (the slow link recovered). Each change is a decision (warmup, and the model's
+//   predicted iteration time) every stage takes up at its apply iteration, and a
+//   schedule event naming the slowest link's two stages.
 // * Reallocation: the loop keeps a request of the workers that need resources
 //   (resource_needs.h has the rule); the runtimes plan and apply it.
 // * Accuracy: test accuracies the trainer measured (a report's accuracy, or
@@ -94,6 +104,7 @@
 #include "star/core/converge/noise_scale_estimator.h"
 #include "star/core/detect/detector.h"
 #include "star/core/detect/links.h"
+#include "star/core/pipeline/schedule.h"
 #include "star/core/select/learned.h"
 #include "star/core/status.h"
 #include "star/operator/loop_options.h"
@@ -237,6 +248,8 @@ class JobControlLoop {
     bool amp_hurts = false;
     // Batches the worker's data loader had drawn past its iteration at its last report.
     int lookahead = 0;
+    // A pipeline stage's latest costs.
+    std::optional<api::PipelineReading> pipeline;
   };
   // How the job synchronises: mode, k and groups of a decision.
   struct SyncSetting {
@@ -265,6 +278,7 @@ class JobControlLoop {
     SyncSetting sync;
     std::vector<bool> amp;
     std::vector<int64_t> batches;
+    std::vector<int> warmup;  // a pipeline's depths; empty = its static schedule
     friend bool operator==(const Setting&, const Setting&) = default;
   };
 
@@ -314,8 +328,17 @@ class JobControlLoop {
   // A worker (re)enters the request: a return after a release doubles its hold.
   void Reenter(NeedHold& hold) const;
 
-  // Decide's steps (decide.cc, mode.cc, batches.cc).
+  // Decide's steps (decide.cc, mode.cc, batches.cc, pipeline_schedule.cc).
   void Decide(double t);
+  // A pipeline job's decision: only its warm-up depths change (modes would split its
+  // stages; its stages share their replica's batch).
+  void DecidePipeline(double t);
+  // The depths the next decision carries (Auto only; else those in force), and the
+  // schedule event when they change.
+  [[nodiscard]] std::vector<int> ChoosePipelineWarmup(std::optional<ScheduleFields>* event);
+  // The model's costs from every stage's latest reading (the slowest replica's per stage
+  // and link); nullopt until every stage has reported one.
+  [[nodiscard]] std::optional<pipeline::PipelineCosts> PipelineCostsNow() const;
   [[nodiscard]] bool PreviousDecisionApplied() const;
   // `t`: the time of the report that asked for the decision (for a selector_fallback).
   [[nodiscard]] SyncSetting ChooseSync(const std::vector<double>& times, double t);
@@ -420,6 +443,7 @@ class JobControlLoop {
   std::optional<api::Decision> decision_;
   bool decision_switches_ = true;  // decision_ changes the synchronisation (or was restored)
   Setting in_force_;  // the baseline before any decision
+  double predicted_iteration_seconds_ = 0;  // the pipeline model's, for in_force_.warmup
   std::vector<int64_t> equal_batches_;  // each worker's equal share of the global batch
   std::vector<TimelineEvent> timeline_;
   int64_t last_mode_round_ = -1;        // round of the last mode change

@@ -63,6 +63,10 @@ struct LoopOptions {
   // (fixed_k and groups for one straggler of four are often within 1% of each other,
   // and noise then flips them).
   double mode_switch_margin = 0.05;
+  // Auto, pipeline jobs: the model's warm-up depths replace the schedule in force only
+  // when predicted at least this fraction faster; adapted depths go back to the static
+  // schedule once it is predicted within half of this of them. In [0, 1); default 0.05.
+  double schedule_gain = 0.05;
   // A worker with AMP on keeps it while its full-precision equivalent compute per
   // sample (with AMP, times AMP's speedup measured when it went on) exceeds this
   // multiple of the typical full-precision worker's. >= 1; default 1.2.

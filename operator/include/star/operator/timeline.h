@@ -13,7 +13,8 @@ namespace star::op {
 
 // What changed. Names (EventName): "straggler", "recovered", "mode", "amp_on",
 // "amp_off", "batches", "target_reached", "selector_fallback" (the job asked for the
-// learned selector and got the heuristic; control_loop.h).
+// learned selector and got the heuristic; control_loop.h), "schedule" (a pipeline's
+// warm-up depths).
 enum class EventKind {
   kStraggler,
   kRecovered,
@@ -22,7 +23,8 @@ enum class EventKind {
   kAmpOff,
   kBatches,
   kTargetReached,
-  kSelectorFallback
+  kSelectorFallback,
+  kSchedule
 };
 [[nodiscard]] std::string_view EventName(EventKind kind);
 
@@ -43,6 +45,18 @@ struct ModeFields {
   std::vector<std::vector<int>> groups{};  // fixed_k: [ranks fastest first]; groups
 
   friend bool operator==(const ModeFields&, const ModeFields&) = default;
+};
+
+// kSchedule: a pipeline's new warm-up depths (empty: back to its static schedule), the
+// model's iteration time under them and under plain 1F1B, and the link (i joins stage i
+// and i + 1) the model found slowest beyond the fastest (-1: none).
+struct ScheduleFields {
+  std::vector<int> warmup{};
+  double predicted_seconds = 0;
+  double static_seconds = 0;
+  int slow_link = -1;
+
+  friend bool operator==(const ScheduleFields&, const ScheduleFields&) = default;
 };
 
 // kTargetReached: the accuracy that reached the target, and the target.
@@ -66,6 +80,7 @@ struct TimelineEvent {
   std::vector<int64_t> batches{};  // kBatches: per worker, by rank
   TargetFields target{};           // kTargetReached
   std::string reason{};            // kSelectorFallback: why the learned selector is not used
+  ScheduleFields schedule{};       // kSchedule
 
   friend bool operator==(const TimelineEvent&, const TimelineEvent&) = default;
 };
@@ -76,6 +91,8 @@ struct TimelineEvent {
 //   batches    "[32,32,16,48]"
 //   target_reached  "accuracy >= 0.800" (the target, 3 decimals)
 //   selector_fallback  the reason, e.g. "cannot open /usr/share/star/selector.json"
+//   schedule   "warmup=[8,8,2,1] predicted=0.295s static=0.337s slow_link=stage1-stage2"
+//              ("warmup=static ..." back to the static schedule; no slow_link when none)
 //   others     ""
 [[nodiscard]] std::string EventDetail(const TimelineEvent& event);
 
@@ -86,5 +103,6 @@ struct TimelineEvent {
 [[nodiscard]] TimelineEvent MakeBatchesEvent(double t, std::vector<int64_t> batches);
 [[nodiscard]] TimelineEvent MakeTargetReachedEvent(double t, TargetFields fields);
 [[nodiscard]] TimelineEvent MakeSelectorFallbackEvent(double t, std::string reason);
+[[nodiscard]] TimelineEvent MakeScheduleEvent(double t, ScheduleFields fields);
 
 }  // namespace star::op

@@ -208,8 +208,10 @@ int WorldSize(const TrainingJobSpec& spec);
 // The spec the control loop acts on. Under mitigation.mode Observe nothing may change in
 // training or on nodes: policy Auto becomes SSGD (a pinned policy is the user's own), and
 // amp, batchAdaptation and resourceReallocation are off. A pipeline job (more than one
-// stage) is observed alike and runs SSGD whatever its policy: the data-parallel modes and
-// batches would split or unbalance its stages. Otherwise `spec` itself.
+// stage) has them off too and never changes mode (the data-parallel modes and batches
+// would split or unbalance its stages): under Mitigate its policy Auto stays (the loop
+// adapts its schedule: control_loop.h) and any other becomes SSGD, its static schedule;
+// under Observe it runs SSGD. Otherwise `spec` itself.
 TrainingJobSpec MitigationsInForce(TrainingJobSpec spec);
 
 // ---- status ----

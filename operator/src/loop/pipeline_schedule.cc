@@ -1,0 +1,102 @@
+// The control loop's pipeline schedule (ALGORITHMS.md section 7, Adaptra): warm-up
+// depths the pipeline model chooses from the stages' reported costs, adopted when they
+// pay and dropped when the slow link recovers (control_loop.h, "Pipelines").
+#include <algorithm>
+#include <utility>
+
+#include "star/core/api/parallelism.h"
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+namespace {
+
+// The link (i joins stage i and i + 1) with the longest round trip per micro-batch.
+int SlowestLink(const pipeline::PipelineCosts& c) {
+  int slowest = -1;
+  double worst = -1;
+  for (size_t i = 0; i < c.links.size(); ++i) {
+    const double trip = c.links[i].activation_seconds + c.links[i].gradient_seconds;
+    if (trip > worst) slowest = static_cast<int>(i), worst = trip;
+  }
+  return slowest;
+}
+
+// Adds `stage`'s reading (rank `worker`) to the costs: the larger of it and what other
+// replicas gave, per stage and per link direction.
+void AddStage(pipeline::PipelineCosts& c, int stage, int worker, const api::PipelineReading& p) {
+  pipeline::StageCost& sc = c.stages[static_cast<size_t>(stage)];
+  sc.forward_seconds = std::max(sc.forward_seconds, p.forward_seconds);
+  sc.backward_seconds = std::max(sc.backward_seconds, p.backward_seconds);
+  const int last = static_cast<int>(c.stages.size()) - 1;
+  for (const api::PipelineLinkReading& l : p.links) {
+    if (l.peer == worker + 1 && stage < last) {  // activations down link `stage`
+      double& a = c.links[static_cast<size_t>(stage)].activation_seconds;
+      a = std::max(a, l.seconds);
+    } else if (l.peer == worker - 1 && stage > 0) {  // gradients up link `stage - 1`
+      double& g = c.links[static_cast<size_t>(stage - 1)].gradient_seconds;
+      g = std::max(g, l.seconds);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<pipeline::PipelineCosts> JobControlLoop::PipelineCostsNow() const {
+  const int stages = spec_.parallelism.pipeline_stages;
+  pipeline::PipelineCosts c;
+  c.stages.resize(static_cast<size_t>(stages));
+  c.links.resize(static_cast<size_t>(stages - 1));
+  c.micro_batches = spec_.parallelism.micro_batches;
+  std::vector<bool> seen(static_cast<size_t>(stages), false);
+  for (int w = 0; w < n_; ++w) {
+    const std::optional<api::PipelineReading>& p = workers_[static_cast<size_t>(w)].pipeline;
+    if (!p) continue;
+    seen[static_cast<size_t>(w % stages)] = true;
+    AddStage(c, w % stages, w, *p);
+  }
+  if (std::find(seen.begin(), seen.end(), false) != seen.end()) return std::nullopt;
+  return c;
+}
+
+std::vector<int> JobControlLoop::ChoosePipelineWarmup(std::optional<ScheduleFields>* event) {
+  if (spec_.synchronization.policy != api::SyncPolicy::kAuto) return in_force_.warmup;
+  const std::optional<pipeline::PipelineCosts> costs = PipelineCostsNow();
+  if (!costs) return in_force_.warmup;
+  const StatusOr<pipeline::Plan> plan = pipeline::ChooseWarmup(*costs, spec_.parallelism.max_in_flight_per_stage);
+  const std::vector<int> plain = pipeline::OneFOneB(spec_.parallelism.pipeline_stages, costs->micro_batches);
+  const StatusOr<double> now = pipeline::IterationSeconds(*costs, in_force_.warmup.empty() ? plain : in_force_.warmup);
+  if (!plan.ok() || !now.ok()) return in_force_.warmup;
+  const double gain = options_.schedule_gain;
+  std::vector<int> next = in_force_.warmup;
+  double predicted = *now;
+  if (plan->predicted_seconds < *now * (1 - gain)) {
+    next = plan->warmup == plain ? std::vector<int>{} : plan->warmup;
+    predicted = plan->predicted_seconds;
+  } else if (!in_force_.warmup.empty() && plan->static_seconds <= *now * (1 + gain / 2)) {
+    next.clear();
+    predicted = plan->static_seconds;
+  }
+  if (next != in_force_.warmup) {
+    *event = ScheduleFields{next, predicted, plan->static_seconds, SlowestLink(*costs)};
+  }
+  return next;
+}
+
+void JobControlLoop::DecidePipeline(double t) {
+  std::optional<ScheduleFields> event;
+  Setting next = in_force_;
+  next.warmup = ChoosePipelineWarmup(&event);
+  if (next == in_force_ || !event) return;
+  const double before = std::exchange(predicted_iteration_seconds_, event->predicted_seconds);
+  std::optional<api::Decision> d = Issue(next, MedianIterationSeconds());
+  if (!d) {
+    predicted_iteration_seconds_ = before;
+    return;
+  }
+  timeline_.push_back(MakeScheduleEvent(t, *std::move(event)));
+  in_force_ = std::move(next);
+  decision_ = std::move(d);
+  decision_switches_ = true;  // every stage changes together: the next waits until all passed it
+}
+
+}  // namespace star::op

@@ -1,0 +1,141 @@
+// The loop on a 4-stage pipeline whose stages report their costs (api::PipelineReading):
+// a slow link between two stages gets the pipeline model's warm-up depths, and the
+// static schedule back when it recovers.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "star/core/pipeline/schedule.h"
+#include "star/operator/control_loop.h"
+
+namespace star::op {
+namespace {
+
+constexpr int kStages = 4, kMicro = 8;
+constexpr double kCleanLink = 0.0003;  // seconds to send one message
+constexpr double kSlowLink = 0.026;    // 32 KB through 10 Mbit/s
+// Per stage, one micro-batch's forward and backward (the first stage holds the widest layer).
+const pipeline::StageCost kStage[kStages] = {{0.007, 0.013}, {0.0025, 0.0045}, {0.0025, 0.0045}, {0.001, 0.002}};
+
+api::TrainingJobSpec Spec(api::SyncPolicy policy = api::SyncPolicy::kAuto) {
+  api::TrainingJobSpec s;
+  s.workers.replicas = kStages;
+  s.training.global_batch_size = 256;
+  s.synchronization.policy = policy;
+  s.parallelism = {kStages, kMicro, std::nullopt};
+  return s;
+}
+
+// The link between stages i and i + 1: `slow_link` is slow both ways, the others clean.
+double LinkSeconds(int i, int slow_link) { return i == slow_link ? kSlowLink : kCleanLink; }
+
+// Reports of iterations [from, to) from every stage; `slow_link` -1 for none.
+void RunStages(JobControlLoop& loop, int64_t from, int64_t to, int slow_link) {
+  for (int64_t i = from; i < to; ++i) {
+    for (int w = 0; w < kStages; ++w) {
+      const pipeline::StageCost& c = kStage[w];
+      api::WorkerReport r;
+      r.worker = w;
+      r.iteration = i;
+      r.time_seconds = 0.3 * static_cast<double>(i);
+      r.local_batch = 256;
+      r.compute_seconds = kMicro * (c.forward_seconds + c.backward_seconds);
+      api::PipelineReading p{w, c.forward_seconds, c.backward_seconds, {}};
+      if (w > 0) p.links.push_back({w - 1, LinkSeconds(w - 1, slow_link), 32768, 0});
+      if (w < kStages - 1) p.links.push_back({w + 1, LinkSeconds(w, slow_link), 32768, 0});
+      r.pipeline = p;
+      ASSERT_TRUE(loop.Observe(r).ok());
+    }
+  }
+}
+
+pipeline::PipelineCosts Costs(int slow_link) {
+  pipeline::PipelineCosts c;
+  c.stages.assign(kStage, kStage + kStages);
+  for (int i = 0; i + 1 < kStages; ++i) c.links.push_back({LinkSeconds(i, slow_link), LinkSeconds(i, slow_link)});
+  c.micro_batches = kMicro;
+  return c;
+}
+
+std::vector<TimelineEvent> Schedules(const JobControlLoop& loop) {
+  std::vector<TimelineEvent> out;
+  for (const TimelineEvent& e : loop.timeline()) {
+    if (e.kind == EventKind::kSchedule) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(PipelineSchedule, ASlowLinkGetsTheModelsDepthsAndTheStaticScheduleBackWhenItRecovers) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunStages(*loop, 1, 40, -1);
+  EXPECT_EQ(loop->current(), nullptr) << "a clean pipeline keeps its static schedule";
+
+  RunStages(*loop, 40, 100, 1);
+  auto plan = pipeline::ChooseWarmup(Costs(1), std::nullopt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_LT(plan->predicted_seconds, 0.95 * plan->static_seconds) << "the scenario must pay";
+  ASSERT_NE(loop->current(), nullptr);
+  const api::Decision adapted = *loop->current();
+  EXPECT_EQ(adapted.warmup, plan->warmup);
+  EXPECT_DOUBLE_EQ(adapted.predicted_iteration_seconds, plan->predicted_seconds);
+  EXPECT_EQ(adapted.mode, api::SyncMode::kSsgd) << "a pipeline's stages are never split by a mode";
+  EXPECT_GT(adapted.apply_at_iteration, 40);
+  std::vector<TimelineEvent> events = Schedules(*loop);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].schedule.warmup, plan->warmup);
+  EXPECT_EQ(events[0].schedule.slow_link, 1);
+  EXPECT_NE(EventDetail(events[0]).find("slow_link=stage1-stage2"), std::string::npos) << EventDetail(events[0]);
+
+  RunStages(*loop, 100, 160, -1);
+  ASSERT_NE(loop->current(), nullptr);
+  EXPECT_TRUE(loop->current()->warmup.empty()) << "back to the static schedule";
+  EXPECT_GT(loop->current()->epoch, adapted.epoch);
+  events = Schedules(*loop);
+  ASSERT_EQ(events.size(), 2u) << "no flapping on steady costs";
+  EXPECT_TRUE(events[1].schedule.warmup.empty());
+}
+
+TEST(PipelineSchedule, AStaticPolicyKeepsTheScheduleWhateverTheLinks) {
+  auto loop = JobControlLoop::Create(Spec(api::SyncPolicy::kSsgd));
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunStages(*loop, 1, 100, 1);
+  EXPECT_TRUE(Schedules(*loop).empty());
+  EXPECT_TRUE(loop->current() == nullptr || loop->current()->warmup.empty());
+}
+
+TEST(PipelineSchedule, NothingIsDecidedUntilEveryStageReportedItsCosts) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  for (int64_t i = 1; i < 100; ++i) {
+    for (int w = 0; w < kStages; ++w) {
+      api::WorkerReport r;
+      r.worker = w;
+      r.iteration = i;
+      r.time_seconds = 0.3 * static_cast<double>(i);
+      r.local_batch = 256;
+      r.compute_seconds = 0.1;
+      if (w != 2) r.pipeline = api::PipelineReading{w, 0.004, 0.008, {}};
+      ASSERT_TRUE(loop->Observe(r).ok());
+    }
+  }
+  EXPECT_TRUE(Schedules(*loop).empty());
+}
+
+TEST(PipelineSchedule, ResumingADecisionWithTheWrongNumberOfDepthsIsRefused) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  api::Decision d;
+  d.epoch = 3;
+  d.k = kStages;
+  for (int w = 0; w < kStages; ++w) d.workers.push_back({w, false, 64});
+  d.warmup = {3, 2, 1};
+  EXPECT_EQ(loop->Resume(d).message(), "decision.warmup: must have one depth per pipeline stage (4), got 3");
+  d.warmup = {8, 8, 2, 1};
+  d.predicted_iteration_seconds = 0.3;
+  EXPECT_TRUE(loop->Resume(d).ok());
+}
+
+}  // namespace
+}  // namespace star::op
