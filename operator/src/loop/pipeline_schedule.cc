@@ -76,16 +76,63 @@ std::vector<int> JobControlLoop::ChoosePipelineWarmup(std::optional<ScheduleFiel
     next.clear();
     predicted = plan->static_seconds;
   }
-  if (next != in_force_.warmup) {
-    *event = ScheduleFields{next, predicted, plan->static_seconds, SlowestLink(*costs)};
+  ScheduleTrial& trial = schedule_trial_;
+  if (next == in_force_.warmup) {
+    trial.proposal = next;
+    return next;
   }
+  if (next != trial.proposal) {
+    trial.proposal = next;
+    trial.proposed_round = rounds_;
+  }
+  if (rounds_ - trial.proposed_round < spec_.mitigation.detection.window / 2) return in_force_.warmup;
+  *event = ScheduleFields{next, predicted, plan->static_seconds, SlowestLink(*costs)};
   return next;
+}
+
+double JobControlLoop::RecentIterationSeconds(int reports) const {
+  double slowest = 0;
+  for (const WorkerData& wd : workers_) {
+    const std::vector<double>& ring = wd.iteration_seconds;  // wd.next: the oldest once full
+    const int n = std::min<int>(reports, static_cast<int>(ring.size()));
+    double sum = 0;
+    for (int k = 1; k <= n; ++k) {
+      const int at = (wd.next - k + static_cast<int>(ring.size())) % static_cast<int>(ring.size());
+      sum += ring[static_cast<size_t>(at)];
+    }
+    if (n > 0) slowest = std::max(slowest, sum / n);
+  }
+  return slowest;
+}
+
+std::vector<int> JobControlLoop::JudgeScheduleTrial(std::optional<ScheduleFields>* verdict) {
+  ScheduleTrial& trial = schedule_trial_;
+  const int64_t window = spec_.mitigation.detection.window;
+  if (rounds_ - trial.since_round < 2 * window) return in_force_.warmup;
+  trial.open = false;
+  const double measured = RecentIterationSeconds(static_cast<int>(window));
+  if (measured < trial.static_seconds * (1 - options_.schedule_gain / 2)) return in_force_.warmup;
+  trial.hold_rounds = trial.hold_rounds == 0 ? 4 * window : 2 * trial.hold_rounds;
+  trial.hold_until_round = rounds_ + trial.hold_rounds;
+  const std::optional<pipeline::PipelineCosts> costs = PipelineCostsNow();
+  ScheduleFields f{{}, 0, 0, costs ? SlowestLink(*costs) : -1, measured, trial.static_seconds};
+  if (costs) {
+    const auto plain = pipeline::IterationSeconds(
+        *costs, pipeline::OneFOneB(spec_.parallelism.pipeline_stages, costs->micro_batches));
+    f.predicted_seconds = f.static_seconds = plain.ok() ? *plain : 0;
+  }
+  *verdict = std::move(f);
+  return {};
 }
 
 void JobControlLoop::DecidePipeline(double t) {
   std::optional<ScheduleFields> event;
   Setting next = in_force_;
-  next.warmup = ChoosePipelineWarmup(&event);
+  if (schedule_trial_.open) {
+    next.warmup = JudgeScheduleTrial(&event);
+  } else if (!in_force_.warmup.empty() || rounds_ >= schedule_trial_.hold_until_round) {
+    next.warmup = ChoosePipelineWarmup(&event);
+  }
   if (next == in_force_ || !event) return;
   const double before = std::exchange(predicted_iteration_seconds_, event->predicted_seconds);
   std::optional<api::Decision> d = Issue(next, MedianIterationSeconds());
@@ -94,6 +141,11 @@ void JobControlLoop::DecidePipeline(double t) {
     return;
   }
   timeline_.push_back(MakeScheduleEvent(t, *std::move(event)));
+  if (in_force_.warmup.empty()) {
+    schedule_trial_.open = true;
+    schedule_trial_.since_round = rounds_;
+    schedule_trial_.static_seconds = RecentIterationSeconds(spec_.mitigation.detection.window / 2);
+  }
   in_force_ = std::move(next);
   decision_ = std::move(d);
   decision_switches_ = true;  // every stage changes together: the next waits until all passed it

@@ -1,6 +1,7 @@
 // The loop on a 4-stage pipeline whose stages report their costs (api::PipelineReading):
 // a slow link between two stages gets the pipeline model's warm-up depths, and the
 // static schedule back when it recovers.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,7 @@
 namespace star::op {
 namespace {
 
-constexpr int kStages = 4, kMicro = 8;
+constexpr int kStages = 4, kMicro = 8, kWindow = 10;
 constexpr double kCleanLink = 0.0003;  // seconds to send one message
 constexpr double kSlowLink = 0.026;    // 32 KB through 10 Mbit/s
 // Per stage, one micro-batch's forward and backward (the first stage holds the widest layer).
@@ -24,15 +25,25 @@ api::TrainingJobSpec Spec(api::SyncPolicy policy = api::SyncPolicy::kAuto) {
   s.training.global_batch_size = 256;
   s.synchronization.policy = policy;
   s.parallelism = {kStages, kMicro, std::nullopt};
+  s.mitigation.detection.window = kWindow;
   return s;
 }
 
 // The link between stages i and i + 1: `slow_link` is slow both ways, the others clean.
 double LinkSeconds(int i, int slow_link) { return i == slow_link ? kSlowLink : kCleanLink; }
 
-// Reports of iterations [from, to) from every stage; `slow_link` -1 for none.
-void RunStages(JobControlLoop& loop, int64_t from, int64_t to, int slow_link) {
+pipeline::PipelineCosts Costs(int slow_link);
+
+// How long an iteration takes under the depths in force (empty: static).
+using IterationTime = std::function<double(const std::vector<int>& warmup)>;
+
+// Reports of iterations [from, to) from every stage, each stage's iteration taking
+// `time` of the depths in force (the loop's latest decision from its apply iteration on);
+// `slow_link` -1 for none.
+void RunStages(JobControlLoop& loop, int64_t from, int64_t to, int slow_link, const IterationTime& time) {
   for (int64_t i = from; i < to; ++i) {
+    const api::Decision* d = loop.current();
+    const std::vector<int> warmup = d != nullptr && i >= d->apply_at_iteration ? d->warmup : std::vector<int>{};
     for (int w = 0; w < kStages; ++w) {
       const pipeline::StageCost& c = kStage[w];
       api::WorkerReport r;
@@ -40,7 +51,7 @@ void RunStages(JobControlLoop& loop, int64_t from, int64_t to, int slow_link) {
       r.iteration = i;
       r.time_seconds = 0.3 * static_cast<double>(i);
       r.local_batch = 256;
-      r.compute_seconds = kMicro * (c.forward_seconds + c.backward_seconds);
+      r.compute_seconds = time(warmup);
       api::PipelineReading p{w, c.forward_seconds, c.backward_seconds, {}};
       if (w > 0) p.links.push_back({w - 1, LinkSeconds(w - 1, slow_link), 32768, 0});
       if (w < kStages - 1) p.links.push_back({w + 1, LinkSeconds(w, slow_link), 32768, 0});
@@ -48,6 +59,23 @@ void RunStages(JobControlLoop& loop, int64_t from, int64_t to, int slow_link) {
       ASSERT_TRUE(loop.Observe(r).ok());
     }
   }
+}
+
+// Iterations as the model has them for these links.
+IterationTime AsModelled(int slow_link) {
+  return [slow_link](const std::vector<int>& warmup) {
+    const std::vector<int> w = warmup.empty() ? pipeline::OneFOneB(kStages, kMicro) : warmup;
+    return *pipeline::IterationSeconds(Costs(slow_link), w);
+  };
+}
+
+// Iterations the depths do not change (a link that bounds them by its throughput).
+IterationTime Unchanged(double seconds) {
+  return [seconds](const std::vector<int>&) { return seconds; };
+}
+
+void RunStages(JobControlLoop& loop, int64_t from, int64_t to, int slow_link) {
+  RunStages(loop, from, to, slow_link, AsModelled(slow_link));
 }
 
 pipeline::PipelineCosts Costs(int slow_link) {
@@ -95,6 +123,27 @@ TEST(PipelineSchedule, ASlowLinkGetsTheModelsDepthsAndTheStaticScheduleBackWhenI
   events = Schedules(*loop);
   ASSERT_EQ(events.size(), 2u) << "no flapping on steady costs";
   EXPECT_TRUE(events[1].schedule.warmup.empty());
+}
+
+TEST(PipelineSchedule, DepthsMeasuredNoFasterGiveWayToTheStaticScheduleForADoublingHold) {
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunStages(*loop, 1, 300, 1, Unchanged(0.275));
+  const std::vector<TimelineEvent> events = Schedules(*loop);
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_FALSE(events[0].schedule.warmup.empty());
+  EXPECT_TRUE(events[1].schedule.warmup.empty());
+  EXPECT_DOUBLE_EQ(events[1].schedule.measured_seconds, 0.275);
+  EXPECT_DOUBLE_EQ(events[1].schedule.measured_static_seconds, 0.275);
+  EXPECT_NE(EventDetail(events[1]).find("measured=0.275s measured_static=0.275s"), std::string::npos)
+      << EventDetail(events[1]);
+  // 0.3 s per round: a trial of 2 windows, then holds of 4 and 8 windows.
+  EXPECT_GE(events[1].t - events[0].t, 2 * kWindow * 0.3 - 1e-9);
+  EXPECT_GE(events[2].t - events[1].t, 4 * kWindow * 0.3 - 1e-9);
+  EXPECT_TRUE(events[3].schedule.warmup.empty());
+  if (events.size() > 4) {
+    EXPECT_GE(events[4].t - events[3].t, 8 * kWindow * 0.3 - 1e-9);
+  }
 }
 
 TEST(PipelineSchedule, AStaticPolicyKeepsTheScheduleWhateverTheLinks) {

@@ -59,6 +59,9 @@ std::string ScheduleDetail(const ScheduleFields& f) {
   os << std::fixed << std::setprecision(3) << " predicted=" << f.predicted_seconds << "s static=" << f.static_seconds
      << 's';
   if (f.slow_link >= 0) os << " slow_link=stage" << f.slow_link << "-stage" << f.slow_link + 1;
+  if (f.measured_seconds > 0) {
+    os << " measured=" << f.measured_seconds << "s measured_static=" << f.measured_static_seconds << 's';
+  }
   return os.str();
 }
 

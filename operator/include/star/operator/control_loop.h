@@ -75,7 +75,11 @@
 //   schedule (taken to be plain 1F1B) once that is predicted within schedule_gain / 2 of
 //   them (the slow link recovered). Each change is a decision (warmup, and the model's
 //   predicted iteration time) every stage takes up at its apply iteration, and a
-//   schedule event naming the slowest link's two stages.
+//   schedule event naming the slowest link's two stages. A change waits until the model
+//   has chosen it for half a detection window of rounds. Adopted depths are on trial
+//   (JudgeScheduleTrial): measured no faster than the static schedule was, they give way
+//   to it, and the model is not followed again for a hold (4 detection windows of
+//   rounds, doubling on each failed trial).
 // * Reallocation: the loop keeps a request of the workers that need resources
 //   (resource_needs.h has the rule); the runtimes plan and apply it.
 // * Accuracy: test accuracies the trainer measured (a report's accuracy, or
@@ -339,6 +343,14 @@ class JobControlLoop {
   // The model's costs from every stage's latest reading (the slowest replica's per stage
   // and link); nullopt until every stage has reported one.
   [[nodiscard]] std::optional<pipeline::PipelineCosts> PipelineCostsNow() const;
+  // Adopted depths are on trial until every stage has reported a detection window twice
+  // over under them: then they stay only if the measured iteration beats the static
+  // schedule's by schedule_gain / 2; else the static schedule comes back and the model is
+  // not followed again for a hold that doubles each time. `*verdict` is the static
+  // schedule's event on a failed trial; the depths to carry next either way.
+  [[nodiscard]] std::vector<int> JudgeScheduleTrial(std::optional<ScheduleFields>* verdict);
+  // The job's iteration time now: the slowest stage's mean over its newest `reports`.
+  [[nodiscard]] double RecentIterationSeconds(int reports) const;
   [[nodiscard]] bool PreviousDecisionApplied() const;
   // `t`: the time of the report that asked for the decision (for a selector_fallback).
   [[nodiscard]] SyncSetting ChooseSync(const std::vector<double>& times, double t);
@@ -444,6 +456,20 @@ class JobControlLoop {
   bool decision_switches_ = true;  // decision_ changes the synchronisation (or was restored)
   Setting in_force_;  // the baseline before any decision
   double predicted_iteration_seconds_ = 0;  // the pipeline model's, for in_force_.warmup
+  // The trial of adopted depths (JudgeScheduleTrial): since which round, against which
+  // static iteration time; the round the model may be followed again, the next hold.
+  struct ScheduleTrial {
+    // The depths the model chose and since when: a change waits until the model has
+    // chosen the same depths for half a detection window of rounds.
+    std::vector<int> proposal;
+    int64_t proposed_round = 0;
+    bool open = false;
+    int64_t since_round = 0;
+    double static_seconds = 0;
+    int64_t hold_until_round = 0;
+    int64_t hold_rounds = 0;
+  };
+  ScheduleTrial schedule_trial_;
   std::vector<int64_t> equal_batches_;  // each worker's equal share of the global batch
   std::vector<TimelineEvent> timeline_;
   int64_t last_mode_round_ = -1;        // round of the last mode change

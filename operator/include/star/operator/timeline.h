@@ -55,6 +55,10 @@ struct ScheduleFields {
   double predicted_seconds = 0;
   double static_seconds = 0;
   int slow_link = -1;
+  // A failed trial (control_loop.h): the iteration measured under the depths it ends
+  // and under the static schedule before them; 0 otherwise.
+  double measured_seconds = 0;
+  double measured_static_seconds = 0;
 
   friend bool operator==(const ScheduleFields&, const ScheduleFields&) = default;
 };
@@ -92,7 +96,8 @@ struct TimelineEvent {
 //   target_reached  "accuracy >= 0.800" (the target, 3 decimals)
 //   selector_fallback  the reason, e.g. "cannot open /usr/share/star/selector.json"
 //   schedule   "warmup=[8,8,2,1] predicted=0.295s static=0.337s slow_link=stage1-stage2"
-//              ("warmup=static ..." back to the static schedule; no slow_link when none)
+//              ("warmup=static ..." back to the static schedule; no slow_link when none;
+//              after a failed trial " measured=0.281s measured_static=0.275s")
 //   others     ""
 [[nodiscard]] std::string EventDetail(const TimelineEvent& event);
 
