@@ -78,11 +78,11 @@ std::vector<int> JobControlLoop::ChoosePipelineWarmup(std::optional<ScheduleFiel
   }
   ScheduleTrial& trial = schedule_trial_;
   if (next == in_force_.warmup) {
-    trial.proposal = next;
+    trial.wants_change = false;
     return next;
   }
-  if (next != trial.proposal) {
-    trial.proposal = next;
+  if (!trial.wants_change) {
+    trial.wants_change = true;
     trial.proposed_round = rounds_;
   }
   if (rounds_ - trial.proposed_round < spec_.mitigation.detection.window / 2) return in_force_.warmup;

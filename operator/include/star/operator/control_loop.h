@@ -76,7 +76,7 @@
 //   them (the slow link recovered). Each change is a decision (warmup, and the model's
 //   predicted iteration time) every stage takes up at its apply iteration, and a
 //   schedule event naming the slowest link's two stages. A change waits until the model
-//   has chosen it for half a detection window of rounds. Adopted depths are on trial
+//   has wanted one for half a detection window of rounds. Adopted depths are on trial
 //   (JudgeScheduleTrial): measured no faster than the static schedule was, they give way
 //   to it, and the model is not followed again for a hold (4 detection windows of
 //   rounds, doubling on each failed trial).
@@ -459,9 +459,9 @@ class JobControlLoop {
   // The trial of adopted depths (JudgeScheduleTrial): since which round, against which
   // static iteration time; the round the model may be followed again, the next hold.
   struct ScheduleTrial {
-    // The depths the model chose and since when: a change waits until the model has
-    // chosen the same depths for half a detection window of rounds.
-    std::vector<int> proposal;
+    // Whether the model wants a change, and since when: a change waits until it has
+    // wanted one for half a detection window of rounds (then its latest choice is taken).
+    bool wants_change = false;
     int64_t proposed_round = 0;
     bool open = false;
     int64_t since_round = 0;
