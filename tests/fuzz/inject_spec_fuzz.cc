@@ -19,6 +19,7 @@ void CheckInjection(const star::local::Injection& in) {
     Check(std::isfinite(*in.end_seconds) && *in.end_seconds > in.start_seconds,
           "end finite and > start", in.text);
   }
+  Check(!in.peer || in.kind == InjectionKind::kBandwidth, "peer only with bandwidth", in.text);
   switch (in.kind) {
     case InjectionKind::kCpu:
       Check(in.cpu_fraction > 0 && in.cpu_fraction <= 1, "cpu in (0, 1]", in.text);
@@ -31,6 +32,10 @@ void CheckInjection(const star::local::Injection& in) {
     case InjectionKind::kBandwidth:
       Check(in.bandwidth_bps >= 8000 && in.bandwidth_bps <= 1'000'000'000'000'000,
             "bandwidth in [8000, 1e15]", in.text);
+      if (in.peer) {
+        Check(*in.peer >= 0 && *in.peer != in.worker, "peer >= 0 and not the worker", in.text);
+        Check(in.bandwidth_bps < in.link_bps, "a peer link's rate below the uplink's", in.text);
+      }
       break;
     case InjectionKind::kDelay:
       Check(in.delay_seconds > 0 && in.delay_seconds <= 10, "delay in (0, 10]", in.text);
