@@ -293,7 +293,7 @@ TEST_F(LocalRunTest, APipelineJobRunsItsStagesWithTheBundledTrainer) {
   const json report = json::parse(ReadAll(report_path));
   EXPECT_EQ(report["outcome"], "max_iterations");
   EXPECT_EQ(report["iterations"], 20);
-  EXPECT_EQ(report["decisions"], 0) << "a pipeline is observed, not mitigated";
+  EXPECT_EQ(report["decisions"], 0) << "clean links keep a pipeline's static schedule";
   EXPECT_FALSE(fs::exists(logs + "/evaluator.log"));
   for (int stage = 0; stage < 2; ++stage) {
     const std::string log = ReadAll(logs + "/worker-" + std::to_string(stage) + ".log");
