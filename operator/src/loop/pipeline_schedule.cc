@@ -141,6 +141,7 @@ void JobControlLoop::DecidePipeline(double t) {
     return;
   }
   timeline_.push_back(MakeScheduleEvent(t, *std::move(event)));
+  schedule_trial_.wants_change = false;
   if (in_force_.warmup.empty()) {
     schedule_trial_.open = true;
     schedule_trial_.since_round = rounds_;
