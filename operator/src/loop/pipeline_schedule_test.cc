@@ -165,7 +165,11 @@ TEST(PipelineSchedule, NothingIsDecidedUntilEveryStageReportedItsCosts) {
       r.time_seconds = 0.3 * static_cast<double>(i);
       r.local_batch = 256;
       r.compute_seconds = 0.1;
-      if (w != 2) r.pipeline = api::PipelineReading{w, 0.004, 0.008, {}};
+      api::PipelineReading p;
+      p.stage = w;
+      p.forward_seconds = 0.004;
+      p.backward_seconds = 0.008;
+      if (w != 2) r.pipeline = p;
       ASSERT_TRUE(loop->Observe(r).ok());
     }
   }
