@@ -40,6 +40,11 @@ void CheckInjection(const star::local::Injection& in) {
     case InjectionKind::kDelay:
       Check(in.delay_seconds > 0 && in.delay_seconds <= 10, "delay in (0, 10]", in.text);
       break;
+    case InjectionKind::kBwNeighbor:
+      Check(in.bwneighbor_bps >= 8000 && in.bwneighbor_bps < in.link_bps, "bwneighbor in [8000, link)", in.text);
+      Check(in.bwneighbor_guarantee_bps >= 0 && in.bwneighbor_guarantee_bps <= in.bwneighbor_bps,
+            "guarantee in [0, bwneighbor]", in.text);
+      break;
   }
 }
 
