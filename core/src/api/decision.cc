@@ -66,6 +66,9 @@ Status CheckWarmup(const Decision& d, const std::string& path) {
     }
   }
   const double p = d.predicted_iteration_seconds;
+  if (d.warmup.empty() && p != 0) {
+    return Invalid(JoinPath(path, "predicted_iteration_seconds"), "only with warmup");
+  }
   if (!(p >= 0) || p > std::numeric_limits<double>::max()) {
     return Invalid(JoinPath(path, "predicted_iteration_seconds"), "must be a finite number >= 0, got " + FormatNumber(p));
   }

@@ -165,6 +165,8 @@ INSTANTIATE_TEST_SUITE_P(
                   d["predicted_iteration_seconds"] = -0.5;
                 },
                 "decision.predicted_iteration_seconds: must be a finite number >= 0, got -0.5"},
+        BadCase{"PredictionWithoutWarmup", [](json& d) { d["predicted_iteration_seconds"] = 0.5; },
+                "decision.predicted_iteration_seconds: only with warmup"},
         BadCase{"UnknownField", [](json& d) { d["deadline"] = 3; },
                 "decision.deadline: unknown field"}),
     [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });

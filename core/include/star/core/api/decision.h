@@ -40,7 +40,8 @@ struct Decision {
   // and none deeper than the stage before it; empty = the job's static schedule. Every
   // stage takes it up at apply_at_iteration.
   std::vector<int> warmup;
-  // The pipeline model's iteration time under `warmup` (seconds, >= 0); 0 without one.
+  // The pipeline model's iteration time under `warmup` (seconds, >= 0); 0 without one
+  // (Validate refuses another value then).
   double predicted_iteration_seconds = 0;
 
   friend bool operator==(const Decision&, const Decision&) = default;
