@@ -70,8 +70,11 @@ void ReadLink(ObjectReader& rd, WorkerReport& r) {
   if (rd.ok()) r.link = l;
 }
 
-PipelineLinkReading ReadPipelineLink(ObjectReader& rd) {
+// One of "pipeline"."links": {"peer", "seconds", "bytes", "wait_seconds" (optional)}; the
+// peer is another worker than `worker`.
+StatusOr<PipelineLinkReading> PipelineLinkFromJson(const json& j, const std::string& path, int worker) {
   PipelineLinkReading l;
+  ObjectReader rd(j, path);
   rd.Int("peer", &l.peer)
       .AtLeast("peer", l.peer, 0)
       .Number("seconds", &l.seconds)
@@ -81,6 +84,8 @@ PipelineLinkReading ReadPipelineLink(ObjectReader& rd) {
       .Number("wait_seconds", &l.wait_seconds, Need::kOptional)
       .AtLeast("wait_seconds", l.wait_seconds, 0)
       .RejectUnknown({"peer", "seconds", "bytes", "wait_seconds"});
+  if (rd.ok() && l.peer == worker) rd.Fail("peer", "must not be the worker itself");
+  if (!rd.ok()) return rd.status();
   return l;
 }
 
@@ -97,18 +102,9 @@ void ReadPipeline(ObjectReader& outer, WorkerReport& r) {
       .Number("backward_seconds", &p.backward_seconds)
       .AtLeast("backward_seconds", p.backward_seconds, 0)
       .MaxItems("links", 2);
-  if (const json* links = rd.Get("links"); rd.ok() && links != nullptr) {
-    if (!links->is_array()) {
-      rd.Fail("links", "must be an array, got " + JsonTypeName(*links));
-    }
-    for (size_t i = 0; rd.ok() && links->is_array() && i < links->size(); ++i) {
-      ObjectReader lr((*links)[i], IndexPath(rd.FieldPath("links"), i));
-      PipelineLinkReading l = ReadPipelineLink(lr);
-      if (lr.ok() && l.peer == r.worker) lr.Fail("peer", "must not be the worker itself");
-      rd.Merge(lr.status());
-      p.links.push_back(l);
-    }
-  }
+  ReadArray(rd, "links", &p.links, [&r](const json& e, const std::string& at) {
+    return PipelineLinkFromJson(e, at, r.worker);
+  });
   rd.RejectUnknown({"stage", "forward_seconds", "backward_seconds", "links"});
   outer.Merge(rd.status());
   if (rd.ok()) r.pipeline = std::move(p);
