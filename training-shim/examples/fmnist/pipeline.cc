@@ -74,9 +74,9 @@ class Stage {
   Status Init();
   Status Train();
   void Finish() const;
-  nlohmann::json MedianMs(bool adapted) const;
 
  private:
+  nlohmann::json MedianMs(bool adapted) const;
   Status Iterate();
   StatusOr<int> WarmupFor(const IterationPlan& plan);
   api::PipelineReading Reading();
@@ -87,7 +87,8 @@ class Stage {
   const int stage_, replica_, replicas_;
   int m_ = 0;
   std::vector<int> warmup_;   // the static depths (--warmup, or plain 1F1B)
-  std::vector<int> adapted_;  // the loop's latest, empty before any
+  std::vector<int> decided_;  // the loop's depths in force; empty = the static ones
+  std::vector<int> adapted_;  // the loop's latest depths, empty before any
   std::vector<bool> adapted_at_;  // per iteration: it ran the loop's depths
   std::optional<ImageDataset> train_;
   std::optional<BatchIterator> batches_;
@@ -161,7 +162,8 @@ Status Stage::Train() {
 
 Status Stage::Iterate() {
   STAR_ASSIGN_OR_RETURN(IterationPlan plan, session_->BeginIteration(iteration_));
-  STAR_ASSIGN_OR_RETURN(const int warmup, WarmupFor(plan));  // the loop's modes would split stages
+  // Only the loop's depths are taken up: its modes and batches are for data parallelism.
+  STAR_ASSIGN_OR_RETURN(const int warmup, WarmupFor(plan));
   const double start = MonotonicSeconds();
   STAR_RETURN_IF_ERROR(session_->BeginCompute());
   if (FeedsOrLabels()) {
@@ -187,16 +189,18 @@ Status Stage::Iterate() {
 
 // The loop's warm-up depth for this stage when a decision gives one, else the static one.
 StatusOr<int> Stage::WarmupFor(const IterationPlan& plan) {
-  if (plan.warmup.empty()) return warmup_[static_cast<size_t>(stage_)];
-  if (static_cast<int>(plan.warmup.size()) != f_.stages) {
+  if (!plan.warmup.empty() && static_cast<int>(plan.warmup.size()) != f_.stages) {
     return Status::InvalidArgument("decision.warmup: " + std::to_string(plan.warmup.size()) + " depths for " +
                                    std::to_string(f_.stages) + " stages");
   }
-  if (plan.warmup != adapted_) {
-    adapted_ = plan.warmup;
-    std::cerr << "star-fmnist: stage " << stage_ << ": warm-up depths " << nlohmann::json(adapted_).dump()
-              << " from iteration " << iteration_ << "\n";
+  if (plan.warmup != decided_) {
+    decided_ = plan.warmup;
+    std::cerr << "star-fmnist: stage " << stage_ << ": warm-up depths "
+              << nlohmann::json(decided_.empty() ? warmup_ : decided_).dump()
+              << (decided_.empty() ? " (static)" : " (the loop's)") << " from iteration " << iteration_ << "\n";
   }
+  if (plan.warmup.empty()) return warmup_[static_cast<size_t>(stage_)];
+  adapted_ = plan.warmup;
   return plan.warmup[static_cast<size_t>(stage_)];
 }
 
