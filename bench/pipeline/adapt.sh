@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# The control loop adapting a pipeline's schedule: bench/pipeline-adapt/job.yaml under
+# The control loop adapting a pipeline's schedule: bench/pipeline/job-adapt.yaml under
 # `star local --policy ssgd` (static 1F1B) and `--policy auto` (the warm-up depths the
 # pipeline model chooses from the stages' reports), on clean links and with the link
 # between stages 1 and 2 shaped both ways to RATE for the whole run (--inject
 # worker=1,bandwidth=RATE,peer=2). Per run: the slowest stage's median iteration under
 # the static schedule and under the loop's depths (- when none), and the loop's schedule
 # event (its time, depths and the model's predictions). As root.
-#   bash bench/pipeline-adapt/run.sh [ROUNDS] [RATE]   (default 3, 10mbit; writes bench/pipeline-adapt/out/)
+#   bash bench/pipeline/adapt.sh [ROUNDS] [RATE]   (default 3, 10mbit; writes bench/pipeline/out/adapt/)
 . "$(dirname "$0")/../lib.sh"
 build star star-fmnist
-OUT=bench/pipeline-adapt/out
+OUT=bench/pipeline/out/adapt
 rm -rf "$OUT"; mkdir -p "$OUT"
 rate=${2:-10mbit}
 # One run in $OUT/$1 with --policy $2 (and --inject $3 if given).
 run() {
   local dir=$OUT/$1
-  "$BUILD/cli/star" local bench/pipeline-adapt/job.yaml --policy "$2" --log-dir "$dir" --quiet \
+  "$BUILD/cli/star" local bench/pipeline/job-adapt.yaml --policy "$2" --log-dir "$dir" --quiet \
       ${3:+--inject "$3"} > "$dir.report.json" 2> "$dir.err"
   /usr/bin/python3 - "$dir" "$1" <<'PY'
 import glob, json, sys
