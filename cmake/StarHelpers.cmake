@@ -1,10 +1,17 @@
 # star_gtest_executable(NAME SOURCES... LIBS lib...): a GoogleTest executable, with the
-# test helpers every test may use (tests/support: star/test_support/*.h).
+# test helpers every test may use (tests/support: star/test_support/*.h) and a stack trace
+# on a crash (tests/support/crash_trace.cc; its symbols exported so the trace names them).
 function(star_gtest_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  if(NOT TARGET star_crash_trace)
+    add_library(star_crash_trace OBJECT ${PROJECT_SOURCE_DIR}/tests/support/crash_trace.cc)
+    target_link_libraries(star_crash_trace PRIVATE star::warnings)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main star::warnings)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} star_crash_trace GTest::gtest GTest::gtest_main
+                                        star::warnings)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+  set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
 endfunction()
 
 # star_add_test(NAME SOURCES... LABELS l1 [l2] LIBS lib... [SERIAL])
