@@ -70,6 +70,8 @@ json TrainingJobExample() {
       "estimatedTTASeconds": 340.5,
       "decisionEpoch": 3,
       "decisionApplyAtIteration": 1190,
+      "pipeline": {"warmup": [8, 8, 2, 1], "predictedIterationSeconds": 0.169,
+                   "slowLink": {"fromStage": 1, "toStage": 2}},
       "startTime": "2024-05-01T12:00:00Z",
       "completionTime": "2024-05-01T13:00:00Z"
     }
@@ -140,7 +142,35 @@ void KeepMicroBatchesEqual(json& spec, const std::string& at, int64_t world, int
   *global = up <= api::kMaxBatchSize ? up : *global / unit * unit;
 }
 
+// status.pipeline's rules after the field `at` changed: slowLink joins neighbours and
+// leaves a stage before the last; the other end of the link moves to fit the one under
+// test, and the depths grow to cover it (or, when they are under test, the link moves).
+void RepairPipelineStatus(json& doc, const std::string& at) {
+  const json::json_pointer link_at("/status/pipeline/slowLink"), warmup_at("/status/pipeline/warmup");
+  if (!doc.contains(link_at) || !doc[link_at].is_object()) return;
+  json& link = doc[link_at];
+  const json from = link.value("fromStage", json()), to = link.value("toStage", json());
+  if (!from.is_number_integer() || !to.is_number_integer()) return;
+  int64_t f = from.get<int64_t>();
+  if (at == "status.pipeline.slowLink.toStage") {
+    if (to < 1 || to > api::kMaxPipelineStages - 1) return;
+    f = to.get<int64_t>() - 1;
+  }
+  if (f < 0 || f > api::kMaxPipelineStages - 2) return;
+  if (doc.contains(warmup_at) && doc[warmup_at].is_array()) {
+    json& warmup = doc[warmup_at];
+    if (at.rfind("status.pipeline.warmup", 0) == 0) {
+      f = std::min<int64_t>(f, std::max<int64_t>(0, static_cast<int64_t>(warmup.size()) - 2));
+    } else {
+      while (static_cast<int64_t>(warmup.size()) < f + 2) warmup.push_back(1);
+    }
+  }
+  link["fromStage"] = f;
+  link["toStage"] = f + 1;
+}
+
 void RepairTrainingJob(json& doc, const Path& changed) {
+  RepairPipelineStatus(doc, ToString(changed));
   if (!doc.contains("spec") || !doc["spec"].is_object()) return;
   json& spec = doc["spec"];
   const std::string at = ToString(changed);
@@ -284,6 +314,13 @@ std::vector<std::pair<std::string, json>> TrainingJobViolations() {
     pipeline(s, 2, 8, std::nullopt);
     s["training"]["globalBatchSize"] = 100;
   });
+  const auto slow_link = [&out](const char* field, int from, int to) {
+    json doc = TrainingJobExample();
+    doc["status"]["pipeline"]["slowLink"] = {{"fromStage", from}, {"toStage", to}};
+    out.emplace_back(field, std::move(doc));
+  };
+  slow_link("status.pipeline.slowLink.toStage", 1, 3);    // not neighbours
+  slow_link("status.pipeline.slowLink.fromStage", 3, 4);  // from the last of 4 stages
   return out;
 }
 

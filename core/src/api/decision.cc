@@ -1,5 +1,6 @@
 #include "star/core/api/decision.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -72,6 +73,13 @@ Status CheckWarmup(const Decision& d, const std::string& path) {
   if (!(p >= 0) || p > std::numeric_limits<double>::max()) {
     return Invalid(JoinPath(path, "predicted_iteration_seconds"), "must be a finite number >= 0, got " + FormatNumber(p));
   }
+  const int links = std::max(0, static_cast<int>(d.warmup.size()) - 1);
+  if (d.slow_link != -1 && (d.slow_link < 0 || d.slow_link >= links)) {
+    return Invalid(JoinPath(path, "slow_link"),
+                   links == 0 ? "must be -1 without a warmup, got " + std::to_string(d.slow_link)
+                              : "must be -1 or in [0, " + std::to_string(links) + "), got " +
+                                    std::to_string(d.slow_link));
+  }
   return Status::Ok();
 }
 
@@ -114,6 +122,7 @@ json ToJson(const Decision& d) {
     j["warmup"] = d.warmup;
     j["predicted_iteration_seconds"] = d.predicted_iteration_seconds;
   }
+  if (d.slow_link >= 0) j["slow_link"] = d.slow_link;
   return j;
 }
 
@@ -160,9 +169,10 @@ StatusOr<Decision> DecisionFromJson(const json& j, const std::string& path) {
     rd.Merge(warmup.status());
     if (warmup.ok()) d.warmup = *std::move(warmup);
   }
-  rd.Number("predicted_iteration_seconds", &d.predicted_iteration_seconds, Need::kOptional);
+  rd.Number("predicted_iteration_seconds", &d.predicted_iteration_seconds, Need::kOptional)
+      .Int("slow_link", &d.slow_link, Need::kOptional);
   rd.RejectUnknown({"epoch", "apply_at_iteration", "mode", "k", "groups", "workers", "warmup",
-                    "predicted_iteration_seconds"});
+                    "predicted_iteration_seconds", "slow_link"});
   if (rd.ok()) rd.Merge(Validate(d, path));
   if (!rd.ok()) return rd.status();
   return d;

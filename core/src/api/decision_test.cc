@@ -53,11 +53,14 @@ TEST(Decision, WarmupIsWrittenOnlyWhenGivenAndRoundTrips) {
   d.k = 1;
   EXPECT_FALSE(ToJson(d).contains("warmup"));
   EXPECT_FALSE(ToJson(d).contains("predicted_iteration_seconds"));
+  EXPECT_FALSE(ToJson(d).contains("slow_link"));
   d.warmup = {8, 8, 2, 1};
   d.predicted_iteration_seconds = 0.25;
+  d.slow_link = 2;
   const json j = ToJson(d);
   EXPECT_EQ(j["warmup"], json({8, 8, 2, 1}));
   EXPECT_EQ(j["predicted_iteration_seconds"], 0.25);
+  EXPECT_EQ(j["slow_link"], 2);
   auto back = DecisionFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, d);
@@ -167,6 +170,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "decision.predicted_iteration_seconds: must be a finite number >= 0, got -0.5"},
         BadCase{"PredictionWithoutWarmup", [](json& d) { d["predicted_iteration_seconds"] = 0.5; },
                 "decision.predicted_iteration_seconds: only with warmup"},
+        BadCase{"SlowLinkWithoutWarmup", [](json& d) { d["slow_link"] = 0; },
+                "decision.slow_link: must be -1 without a warmup, got 0"},
+        BadCase{"SlowLinkPastTheLastStage",
+                [](json& d) {
+                  d["warmup"] = {2, 2, 1};
+                  d["slow_link"] = 2;
+                },
+                "decision.slow_link: must be -1 or in [0, 2), got 2"},
         BadCase{"UnknownField", [](json& d) { d["deadline"] = 3; },
                 "decision.deadline: unknown field"}),
     [](const testing::TestParamInfo<BadCase>& info) { return info.param.name; });

@@ -753,6 +753,11 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
       *field = v;
     }
   }
+  if (rd.ok() && rd.Has("pipeline")) {
+    auto pipeline = PipelineScheduleStatusFromJson(*rd.Get("pipeline"), rd.FieldPath("pipeline"));
+    rd.Merge(pipeline.status());
+    if (pipeline.ok()) s.pipeline = *std::move(pipeline);
+  }
   for (auto [name, field] : {std::pair{"startTime", &s.start_time},
                               std::pair{"completionTime", &s.completion_time}}) {
     if (!rd.ok() || !rd.Has(name)) continue;
@@ -763,7 +768,7 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const json& j, const std::
   }
   rd.RejectUnknown({"phase", "conditions", "observedGeneration", "syncMode", "k", "groups",
                     "stragglers", "workers", "iteration", "accuracy", "ttaSeconds", "estimatedTTASeconds",
-                    "decisionEpoch", "decisionApplyAtIteration", "startTime", "completionTime"});
+                    "decisionEpoch", "decisionApplyAtIteration", "pipeline", "startTime", "completionTime"});
   if (!rd.ok()) return rd.status();
   return s;
 }
@@ -797,6 +802,7 @@ json ToJson(const TrainingJobStatus& s) {
   if (s.estimated_tta_seconds) j["estimatedTTASeconds"] = *s.estimated_tta_seconds;
   if (s.decision_epoch) j["decisionEpoch"] = *s.decision_epoch;
   if (s.decision_apply_at_iteration) j["decisionApplyAtIteration"] = *s.decision_apply_at_iteration;
+  if (s.pipeline) j["pipeline"] = ToJson(*s.pipeline);
   if (!s.start_time.empty()) j["startTime"] = s.start_time;
   if (!s.completion_time.empty()) j["completionTime"] = s.completion_time;
   return j;

@@ -248,6 +248,7 @@ TEST(TrainingJob, StructWithEveryFieldSetRoundTrips) {
   st.estimated_tta_seconds = 10.25;
   st.decision_epoch = 3;
   st.decision_apply_at_iteration = 40;
+  st.pipeline = PipelineScheduleStatus{{8, 8, 2, 1}, 0.169, 1};
   job.status = st;
   ASSERT_TRUE(Validate(job.spec).ok()) << Validate(job.spec);
 
@@ -689,6 +690,25 @@ INSTANTIATE_TEST_SUITE_P(
                 "status.ttaSeconds: must be a number, got string"},
         BadCase{"NegativeDecisionEpoch", [](json& d) { d["status"]["decisionEpoch"] = -2; },
                 "status.decisionEpoch: must be >= 0, got -2"},
+        BadCase{"PipelineWithoutWarmup",
+                [](json& d) { d["status"]["pipeline"] = {{"predictedIterationSeconds", 0.2}}; },
+                "status.pipeline.warmup: required field is missing"},
+        BadCase{"PipelineWarmupOfOneStage", [](json& d) { d["status"]["pipeline"] = {{"warmup", {4}}}; },
+                "status.pipeline.warmup: must have one depth per stage (at least 2), got 1"},
+        BadCase{"PipelineZeroDepth", [](json& d) { d["status"]["pipeline"] = {{"warmup", {4, 0}}}; },
+                "status.pipeline.warmup[1]: must be in [1, 1024], got 0"},
+        BadCase{"PipelineSlowLinkNotNeighbours",
+                [](json& d) {
+                  d["status"]["pipeline"] = {{"warmup", {4, 2, 1}},
+                                             {"slowLink", {{"fromStage", 0}, {"toStage", 2}}}};
+                },
+                "status.pipeline.slowLink.toStage: must be fromStage + 1 (1), got 2"},
+        BadCase{"PipelineSlowLinkFromTheLastStage",
+                [](json& d) {
+                  d["status"]["pipeline"] = {{"warmup", {4, 2, 1}},
+                                             {"slowLink", {{"fromStage", 2}, {"toStage", 3}}}};
+                },
+                "status.pipeline.slowLink.fromStage: must be <= 1, got 2"},
         BadCase{"IterationAboveMaximum",
                 [](json& d) { d["status"]["iteration"] = int64_t{1} << 53; },
                 "status.iteration: must be <= 9007199254740991, got 9007199254740992"},

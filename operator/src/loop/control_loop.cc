@@ -115,6 +115,7 @@ Status JobControlLoop::Resume(const api::Decision& d) {
   adapt_batches_ = setting.batches != batch::EqualBatches(spec_.training.global_batch_size, n_);
   in_force_ = std::move(setting);
   predicted_iteration_seconds_ = d.predicted_iteration_seconds;
+  slow_link_ = d.slow_link;
   last_mode_round_ = 0;
   decision_ = d;
   return Status::Ok();

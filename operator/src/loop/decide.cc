@@ -130,6 +130,7 @@ std::optional<api::Decision> JobControlLoop::Issue(const Setting& next,
   }
   d.warmup = next.warmup;
   d.predicted_iteration_seconds = next.warmup.empty() ? 0 : predicted_iteration_seconds_;
+  d.slow_link = next.warmup.empty() ? -1 : slow_link_;
   if (!api::Validate(d).ok()) return std::nullopt;
   return d;
 }

@@ -135,9 +135,11 @@ void JobControlLoop::DecidePipeline(double t) {
   }
   if (next == in_force_ || !event) return;
   const double before = std::exchange(predicted_iteration_seconds_, event->predicted_seconds);
+  const int before_link = std::exchange(slow_link_, event->slow_link);
   std::optional<api::Decision> d = Issue(next, MedianIterationSeconds());
   if (!d) {
     predicted_iteration_seconds_ = before;
+    slow_link_ = before_link;
     return;
   }
   timeline_.push_back(MakeScheduleEvent(t, *std::move(event)));

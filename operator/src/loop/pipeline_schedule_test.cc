@@ -108,6 +108,7 @@ TEST(PipelineSchedule, ASlowLinkGetsTheModelsDepthsAndTheStaticScheduleBackWhenI
   const api::Decision adapted = *loop->current();
   EXPECT_EQ(adapted.warmup, plan->warmup);
   EXPECT_DOUBLE_EQ(adapted.predicted_iteration_seconds, plan->predicted_seconds);
+  EXPECT_EQ(adapted.slow_link, 1) << "the decision names the link its depths absorb";
   EXPECT_EQ(adapted.mode, api::SyncMode::kSsgd) << "a pipeline's stages are never split by a mode";
   EXPECT_GT(adapted.apply_at_iteration, 40);
   std::vector<TimelineEvent> events = Schedules(*loop);
@@ -119,6 +120,7 @@ TEST(PipelineSchedule, ASlowLinkGetsTheModelsDepthsAndTheStaticScheduleBackWhenI
   RunStages(*loop, 100, 160, -1);
   ASSERT_NE(loop->current(), nullptr);
   EXPECT_TRUE(loop->current()->warmup.empty()) << "back to the static schedule";
+  EXPECT_EQ(loop->current()->slow_link, -1);
   EXPECT_GT(loop->current()->epoch, adapted.epoch);
   events = Schedules(*loop);
   ASSERT_EQ(events.size(), 2u) << "no flapping on steady costs";
@@ -188,6 +190,31 @@ TEST(PipelineSchedule, ResumingADecisionWithTheWrongNumberOfDepthsIsRefused) {
   d.warmup = {8, 8, 2, 1};
   d.predicted_iteration_seconds = 0.3;
   EXPECT_TRUE(loop->Resume(d).ok());
+}
+
+TEST(PipelineSchedule, AResumedScheduleStaysWhileTheLinkIsSlowAndGoesWhenItRecovers) {
+  auto plan = pipeline::ChooseWarmup(Costs(1), std::nullopt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  api::Decision d;
+  d.epoch = 3;
+  d.k = kStages;
+  for (int w = 0; w < kStages; ++w) d.workers.push_back({w, false, 64});
+  d.warmup = plan->warmup;
+  d.predicted_iteration_seconds = plan->predicted_seconds;
+  d.slow_link = 1;
+  for (int slow_link : {1, -1}) {
+    auto loop = JobControlLoop::Create(Spec());
+    ASSERT_TRUE(loop.ok()) << loop.status();
+    ASSERT_TRUE(loop->Resume(d).ok());
+    RunStages(*loop, 1, 80, slow_link);
+    ASSERT_NE(loop->current(), nullptr);
+    if (slow_link >= 0) {
+      EXPECT_EQ(*loop->current(), d) << "the restarted loop keeps the depths in force";
+    } else {
+      EXPECT_TRUE(loop->current()->warmup.empty()) << "the link recovered: back to the static schedule";
+      EXPECT_GT(loop->current()->epoch, d.epoch);
+    }
+  }
 }
 
 }  // namespace

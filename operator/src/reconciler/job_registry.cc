@@ -54,6 +54,11 @@ std::optional<api::Decision> DecisionFromStatus(const json& status) {
   for (size_t i = 0; i < st->workers.size(); ++i) {
     d.workers.push_back({static_cast<int>(i), st->workers[i].amp, st->workers[i].batch});
   }
+  if (st->pipeline) {
+    d.warmup = st->pipeline->warmup;
+    d.predicted_iteration_seconds = st->pipeline->predicted_iteration_seconds;
+    d.slow_link = st->pipeline->slow_link;
+  }
   return d;
 }
 
@@ -68,11 +73,14 @@ json DecisionStatus(const api::Decision& d) {
   }
   st.decision_epoch = d.epoch;
   st.decision_apply_at_iteration = d.apply_at_iteration;
+  if (!d.warmup.empty()) st.pipeline = {d.warmup, d.predicted_iteration_seconds, d.slow_link};
   const json full = api::ToJson(st);
   json out = json::object();
   for (const char* k : kDecisionStatusKeys) {
     if (full.contains(k)) out[k] = full[k];
   }
+  // A merge patch's null removes a schedule an earlier decision recorded.
+  if (!st.pipeline) out["pipeline"] = nullptr;
   return out;
 }
 

@@ -10,6 +10,12 @@
 namespace star::op {
 namespace {
 
+// A status after a merge patch (RFC 7386), as the API server applies it.
+nlohmann::json Patched(nlohmann::json status, const nlohmann::json& patch) {
+  status.merge_patch(patch);
+  return status;
+}
+
 api::TrainingJobSpec Spec(int n) {
   api::TrainingJobSpec s;
   s.workers.replicas = n;
@@ -219,9 +225,10 @@ TEST(JobRegistry, ANewLoopResumesFromTheRecordedDecisionOrTheOneItReplaces) {
   d.groups = {{0, 1, 3, 2}};
   for (int w = 0; w < 4; ++w) d.workers.push_back({w, w == 2, 64});
   // A restarted operator: the decision from status, round-tripped through its fields.
-  auto from_status = DecisionFromStatus(DecisionStatus(d));
+  auto from_status = DecisionFromStatus(Patched(nlohmann::json::object(), DecisionStatus(d)));
   ASSERT_TRUE(from_status.has_value());
   EXPECT_EQ(*from_status, d);
+  EXPECT_TRUE(DecisionStatus(d).at("pipeline").is_null()) << "no schedule: a recorded one goes";
   JobRegistry reg([] { return std::string(); });
   ASSERT_TRUE(reg.Upsert("ns/a", 1, Spec(4), "tok", from_status).ok());
   auto snap = reg.Snapshot("ns/a");
@@ -247,6 +254,33 @@ TEST(JobRegistry, ANewLoopResumesFromTheRecordedDecisionOrTheOneItReplaces) {
   ASSERT_TRUE(first.has_value()) << "worker 4 straggles: a decision";
   EXPECT_EQ(first->epoch, 8);
   EXPECT_FALSE(DecisionFromStatus(nlohmann::json{{"syncMode", "ssgd"}}).has_value()) << "no decisionEpoch";
+}
+
+TEST(JobRegistry, APipelinesScheduleRoundTripsThroughStatus) {
+  api::Decision d;
+  d.epoch = 4;
+  d.apply_at_iteration = 90;
+  d.k = 4;
+  for (int w = 0; w < 4; ++w) d.workers.push_back({w, false, 64});
+  d.warmup = {8, 8, 2, 1};
+  d.predicted_iteration_seconds = 0.169;
+  d.slow_link = 1;
+  const nlohmann::json status = DecisionStatus(d);
+  EXPECT_EQ(status.at("pipeline"),
+            nlohmann::json::parse(R"({"warmup": [8, 8, 2, 1], "predictedIterationSeconds": 0.169,
+                                      "slowLink": {"fromStage": 1, "toStage": 2}})"));
+  auto back = DecisionFromStatus(Patched(nlohmann::json::object(), status));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, d);
+  // The next decision is the static schedule: its patch takes the recorded one away.
+  api::Decision plain = d;
+  plain.epoch = 5;
+  plain.warmup.clear();
+  plain.predicted_iteration_seconds = 0;
+  plain.slow_link = -1;
+  const nlohmann::json after = Patched(Patched(nlohmann::json::object(), status), DecisionStatus(plain));
+  EXPECT_FALSE(after.contains("pipeline")) << after;
+  EXPECT_EQ(DecisionFromStatus(after), plain);
 }
 
 // Regression: a gang restart kept the old loop, which refused every report of the new

@@ -456,6 +456,7 @@ class JobControlLoop {
   bool decision_switches_ = true;  // decision_ changes the synchronisation (or was restored)
   Setting in_force_;  // the baseline before any decision
   double predicted_iteration_seconds_ = 0;  // the pipeline model's, for in_force_.warmup
+  int slow_link_ = -1;                      // the link in_force_.warmup absorbs, or -1
   // The trial of adopted depths (JudgeScheduleTrial): since which round, against which
   // static iteration time; the round the model may be followed again, the next hold.
   struct ScheduleTrial {

@@ -43,6 +43,9 @@ struct Decision {
   // The pipeline model's iteration time under `warmup` (seconds, >= 0); 0 without one
   // (Validate refuses another value then).
   double predicted_iteration_seconds = 0;
+  // The link `warmup` absorbs, by the stage it leaves (it joins stages slow_link and
+  // slow_link + 1): in [0, warmup.size() - 1) with a warmup, else -1 (none named).
+  int slow_link = -1;
 
   friend bool operator==(const Decision&, const Decision&) = default;
 };
@@ -52,7 +55,7 @@ struct Decision {
 // k <= workers.size(); mode groups needs non-empty groups; groups, when given, hold no
 // empty group, no rank twice, only ranks >= 0, and (when workers are given) exactly
 // the workers' ranks; warmup depths >= 1 and non-increasing, the prediction finite and
-// >= 0. Errors name the field under `path` ("groups[1][0]: duplicate of
+// >= 0, slow_link -1 or (with a warmup) a link between two of its stages. Errors name the field under `path` ("groups[1][0]: duplicate of
 // groups[0][2]"). O(n log n) in the number of workers.
 [[nodiscard]] Status Validate(const Decision& d, const std::string& path = "");
 
@@ -64,10 +67,12 @@ struct Decision {
 [[nodiscard]] bool SameSynchronization(const Decision& a, const Decision& b);
 // snake_case wire form: {"epoch","apply_at_iteration","mode":"ssgd|fixed_k|groups|asgd",
 // "k","groups":[[...]],"workers":[{"worker","amp","batch"}]}; every field is written,
-// except "warmup" and "predicted_iteration_seconds", written only with a warmup.
+// except "warmup" and "predicted_iteration_seconds", written only with a warmup, and
+// "slow_link", written only when >= 0.
 nlohmann::json ToJson(const Decision& d);
 // Required: epoch, apply_at_iteration, mode, k. Optional: groups (default []),
-// workers (default []), warmup (default []), predicted_iteration_seconds (default 0);
+// workers (default []), warmup (default []), predicted_iteration_seconds (default 0),
+// slow_link (default -1);
 // in workers[], worker and batch are required, amp defaults to false. Unknown fields are rejected. Then Validate(d, path).
 StatusOr<Decision> DecisionFromJson(const nlohmann::json& j, const std::string& path = "");
 

@@ -22,6 +22,7 @@
 
 #include "star/core/api/meta.h"
 #include "star/core/api/parallelism.h"
+#include "star/core/api/pipeline_status.h"
 #include "star/core/api/types.h"
 #include "star/core/status.h"
 
@@ -258,6 +259,8 @@ struct TrainingJobStatus {
   // they have.
   std::optional<int64_t> decision_epoch;               // wire "decisionEpoch"
   std::optional<int64_t> decision_apply_at_iteration;  // wire "decisionApplyAtIteration"
+  // A pipeline job's schedule under the latest decision; unset = its static schedule.
+  std::optional<PipelineScheduleStatus> pipeline;
   // RFC 3339: when the job's pods were last created from no pods (the first start, or a
   // resume; runPolicy.activeDeadlineSeconds counts from it), and when it Succeeded or
   // Failed (ttlSecondsAfterFinished counts from it). "" = not yet (omitted on the wire).
@@ -313,7 +316,7 @@ StatusOr<TrainingJobStatus> TrainingJobStatusFromJson(const nlohmann::json& j,
                                                       const std::string& path = "status");
 // Writes phase, conditions, observedGeneration, groups, stragglers, workers and
 // iteration always; syncMode, k, accuracy, ttaSeconds, estimatedTTASeconds,
-// decisionEpoch and decisionApplyAtIteration only when set.
+// decisionEpoch, decisionApplyAtIteration and pipeline only when set.
 nlohmann::json ToJson(const TrainingJobStatus& status);
 
 // ---- pod template helpers ----

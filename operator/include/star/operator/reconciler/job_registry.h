@@ -173,14 +173,15 @@ class JobRegistry {
   int64_t loops_made_ = 0;
 };
 
-// The decision a job's status records (decisionEpoch > 0 with syncMode, k, groups and
-// workers); nullopt when it records none or does not parse.
+// The decision a job's status records (decisionEpoch > 0 with syncMode, k, groups,
+// workers and a pipeline's schedule); nullopt when it records none or does not parse.
 std::optional<api::Decision> DecisionFromStatus(const nlohmann::json& status);
 // The keys DecisionStatus writes.
 inline constexpr const char* kDecisionStatusKeys[] = {"syncMode", "k", "groups", "workers", "decisionEpoch",
-                                                       "decisionApplyAtIteration"};
+                                                       "decisionApplyAtIteration", "pipeline"};
 // The status fields that record `d` (syncMode, k, groups, workers, decisionEpoch,
-// decisionApplyAtIteration), for a merge patch.
+// decisionApplyAtIteration, and pipeline: its schedule, or null for the static one),
+// for a merge patch.
 nlohmann::json DecisionStatus(const api::Decision& d);
 
 }  // namespace star::op
