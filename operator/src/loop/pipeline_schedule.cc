@@ -66,15 +66,21 @@ std::vector<int> JobControlLoop::ChoosePipelineWarmup(std::optional<ScheduleFiel
   const std::vector<int> plain = pipeline::OneFOneB(spec_.parallelism.pipeline_stages, costs->micro_batches);
   const StatusOr<double> now = pipeline::IterationSeconds(*costs, in_force_.warmup.empty() ? plain : in_force_.warmup);
   if (!plan.ok() || !now.ok()) return in_force_.warmup;
+  // The iteration's work outside the schedule (data loading, the optimizer step), taken
+  // as what the stages measured beyond the model's time for the schedule in force: it
+  // is the same under any depths, so every time compared below includes it.
+  const double outside = std::max(0.0, RecentIterationSeconds(spec_.mitigation.detection.window / 2) - *now);
+  const double current = *now + outside, adapted = plan->predicted_seconds + outside;
+  const double plain_seconds = plan->static_seconds + outside;
   const double gain = options_.schedule_gain;
   std::vector<int> next = in_force_.warmup;
-  double predicted = *now;
-  if (plan->predicted_seconds < *now * (1 - gain)) {
+  double predicted = current;
+  if (adapted < current * (1 - gain)) {
     next = plan->warmup == plain ? std::vector<int>{} : plan->warmup;
-    predicted = plan->predicted_seconds;
-  } else if (!in_force_.warmup.empty() && plan->static_seconds <= *now * (1 + gain / 2)) {
+    predicted = adapted;
+  } else if (!in_force_.warmup.empty() && plain_seconds <= current * (1 + gain / 2)) {
     next.clear();
-    predicted = plan->static_seconds;
+    predicted = plain_seconds;
   }
   ScheduleTrial& trial = schedule_trial_;
   if (next == in_force_.warmup) {
@@ -86,7 +92,7 @@ std::vector<int> JobControlLoop::ChoosePipelineWarmup(std::optional<ScheduleFiel
     trial.proposed_round = rounds_;
   }
   if (rounds_ - trial.proposed_round < spec_.mitigation.detection.window / 2) return in_force_.warmup;
-  *event = ScheduleFields{next, predicted, plan->static_seconds, SlowestLink(*costs)};
+  *event = ScheduleFields{next, predicted, plain_seconds, SlowestLink(*costs)};
   return next;
 }
 
@@ -119,7 +125,11 @@ std::vector<int> JobControlLoop::JudgeScheduleTrial(std::optional<ScheduleFields
   if (costs) {
     const auto plain = pipeline::IterationSeconds(
         *costs, pipeline::OneFOneB(spec_.parallelism.pipeline_stages, costs->micro_batches));
-    f.predicted_seconds = f.static_seconds = plain.ok() ? *plain : 0;
+    const auto tried = pipeline::IterationSeconds(*costs, in_force_.warmup);
+    // As in ChoosePipelineWarmup: with the work outside the schedule measured under the
+    // depths tried.
+    const double outside = tried.ok() ? std::max(0.0, measured - *tried) : 0;
+    f.predicted_seconds = f.static_seconds = plain.ok() ? *plain + outside : 0;
   }
   *verdict = std::move(f);
   return {};

@@ -127,6 +127,37 @@ TEST(PipelineSchedule, ASlowLinkGetsTheModelsDepthsAndTheStaticScheduleBackWhenI
   EXPECT_TRUE(events[1].schedule.warmup.empty());
 }
 
+// Iterations as the model has them plus `outside` seconds of work outside the schedule.
+IterationTime ModelledPlus(int slow_link, double outside) {
+  return [modelled = AsModelled(slow_link), outside](const std::vector<int>& warmup) {
+    return modelled(warmup) + outside;
+  };
+}
+
+TEST(PipelineSchedule, WorkOutsideTheScheduleCountsInEveryPrediction) {
+  auto plan = pipeline::ChooseWarmup(Costs(1), std::nullopt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const double saved = plan->static_seconds - plan->predicted_seconds;
+  ASSERT_GT(saved, 0);
+
+  auto loop = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  RunStages(*loop, 1, 100, 1, ModelledPlus(1, 0.05));
+  ASSERT_NE(loop->current(), nullptr);
+  EXPECT_EQ(loop->current()->warmup, plan->warmup);
+  EXPECT_NEAR(loop->current()->predicted_iteration_seconds, plan->predicted_seconds + 0.05, 1e-9)
+      << "the prediction is of a whole iteration";
+  const std::vector<TimelineEvent> events = Schedules(*loop);
+  ASSERT_FALSE(events.empty());
+  EXPECT_NEAR(events[0].schedule.static_seconds, plan->static_seconds + 0.05, 1e-9);
+
+  // The same saving is under the 5% gain of an iteration 40 times as long as it.
+  auto slow = JobControlLoop::Create(Spec());
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  RunStages(*slow, 1, 100, 1, ModelledPlus(1, 40 * saved));
+  EXPECT_EQ(slow->current(), nullptr) << "no change for a saving the iteration hardly sees";
+}
+
 TEST(PipelineSchedule, DepthsMeasuredNoFasterGiveWayToTheStaticScheduleForADoublingHold) {
   auto loop = JobControlLoop::Create(Spec());
   ASSERT_TRUE(loop.ok()) << loop.status();

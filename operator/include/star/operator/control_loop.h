@@ -71,7 +71,10 @@
 //   pipeline model (star/core/pipeline/schedule.h) runs on every stage's latest costs
 //   (report.pipeline; per stage and link the slowest replica's) at each decision:
 //   pipeline::ChooseWarmup's depths within maxInFlightPerStage replace the schedule in
-//   force when predicted `schedule_gain` faster; adapted depths go back to the static
+//   force when predicted `schedule_gain` faster. Every prediction adds the iteration's
+//   work outside the schedule (the recent measured iteration beyond the model's time for
+//   the schedule in force, at least 0), so gains are judged, and predictions written,
+//   against whole iterations. Adapted depths go back to the static
 //   schedule (taken to be plain 1F1B) once that is predicted within schedule_gain / 2 of
 //   them (the slow link recovered). Each change is a decision (warmup, and the model's
 //   predicted iteration time) every stage takes up at its apply iteration, and a
