@@ -2,16 +2,18 @@
 # The control loop adapting a pipeline's schedule: bench/pipeline/job-adapt.yaml under
 # `star local --policy ssgd` (static 1F1B) and `--policy auto` (the warm-up depths the
 # pipeline model chooses from the stages' reports), on clean links and with the link
-# between stages 1 and 2 shaped both ways to RATE for the whole run (--inject
-# worker=1,bandwidth=RATE,peer=2). Per run: the slowest stage's median iteration under
+# between stages 1 and 2 slowed both ways for the whole run (--inject worker=1,SLOW,peer=2:
+# SLOW bandwidth=RATE shapes it with HTB, delay=D makes the stages hold each message D).
+# Per run: the slowest stage's median iteration under
 # the static schedule and under the loop's depths (- when none), and the loop's schedule
 # event (its time, depths and the model's predictions). As root.
-#   bash bench/pipeline/adapt.sh [ROUNDS] [RATE]   (default 3, 10mbit; writes bench/pipeline/out/adapt/)
+#   bash bench/pipeline/adapt.sh [ROUNDS] [SLOW]   (default 3, bandwidth=10mbit; writes bench/pipeline/out/adapt/)
 . "$(dirname "$0")/../lib.sh"
 build star star-fmnist
 OUT=bench/pipeline/out/adapt
 rm -rf "$OUT"; mkdir -p "$OUT"
-rate=${2:-10mbit}
+slow=${2:-bandwidth=10mbit}
+label=${slow#*=}
 # One run in $OUT/$1 with --policy $2 (and --inject $3 if given).
 run() {
   local dir=$OUT/$1
@@ -32,6 +34,6 @@ PY
 for n in $(seq 1 "${1:-3}"); do
   for p in ssgd auto; do
     run "clean-$p-$n" $p ""
-    run "$rate-$p-$n" $p "worker=1,bandwidth=$rate,peer=2"
+    run "$label-$p-$n" $p "worker=1,$slow,peer=2"
   done
 done | tee "$OUT/summary.txt"

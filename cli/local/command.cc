@@ -104,6 +104,7 @@ Status CheckInputs(const LocalArgs& args, RunOptions& options) {
     options.injections.push_back(*inj);
   }
   STAR_RETURN_IF_ERROR(ValidateInjections(options.injections, api::WorldSize(job->job.spec)));
+  STAR_RETURN_IF_ERROR(ValidateLinkDelays(options.injections, job->job.spec.parallelism.pipeline_stages));
   auto timeout = ParseDuration(args.timeout);
   if (!timeout.ok()) return timeout.status().WithPrefix("--timeout");
   if (*timeout <= 0) return Status::InvalidArgument("--timeout: must be > 0");

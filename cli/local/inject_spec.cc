@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "star/core/api/json_reader.h"
+
 namespace star::local {
 
 std::string_view ToString(InjectionKind k) {
@@ -331,16 +333,18 @@ Status ParseLink(const std::optional<std::string>& link, const SpecError& bad, I
   return Status::Ok();
 }
 
-// Sets the optional peer (bandwidth only): another worker; the rate must fit in the
-// default uplink (ValidateInjections checks it against a bwneighbor's link).
+// Sets the optional peer (bandwidth or delay): another worker; a bandwidth must fit in
+// the default uplink (ValidateInjections checks it against a bwneighbor's link).
 Status ParsePeer(const std::optional<std::string>& peer, const SpecError& bad, Injection& in) {
   if (!peer) return Status::Ok();
-  if (in.kind != InjectionKind::kBandwidth) return bad("peer", "only with bandwidth");
+  if (in.kind != InjectionKind::kBandwidth && in.kind != InjectionKind::kDelay) {
+    return bad("peer", "only with bandwidth or delay");
+  }
   STAR_ASSIGN_OR_RETURN(const int p, ParseWorkerNumber("peer", *peer, bad));
   if (p == in.worker) {
     return bad("peer", "must be another worker than " + std::to_string(in.worker) + ", got " + *peer);
   }
-  if (in.bandwidth_bps >= kDefaultLinkBps) {
+  if (in.kind == InjectionKind::kBandwidth && in.bandwidth_bps >= kDefaultLinkBps) {
     return bad("bandwidth", "must be below the workers' uplink rate (" + Rate(kDefaultLinkBps) +
                                 ") with peer, got " + Rate(in.bandwidth_bps));
   }
@@ -365,6 +369,10 @@ Status ParseOptions(const SpecPairs& pairs, const SpecError& bad, Injection& in)
       return bad("end", "must be > start (" + Seconds(in.start_seconds) + "), got " + *e);
     }
     in.end_seconds = *t;
+  }
+  if (in.kind == InjectionKind::kDelay && in.peer && (in.start_seconds > 0 || in.end_seconds)) {
+    return bad(in.end_seconds ? "end" : "start",
+               "a delay with peer lasts the whole run (the stages take it at launch)");
   }
   return Status::Ok();
 }
@@ -419,6 +427,13 @@ struct Clash {
 // The clash of injections b and a on a worker of both, if any. A peer link takes the
 // uplinks of both its workers.
 std::optional<Clash> ClashOf(const Injection& b, const Injection& a) {
+  const auto in_stages = [](const Injection& i) { return i.kind == InjectionKind::kDelay && i.peer; };
+  if (in_stages(a) || in_stages(b)) {  // in the stages' transport: only one per link
+    const auto ends = [](const Injection& i) { return std::minmax(i.worker, *i.peer); };
+    if (!in_stages(a) || !in_stages(b) || ends(a) != ends(b)) return std::nullopt;
+    return Clash{"delay the link between workers " + std::to_string(a.worker) + " and " + std::to_string(*a.peer),
+                 "one delay per link"};
+  }
   if (a.peer || b.peer) {
     if (!ShapesLink(a.kind) || !ShapesLink(b.kind)) return std::nullopt;
     for (const int w : {b.worker, b.peer.value_or(b.worker)}) {
@@ -494,6 +509,30 @@ Status ValidateInjections(const std::vector<Injection>& injections, int workers)
     for (size_t j = 0; j < i; ++j) STAR_RETURN_IF_ERROR(CheckOverlap(injections[j], a));
   }
   return Status::Ok();
+}
+
+Status ValidateLinkDelays(const std::vector<Injection>& injections, int stages) {
+  for (const Injection& in : injections) {
+    if (in.kind != InjectionKind::kDelay || !in.peer) continue;
+    const int low = std::min(in.worker, *in.peer), high = std::max(in.worker, *in.peer);
+    if (stages > 1 && high == low + 1 && low % stages != stages - 1) continue;
+    return Status::InvalidArgument(
+        "--inject " + Quoted(in.text) + ": peer: " +
+        (stages > 1 ? "worker " + std::to_string(*in.peer) + " is not a neighbouring stage of worker " +
+                          std::to_string(in.worker) + " (" + std::to_string(stages) + " stages)"
+                    : std::string("a delay with peer is on a pipeline link; the job has one stage")));
+  }
+  return Status::Ok();
+}
+
+std::string LinkDelayEnv(const std::vector<Injection>& injections, int w) {
+  std::string out;
+  for (const Injection& in : injections) {
+    if (in.kind != InjectionKind::kDelay || !in.peer || (in.worker != w && *in.peer != w)) continue;
+    const int other = in.worker == w ? *in.peer : in.worker;
+    out += (out.empty() ? "" : ",") + std::to_string(other) + ":" + api::FormatNumber(in.delay_seconds);
+  }
+  return out;
 }
 
 }  // namespace star::local

@@ -14,6 +14,11 @@
 //                                                   other links (a slow link between two
 //                                                   pipeline stages)
 //   worker=W,delay=D[,start..]                      add one-way delay to its link
+//   worker=W,delay=D,peer=P                         add one-way delay D to the pipeline link
+//                                                   between neighbouring stages W and P,
+//                                                   both ways, for the whole run: the stages
+//                                                   hold each message D before sending it
+//                                                   (STAR_LINK_DELAY; no netem needed)
 //   worker=W,bwneighbor=RATE[,guarantee=RATE][,link=RATE][,start..]
 //                                                   a co-located sender in the worker's
 //                                                   network namespace takes RATE of its
@@ -82,7 +87,7 @@ struct Injection {
 //   `--inject "worker=1,cpu=0.5,peer=2": peer: only with bandwidth`
 //   `--inject "worker=1,bandwidth=1mbit,peer=1": peer: must be another worker than 1, got 1`
 // (also unknown and duplicate keys, empty pairs, a missing '=', non-numbers, negative values,
-// end <= start). The upper bound of worker and peer is checked by ValidateInjections.
+// end <= start, start or end on a delay with peer). The upper bound of worker and peer is checked by ValidateInjections.
 StatusOr<Injection> ParseInjection(std::string_view spec);
 
 // Checks a job's injections together: every worker and peer < `workers` (the error names
@@ -94,6 +99,16 @@ StatusOr<Injection> ParseInjection(std::string_view spec);
 // (the run gives every worker's uplink that one rate), nor a peer's bandwidth at or above
 // that rate. InvalidArgument also when workers < 1.
 Status ValidateInjections(const std::vector<Injection>& injections, int workers);
+
+// Delays with a peer are on pipeline links: the job has `stages` > 1 and the two workers
+// are neighbouring stages of one replica (worker = replica * stages + stage). The error
+// names the spec: `--inject "worker=1,delay=50ms,peer=3": peer: worker 3 is not a
+// neighbouring stage of worker 1 (4 stages)`.
+Status ValidateLinkDelays(const std::vector<Injection>& injections, int stages);
+
+// STAR_LINK_DELAY for worker `w`: "PEER:SECONDS" per delay with a peer on one of its
+// links, comma-separated; "" when it has none.
+std::string LinkDelayEnv(const std::vector<Injection>& injections, int w);
 
 // "12s", "500ms", "2m", "1h", "1.5s", "0s" -> seconds (finite, >= 0). A bare number is an
 // error ("needs a unit: s, ms, m or h; got \"12\""), as are negative values and other units.

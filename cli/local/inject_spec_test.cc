@@ -236,8 +236,12 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"worker=1,bwneighbor=1mbit,link=8kbit", "link: must be >= 16000bit (16kbit), got 8kbit"},
         Bad{"worker=1,bwneighbor=1mbit,delay=1ms", "bwneighbor and delay are exclusive"},
         // peer
-        Bad{"worker=1,cpu=0.5,peer=2", "peer: only with bandwidth"},
-        Bad{"worker=1,bwneighbor=1mbit,peer=2", "peer: only with bandwidth"},
+        Bad{"worker=1,cpu=0.5,peer=2", "peer: only with bandwidth or delay"},
+        Bad{"worker=1,bwneighbor=1mbit,peer=2", "peer: only with bandwidth or delay"},
+        Bad{"worker=1,delay=50ms,peer=2,start=10s",
+            "start: a delay with peer lasts the whole run (the stages take it at launch)"},
+        Bad{"worker=1,delay=50ms,peer=2,end=10s",
+            "end: a delay with peer lasts the whole run (the stages take it at launch)"},
         Bad{"worker=1,bandwidth=1mbit,peer=1", "peer: must be another worker than 1, got 1"},
         Bad{"worker=1,bandwidth=1mbit,peer=-1", "peer: must be >= 0, got -1"},
         Bad{"worker=1,bandwidth=1mbit,peer=x", "peer: must be an integer >= 0, got x"},
@@ -389,6 +393,30 @@ TEST(ValidateInjections, APeersBandwidthMustBeBelowTheBwNeighborsLink) {
             "--inject \"worker=1,bandwidth=100mbit,peer=2\": bandwidth: must be below the workers' "
             "uplink rate (100mbit, the link of --inject \"worker=0,bwneighbor=10mbit,link=100mbit\"), "
             "got 100mbit");
+}
+
+TEST(ValidateInjections, ADelayWithAPeerIsOnAPipelineLinkAndClashesOnlyWithOneOnTheSameLink) {
+  // It shapes no uplink: a bandwidth or another link's delay on the same workers is fine.
+  const auto delays = Parse({"worker=1,delay=50ms,peer=2", "worker=1,bandwidth=10mbit", "worker=2,delay=5ms,peer=3"});
+  EXPECT_TRUE(ValidateInjections(delays, 4).ok());
+  EXPECT_TRUE(ValidateLinkDelays(delays, 4).ok());
+  Status s = ValidateInjections(Parse({"worker=1,delay=50ms,peer=2", "worker=2,delay=5ms,peer=1"}), 4);
+  EXPECT_NE(s.message().find("overlap: both delay the link between workers 2 and 1"), std::string::npos) << s;
+  // Neighbouring stages of one replica only (2 replicas of 2 stages: 1 and 2 are not).
+  EXPECT_EQ(ValidateLinkDelays(Parse({"worker=1,delay=50ms,peer=2"}), 2).message(),
+            "--inject \"worker=1,delay=50ms,peer=2\": peer: worker 2 is not a neighbouring stage of worker 1 "
+            "(2 stages)");
+  EXPECT_EQ(ValidateLinkDelays(Parse({"worker=0,delay=50ms,peer=1"}), 1).message(),
+            "--inject \"worker=0,delay=50ms,peer=1\": peer: a delay with peer is on a pipeline link; the job "
+            "has one stage");
+  EXPECT_TRUE(ValidateLinkDelays(Parse({"worker=2,delay=50ms,peer=3"}), 2).ok());
+}
+
+TEST(LinkDelayEnv, NamesThePeerAndTheSecondsOnBothEnds) {
+  const auto delays = Parse({"worker=1,delay=50ms,peer=2", "worker=0,delay=2ms,peer=1", "worker=1,cpu=0.5"});
+  EXPECT_EQ(LinkDelayEnv(delays, 1), "2:0.05,0:0.002");
+  EXPECT_EQ(LinkDelayEnv(delays, 2), "1:0.05");
+  EXPECT_EQ(LinkDelayEnv(delays, 3), "");
 }
 
 TEST(ValidateInjections, NeedsAtLeastOneWorker) {

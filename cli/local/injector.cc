@@ -22,7 +22,9 @@ Injector::Injector(InjectorOptions options, const std::vector<Injection>& inject
   for (const Injection& inj : injections) {
     ActiveInjection a;
     a.spec = inj;
-    if (!o_.sandbox->has_network() &&
+    // A delay with a peer is in the stages' transport (STAR_LINK_DELAY), not in tc.
+    const bool in_stages = inj.kind == InjectionKind::kDelay && inj.peer;
+    if (!o_.sandbox->has_network() && !in_stages &&
         (inj.kind == InjectionKind::kBandwidth || inj.kind == InjectionKind::kDelay ||
          inj.kind == InjectionKind::kBwNeighbor)) {
       a.available = false;
@@ -127,7 +129,7 @@ Status Injector::Apply(ActiveInjection& a) {
       break;
     }
     case InjectionKind::kDelay:
-      STAR_RETURN_IF_ERROR(sb.SetDelay(slot, in.delay_seconds));
+      if (!in.peer) STAR_RETURN_IF_ERROR(sb.SetDelay(slot, in.delay_seconds));  // else set at launch
       break;
   }
   a.applied = true;
@@ -153,7 +155,7 @@ Status Injector::Lift(ActiveInjection& a) {
       if (in.peer) return RestorePeerLink(in);
       return sb.host().WriteNet(sb.host_ifname(slot), agent::NetLimits{});
     case InjectionKind::kDelay:
-      return sb.SetDelay(slot, 0);
+      return in.peer ? Status::Ok() : sb.SetDelay(slot, 0);
   }
   return Status::Ok();
 }

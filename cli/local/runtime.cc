@@ -131,6 +131,13 @@ Status Runner::SetupJob() {
   bundled_ = o_.job.worker_command.empty();
   if (o_.timeout_seconds <= 0) return Status::InvalidArgument("--timeout: must be > 0");
   if (Status s = ValidateInjections(o_.injections, workers_); !s.ok()) return s;
+  if (Status s = ValidateLinkDelays(o_.injections, spec_.parallelism.pipeline_stages); !s.ok()) return s;
+  for (const Injection& in : o_.injections) {
+    if (in.kind == InjectionKind::kDelay && in.peer && !bundled_) {
+      return Status::InvalidArgument("--inject \"" + in.text + "\": a delay with peer is made by the bundled "
+                                     "pipeline trainer's stages; the manifest gives its own command");
+    }
+  }
   if (bundled_ && ::access(o_.trainer_binary.c_str(), X_OK) != 0) {
     return Status::FailedPrecondition("the bundled trainer \"" + o_.trainer_binary +
                                       "\" is not executable (build star-fmnist, or set "
@@ -324,6 +331,10 @@ std::vector<std::string> Runner::BaseEnv(int rank) const {
     set("STAR_MAX_ITERATIONS", std::to_string(*spec_.training.max_iterations));
   }
   for (const auto& [name, value] : api::PipelineEnv(spec_.parallelism)) set(name, value);
+  if (rank >= servers_) {
+    const std::string delays = LinkDelayEnv(o_.injections, rank - servers_);
+    if (!delays.empty()) set("STAR_LINK_DELAY", delays);
+  }
   if (bundled_) {
     set("STAR_SNAPSHOT_DIR", (run_dir_ / "snapshots").string());
     set("STAR_SNAPSHOT_EVERY", std::to_string(o_.snapshot_every));

@@ -19,7 +19,8 @@ void CheckInjection(const star::local::Injection& in) {
     Check(std::isfinite(*in.end_seconds) && *in.end_seconds > in.start_seconds,
           "end finite and > start", in.text);
   }
-  Check(!in.peer || in.kind == InjectionKind::kBandwidth, "peer only with bandwidth", in.text);
+  Check(!in.peer || in.kind == InjectionKind::kBandwidth || in.kind == InjectionKind::kDelay,
+        "peer only with bandwidth or delay", in.text);
   switch (in.kind) {
     case InjectionKind::kCpu:
       Check(in.cpu_fraction > 0 && in.cpu_fraction <= 1, "cpu in (0, 1]", in.text);
@@ -39,6 +40,10 @@ void CheckInjection(const star::local::Injection& in) {
       break;
     case InjectionKind::kDelay:
       Check(in.delay_seconds > 0 && in.delay_seconds <= 10, "delay in (0, 10]", in.text);
+      if (in.peer) {
+        Check(*in.peer >= 0 && *in.peer != in.worker, "peer >= 0 and not the worker", in.text);
+        Check(in.start_seconds == 0 && !in.end_seconds, "a delay with peer for the whole run", in.text);
+      }
       break;
     case InjectionKind::kBwNeighbor:
       Check(in.bwneighbor_bps >= 8000 && in.bwneighbor_bps < in.link_bps, "bwneighbor in [8000, link)", in.text);

@@ -106,6 +106,10 @@ void AddPipelineFlags(CLI::App& app, Flags* flags) {
       ->envname("STAR_MAX_IN_FLIGHT")->check(CLI::Range(0, 1024))->capture_default_str();
   app.add_option("--warmup", flags->warmup, "warm-up depth per stage, comma-separated (default: 1F1B)")
       ->envname("STAR_PIPELINE_WARMUP");
+  app.add_option("--link-delay", flags->link_delay,
+                 "added delay of this stage's messages to a neighbour, PEER:SECONDS comma-separated "
+                 "(star local --inject worker=W,delay=D,peer=P)")
+      ->envname("STAR_LINK_DELAY");
   app.add_option("--hidden", flags->hidden, "the pipeline MLP's hidden width")
       ->envname("STAR_FMNIST_HIDDEN")->check(CLI::Range(1, 1 << 16))->capture_default_str();
 }

@@ -58,6 +58,7 @@ struct Flags {
   int micro_batches = 0;
   int max_in_flight = 0;
   std::string warmup;
+  std::string link_delay;  // "PEER:SECONDS,..." (STAR_LINK_DELAY), a neighbour's link delay
   int hidden = 1024;
 };
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,35 @@ StatusOr<std::vector<int>> WarmupOf(const Flags& f, int m) {
     }
   }
   return w;
+}
+
+// --link-delay's "PEER:SECONDS,..." into the shape's delays to the previous and the next
+// stage; a peer that is not a neighbour is an error naming it.
+Status ApplyLinkDelays(const Flags& f, PipelineShape* shape) {
+  const auto bad = [](const std::string& why) {
+    return Status::InvalidArgument("--link-delay (STAR_LINK_DELAY): " + why);
+  };
+  std::stringstream in(f.link_delay);
+  for (std::string part; std::getline(in, part, ',');) {
+    const size_t colon = part.find(':');
+    int peer = -1;
+    double seconds = -1;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument(part);
+      peer = std::stoi(part.substr(0, colon));
+      seconds = std::stod(part.substr(colon + 1));
+    } catch (const std::exception&) {
+      return bad("\"" + part + "\" is not PEER:SECONDS");
+    }
+    if (peer == f.rank - 1 && shape->stage > 0) {
+      shape->prev_delay_seconds = seconds;
+    } else if (peer == f.rank + 1 && shape->stage < shape->stages - 1) {
+      shape->next_delay_seconds = seconds;
+    } else {
+      return bad("worker " + std::to_string(peer) + " is not a neighbouring stage of worker " + std::to_string(f.rank));
+    }
+  }
+  return Status::Ok();
 }
 
 // Stage `s` of the MLP: flatten and the first hidden layer, a hidden layer, or the classifier.
@@ -130,6 +160,7 @@ Status Stage::Init() {
   PipelineShape shape{f_.stages, stage_, m_};
   if (stage_ > 0) shape.input_floats = static_cast<size_t>(micro * f_.hidden);
   if (stage_ < f_.stages - 1) shape.output_floats = static_cast<size_t>(micro * f_.hidden);
+  STAR_RETURN_IF_ERROR(ApplyLinkDelays(f_, &shape));
   torch_stage_ = std::make_unique<TorchStage>(
       module_, shape, std::vector<int64_t>{micro, f_.hidden},
       [this, micro](int j) -> StatusOr<torch::Tensor> { return batch_.images.narrow(0, j * micro, micro); },

@@ -25,7 +25,8 @@ ChannelCounters Channel::TakeCounters() {
   return std::exchange(counters_, {});
 }
 
-Outbox::Outbox(std::unique_ptr<Collective> pair, int peer) : Channel(std::move(pair), peer) {
+Outbox::Outbox(std::unique_ptr<Collective> pair, int peer, double delay_seconds)
+    : Channel(std::move(pair), peer), delay_seconds_(delay_seconds) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -34,7 +35,9 @@ Outbox::~Outbox() { Stop(); }
 Status Outbox::Post(std::vector<float> data, uint64_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!error_.ok()) return error_;
-  queue_.push_back({std::move(data), tag});
+  const auto delay = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(delay_seconds_));
+  queue_.push_back({std::move(data), tag, std::chrono::steady_clock::now() + delay});
   cv_.notify_all();
   return Status::Ok();
 }
@@ -50,6 +53,9 @@ void Outbox::Run() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty() || !error_.ok()) return;  // stopping, and everything is sent
+    // A delayed message leaves at its due time (at once when stopping).
+    const auto due = queue_.front().due;
+    cv_.wait_until(lock, due, [&] { return stop_; });
     Message m = std::move(queue_.front());
     queue_.pop_front();
     sending_ = true;
@@ -62,7 +68,7 @@ void Outbox::Run() {
     if (s.ok()) {
       ++counters_.messages;
       counters_.bytes += static_cast<int64_t>(m.data.size() * sizeof(float));
-      counters_.seconds += seconds;
+      counters_.seconds += seconds + delay_seconds_;
     } else {
       error_ = std::move(s);
       queue_.clear();

@@ -6,6 +6,7 @@
 // its destructor by more than one timeout.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -55,8 +56,11 @@ class Channel {
 
 class Outbox : public Channel {
  public:
-  // `peer`: the neighbour's rank in `pair`.
-  Outbox(std::unique_ptr<Collective> pair, int peer);
+  // `peer`: the neighbour's rank in `pair`. `delay_seconds` > 0 holds each message that
+  // long after its Post before sending it (later messages wait behind it, so the link
+  // gains latency, not a lower rate), counted in the message's seconds: a link with
+  // added delay where the kernel cannot add one (no netem).
+  Outbox(std::unique_ptr<Collective> pair, int peer, double delay_seconds = 0);
   ~Outbox();  // sends what is queued, then stops
 
   // Queues `data` under `tag`; returns the first failure of an earlier send.
@@ -68,9 +72,11 @@ class Outbox : public Channel {
   struct Message {
     std::vector<float> data;
     uint64_t tag;
+    std::chrono::steady_clock::time_point due;  // Post + the delay
   };
   void Run();
 
+  const double delay_seconds_;
   std::deque<Message> queue_;
   bool sending_ = false;
 };

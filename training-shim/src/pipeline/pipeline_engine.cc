@@ -45,6 +45,10 @@ Status CheckShape(const PipelineShape& s, const StageFunctions& f, int rank, int
   if (s.stage < s.stages - 1 && s.output_floats == 0) {
     return Invalid("output_floats", "must be > 0 on a stage before the last");
   }
+  for (auto [field, d] : {std::pair{"prev_delay_seconds", s.prev_delay_seconds},
+                          std::pair{"next_delay_seconds", s.next_delay_seconds}}) {
+    if (!(d >= 0 && d <= 10)) return Invalid(field, "must be in [0, 10], got " + std::to_string(d));
+  }
   if (!f.forward || !f.backward) return Invalid("functions", "forward and backward are required");
   return Status::Ok();
 }
@@ -76,13 +80,13 @@ StatusOr<std::unique_ptr<PipelineEngine>> PipelineEngine::Connect(Collective& wo
     e->prev_ = std::make_unique<Neighbour>();
     e->prev_->peer = rank - 1;
     e->prev_->in = std::make_unique<Inbox>(std::move(link.first), 0, shape.input_floats);
-    e->prev_->out = std::make_unique<Outbox>(std::move(link.second), 0);
+    e->prev_->out = std::make_unique<Outbox>(std::move(link.second), 0, shape.prev_delay_seconds);
   }
   if (shape.stage < shape.stages - 1) {  // the low end: activations out, gradients in
     STAR_ASSIGN_OR_RETURN(auto link, SplitLink(world, rank));
     e->next_ = std::make_unique<Neighbour>();
     e->next_->peer = rank + 1;
-    e->next_->out = std::make_unique<Outbox>(std::move(link.first), 1);
+    e->next_->out = std::make_unique<Outbox>(std::move(link.first), 1, shape.next_delay_seconds);
     e->next_->in = std::make_unique<Inbox>(std::move(link.second), 1, shape.output_floats);
   }
   return e;

@@ -186,6 +186,36 @@ TEST(PipelineEngine, LinksCountEveryMessageEachWayAndComputeEveryStep) {
   }
 }
 
+TEST(PipelineEngine, ADelayedLinkGivesTheSameGradientsAndCountsItsDelayPerMessage) {
+  constexpr int kStages = 3, kMicro = 4;
+  constexpr double kDelay = 0.002;
+  std::vector<ScalarStage> out(kStages);
+  std::vector<std::vector<PipelineLink>> links(kStages);
+  auto statuses = RunRanks(kStages, milliseconds(10000), [&](int r, std::unique_ptr<Collective> c) {
+    ScalarStage& st = out[static_cast<size_t>(r)];
+    st.stage = r;
+    st.stages = kStages;
+    PipelineShape shape = Shape(kStages, r, kMicro);
+    // The link between stages 1 and 2 is delayed both ways.
+    if (r == 1) shape.next_delay_seconds = kDelay;
+    if (r == 2) shape.prev_delay_seconds = kDelay;
+    STAR_ASSIGN_OR_RETURN(auto engine, PipelineEngine::Connect(*c, shape, st.Functions()));
+    STAR_RETURN_IF_ERROR(engine->RunIteration(kStages - r));
+    links[static_cast<size_t>(r)] = engine->TakeLinks();
+    return Status::Ok();
+  });
+  testing_support::ExpectAllOk(statuses);
+  ExpectChainGradients(out, kMicro);
+  for (int r = 0; r < kStages; ++r) {
+    for (const PipelineLink& l : links[static_cast<size_t>(r)]) {
+      const bool delayed = (r == 1 && l.peer == 2) || (r == 2 && l.peer == 1);
+      if (delayed) {
+        EXPECT_GE(l.send_seconds, kMicro * kDelay) << "stage " << r << " to " << l.peer;
+      }
+    }
+  }
+}
+
 TEST(PipelineEngine, BadShapesAndDepthsAreRefusedNamingTheField) {
   auto group = NewLocalGroup(1, milliseconds(1000));
   ScalarStage st;
@@ -198,6 +228,9 @@ TEST(PipelineEngine, BadShapesAndDepthsAreRefusedNamingTheField) {
   EXPECT_NE(refused(s).find("micro_batches: must be in [stages (1), 1024], got 0"), std::string::npos);
   EXPECT_NE(refused(Shape(2, 1, 4)).find("stage: rank 0 holds stage 0 of 2, not 1"), std::string::npos);
   EXPECT_NE(refused(Shape(2, 0, 4)).find("stages: the replica of rank 0 needs ranks up to 1"), std::string::npos);
+  s = Shape(1, 0, 2);
+  s.prev_delay_seconds = -1;
+  EXPECT_NE(refused(s).find("prev_delay_seconds: must be in [0, 10]"), std::string::npos) << refused(s);
   auto engine = PipelineEngine::Connect(*group[0], Shape(1, 0, 2), st.Functions());
   ASSERT_TRUE(engine.ok()) << engine.status();
   EXPECT_EQ((*engine)->RunIteration(3).message(), "pipeline: warmup: must be in [1, micro_batches (2)], got 3");

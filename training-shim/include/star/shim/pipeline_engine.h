@@ -31,6 +31,11 @@ struct PipelineShape {
   int micro_batches = 1;   // M >= S
   size_t input_floats = 0;   // one micro-batch's activation from the previous stage (stage > 0)
   size_t output_floats = 0;  // to the next stage (stage < S - 1); its gradient has the same size
+  // Added one-way delay of this stage's messages to the previous and the next stage, in
+  // seconds, in [0, 10] (link_channel.h's Outbox): a slow link's latency for tests and
+  // `star local --inject worker=W,delay=D,peer=P`, where the kernel has no netem.
+  double prev_delay_seconds = 0;
+  double next_delay_seconds = 0;
 };
 
 struct StageFunctions {
