@@ -7,12 +7,12 @@
 # Per run: the slowest stage's median iteration under
 # the static schedule and under the loop's depths (- when none), and the loop's schedule
 # event (its time, depths and the model's predictions). As root.
-#   bash bench/pipeline/adapt.sh [ROUNDS] [SLOW]   (default 3, bandwidth=10mbit; writes bench/pipeline/out/adapt/)
+#   bash bench/pipeline/adapt.sh [ROUNDS] [SLOW]   (default 3, delay=40ms; writes bench/pipeline/out/adapt/)
 . "$(dirname "$0")/../lib.sh"
 build star star-fmnist
 OUT=bench/pipeline/out/adapt
 rm -rf "$OUT"; mkdir -p "$OUT"
-slow=${2:-bandwidth=10mbit}
+slow=${2:-delay=40ms}
 label=${slow#*=}
 # One run in $OUT/$1 with --policy $2 (and --inject $3 if given).
 run() {
