@@ -52,7 +52,10 @@ std::vector<std::set<std::string>> DecisionKinds(const std::vector<TimelineEvent
 
 void RecordJobMetrics(OperatorMetrics* metrics, const JobUpdate& u) {
   metrics->JobState(u.key, u.mode, u.stragglers);
-  auto status = api::TrainingJobStatusFromJson(u.status, "status");
+  // u.status is a merge patch: its nulls remove fields (status.pipeline back to static).
+  nlohmann::json patched = nlohmann::json::object();
+  patched.merge_patch(u.status);
+  auto status = api::TrainingJobStatusFromJson(patched, "status");
   metrics->WorkerStragglers(u.key, status.ok() ? status->stragglers : std::vector<api::StragglerStatus>{});
   metrics->EstimatedTta(u.key, u.estimated_tta_seconds);
   metrics->Accuracy(u.key, u.accuracy);

@@ -50,6 +50,14 @@ TEST(RecordJobMetricsTest, SetsStragglersTtaAndDecisionKindsOfTheUpdate) {
   EXPECT_NE(text.find("star_job_decisions_total{kind=\"amp\",namespace=\"team\",trainingjob=\"a\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("star_job_decisions_total{kind=\"sync_mode\",namespace=\"team\",trainingjob=\"a\"} 0\n"), std::string::npos) << text;
 
+  // Regression: a decision's status fields come with "pipeline": null (a merge patch
+  // removing a schedule); the stragglers still count.
+  u.status["pipeline"] = nullptr;
+  RecordJobMetrics(&m, u);
+  EXPECT_NE(m.Serialize().find("star_job_worker_straggler{cause=\"compute\",kind=\"static\",namespace=\"team\","
+                               "node=\"n1\",trainingjob=\"a\",worker=\"1\"} 1\n"),
+            std::string::npos) << m.Serialize();
+
   u.status["stragglers"] = nlohmann::json::array();  // recovered
   u.events = {MakeRecoveredEvent(9, 1)};
   u.estimated_tta_seconds.reset();
