@@ -168,9 +168,10 @@ TEST(WorkerReportCodec, PipelineRoundTripsAndNamesItsBadFields) {
   r.worker = 5;
   r.local_batch = 32;
   EXPECT_FALSE(ToJson(r).contains("pipeline"));
-  r.pipeline = PipelineReading{1, 0.002, 0.004, {{4, 0.0005, 32768, 0.01}, {6, 0.02, 32768, 0}}};
+  r.pipeline = PipelineReading{1, 0.002, 0.004, {{4, 0.0005, 32768, 0.01, 0.04}, {6, 0.02, 32768, 0}}};
   json j = ToJson(r);
   EXPECT_EQ(j["pipeline"]["links"][1]["peer"], 6);
+  EXPECT_FALSE(j["pipeline"]["links"][1].contains("latency_seconds"));  // none: left out
   auto back = WorkerReportFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->pipeline, r.pipeline);
@@ -181,6 +182,8 @@ TEST(WorkerReportCodec, PipelineRoundTripsAndNamesItsBadFields) {
   };
   EXPECT_EQ(message("/pipeline/links/0/peer", 5), "pipeline.links[0].peer: must not be the worker itself");
   EXPECT_EQ(message("/pipeline/links/1/bytes", 0), "pipeline.links[1].bytes: must be >= 1, got 0");
+  EXPECT_EQ(message("/pipeline/links/0/latency_seconds", -0.5),
+            "pipeline.links[0].latency_seconds: must be >= 0, got -0.5");
   EXPECT_EQ(message("/pipeline/forward_seconds", -1), "pipeline.forward_seconds: must be >= 0, got -1");
   EXPECT_EQ(message("/pipeline/links/2", j["pipeline"]["links"][0]),
             "pipeline.links: must have at most 2 items, got 3");

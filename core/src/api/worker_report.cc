@@ -9,7 +9,9 @@ using nlohmann::json;
 json ToJson(const PipelineReading& p) {
   json links = json::array();
   for (const PipelineLinkReading& l : p.links) {
-    links.push_back({{"peer", l.peer}, {"seconds", l.seconds}, {"bytes", l.bytes}, {"wait_seconds", l.wait_seconds}});
+    json link = {{"peer", l.peer}, {"seconds", l.seconds}, {"bytes", l.bytes}, {"wait_seconds", l.wait_seconds}};
+    if (l.latency_seconds > 0) link["latency_seconds"] = l.latency_seconds;
+    links.push_back(std::move(link));
   }
   return {{"stage", p.stage},
           {"forward_seconds", p.forward_seconds},
@@ -70,8 +72,8 @@ void ReadLink(ObjectReader& rd, WorkerReport& r) {
   if (rd.ok()) r.link = l;
 }
 
-// One of "pipeline"."links": {"peer", "seconds", "bytes", "wait_seconds" (optional)}; the
-// peer is another worker than `worker`.
+// One of "pipeline"."links": {"peer", "seconds", "bytes", "wait_seconds" (optional),
+// "latency_seconds" (optional)}; the peer is another worker than `worker`.
 StatusOr<PipelineLinkReading> PipelineLinkFromJson(const json& j, const std::string& path, int worker) {
   PipelineLinkReading l;
   ObjectReader rd(j, path);
@@ -83,7 +85,9 @@ StatusOr<PipelineLinkReading> PipelineLinkFromJson(const json& j, const std::str
       .AtLeast("bytes", static_cast<double>(l.bytes), 1)
       .Number("wait_seconds", &l.wait_seconds, Need::kOptional)
       .AtLeast("wait_seconds", l.wait_seconds, 0)
-      .RejectUnknown({"peer", "seconds", "bytes", "wait_seconds"});
+      .Number("latency_seconds", &l.latency_seconds, Need::kOptional)
+      .AtLeast("latency_seconds", l.latency_seconds, 0)
+      .RejectUnknown({"peer", "seconds", "bytes", "wait_seconds", "latency_seconds"});
   if (rd.ok() && l.peer == worker) rd.Fail("peer", "must not be the worker itself");
   if (!rd.ok()) return rd.status();
   return l;

@@ -66,7 +66,10 @@ class Simulation {
       ++next_[si];
       ran = true;
       if (op.forward) Forwarded(i, j, done);
-      if (!op.forward && i > 0) Send(up_free_[si - 1], c_.links[si - 1].gradient_seconds, done, &gradient_in_[si - 1][j]);
+      if (!op.forward && i > 0) {
+        const LinkCost& up = c_.links[si - 1];
+        Send(up_free_[si - 1], up.gradient_seconds, done + up.gradient_latency_seconds, &gradient_in_[si - 1][j]);
+      }
     }
     return ran;
   }
@@ -76,11 +79,14 @@ class Simulation {
     if (i == s_ - 1) {
       gradient_in_[si][j] = done;  // the last stage's backward follows its own forward
     } else {
-      Send(down_free_[si], c_.links[si].activation_seconds, done, &activation_in_[si + 1][j]);
+      const LinkCost& down = c_.links[si];
+      Send(down_free_[si], down.activation_seconds, done + down.activation_latency_seconds,
+           &activation_in_[si + 1][j]);
     }
   }
 
-  // One transfer on a link direction that carries one at a time, in order.
+  // One transfer on a link direction that carries one at a time, in order; `ready`: when
+  // the message may go (made, plus the link's latency).
   static void Send(double& link_free, double seconds, double ready, double* arrival) {
     link_free = std::max(link_free, ready) + seconds;
     *arrival = link_free;
@@ -147,11 +153,17 @@ Status Validate(const PipelineCosts& c) {
     }
   }
   for (size_t i = 0; i < c.links.size(); ++i) {
-    if (!Cost(c.links[i].activation_seconds) || !Cost(c.links[i].gradient_seconds)) {
+    const LinkCost& l = c.links[i];
+    if (!Cost(l.activation_seconds) || !Cost(l.gradient_seconds) || !Cost(l.activation_latency_seconds) ||
+        !Cost(l.gradient_latency_seconds)) {
       return Invalid("links[" + std::to_string(i) + "]", "costs must be finite and >= 0");
     }
   }
   return Status::Ok();
+}
+
+double RoundTripSeconds(const LinkCost& l) {
+  return l.activation_seconds + l.gradient_seconds + l.activation_latency_seconds + l.gradient_latency_seconds;
 }
 
 std::vector<int> OneFOneB(int stages, int micro_batches) {
@@ -188,13 +200,13 @@ StatusOr<std::vector<int>> AdaptedWarmup(const PipelineCosts& costs, std::option
   const int s = static_cast<int>(costs.stages.size());
   double fastest = 0;
   for (size_t i = 0; i < costs.links.size(); ++i) {
-    const double trip = costs.links[i].activation_seconds + costs.links[i].gradient_seconds;
+    const double trip = RoundTripSeconds(costs.links[i]);
     fastest = i == 0 ? trip : std::min(fastest, trip);
   }
   std::vector<int> w(static_cast<size_t>(s), 1);
   for (int i = s - 2; i >= 0; --i) {
     const auto si = static_cast<size_t>(i);
-    const double delay = costs.links[si].activation_seconds + costs.links[si].gradient_seconds - fastest;
+    const double delay = RoundTripSeconds(costs.links[si]) - fastest;
     const double forward = costs.stages[si].forward_seconds;
     const double extra = delay <= 0 ? 0 : forward > 0 ? std::ceil(delay / forward) : cap;
     w[si] = static_cast<int>(std::min<double>(cap, w[si + 1] + 1 + extra));

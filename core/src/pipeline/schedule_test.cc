@@ -1,5 +1,6 @@
 #include "star/core/pipeline/schedule.h"
 
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -76,6 +77,28 @@ TEST(PipelineModel, ADeeperWarmupAheadOfASlowLinkAbsorbsIt) {
   EXPECT_GT(plan->warmup[1], OneFOneB(4, 8)[1]);
 }
 
+// Two stages, forwards of 1 s, backwards free, M = 4, the warm-up all four forwards. An
+// activation link with 3 s of latency delivers micro-batch j at j + 1 + 3; one whose
+// transfers take 3 s carries one at a time, delivering at 4, 7, 10, 13.
+TEST(PipelineModel, LatencyDelaysMessagesWithoutOccupyingTheLink) {
+  PipelineCosts c = Uniform(2, 4, 1.0, 0.0, 0.0);
+  c.links[0].activation_latency_seconds = 3.0;
+  auto latency = IterationSeconds(c, {4, 1});
+  ASSERT_TRUE(latency.ok()) << latency.status();
+  EXPECT_DOUBLE_EQ(*latency, 4 + 3 + 1);  // the last activation made at 4, held 3, run 1
+  c.links[0] = {3.0, 0.0};
+  auto occupied = IterationSeconds(c, {4, 1});
+  ASSERT_TRUE(occupied.ok());
+  EXPECT_DOUBLE_EQ(*occupied, 13 + 1);
+  // The rule sees a round trip either way.
+  PipelineCosts slow = Uniform(4, 8, 1.0, 2.0, 0.1);
+  slow.links[1] = {0.1, 0.1, 2.9, 2.9};
+  EXPECT_DOUBLE_EQ(RoundTripSeconds(slow.links[1]), 6.0);
+  auto w = AdaptedWarmup(slow, std::nullopt);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(*w, (std::vector<int>{8, 8, 2, 1}));
+}
+
 TEST(PipelineModel, TheMemoryBoundCapsEveryDepth) {
   PipelineCosts c = Uniform(4, 8, 1.0, 2.0, 0.1);
   c.links[1] = {3.0, 3.0};
@@ -124,6 +147,9 @@ TEST(PipelineModel, BadInputIsRefusedNamingTheField) {
   PipelineCosts nan = c;
   nan.stages[2].backward_seconds = -1;
   EXPECT_EQ(Validate(nan).message(), "stages[2]: costs must be finite and >= 0");
+  PipelineCosts held = c;
+  held.links[1].gradient_latency_seconds = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Validate(held).message(), "links[1]: costs must be finite and >= 0");
   EXPECT_EQ(Validate(PipelineCosts{}).message(), "stages: must have 1 to 64 entries, got 0");
 }
 

@@ -15,7 +15,7 @@ int SlowestLink(const pipeline::PipelineCosts& c) {
   int slowest = -1;
   double worst = -1;
   for (size_t i = 0; i < c.links.size(); ++i) {
-    const double trip = c.links[i].activation_seconds + c.links[i].gradient_seconds;
+    const double trip = pipeline::RoundTripSeconds(c.links[i]);
     if (trip > worst) slowest = static_cast<int>(i), worst = trip;
   }
   return slowest;
@@ -30,11 +30,13 @@ void AddStage(pipeline::PipelineCosts& c, int stage, int worker, const api::Pipe
   const int last = static_cast<int>(c.stages.size()) - 1;
   for (const api::PipelineLinkReading& l : p.links) {
     if (l.peer == worker + 1 && stage < last) {  // activations down link `stage`
-      double& a = c.links[static_cast<size_t>(stage)].activation_seconds;
-      a = std::max(a, l.seconds);
+      pipeline::LinkCost& down = c.links[static_cast<size_t>(stage)];
+      down.activation_seconds = std::max(down.activation_seconds, l.seconds);
+      down.activation_latency_seconds = std::max(down.activation_latency_seconds, l.latency_seconds);
     } else if (l.peer == worker - 1 && stage > 0) {  // gradients up link `stage - 1`
-      double& g = c.links[static_cast<size_t>(stage - 1)].gradient_seconds;
-      g = std::max(g, l.seconds);
+      pipeline::LinkCost& up = c.links[static_cast<size_t>(stage - 1)];
+      up.gradient_seconds = std::max(up.gradient_seconds, l.seconds);
+      up.gradient_latency_seconds = std::max(up.gradient_latency_seconds, l.latency_seconds);
     }
   }
 }

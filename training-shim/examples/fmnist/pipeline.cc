@@ -131,7 +131,8 @@ class Stage {
   std::unique_ptr<PipelineEngine> engine_;
   std::unique_ptr<WorkerSession> session_;
   std::vector<double> iteration_seconds_;
-  std::vector<PipelineLink> links_;
+  std::vector<PipelineLink> links_;      // sums after the first iteration
+  PipelineComputeTimes compute_;         // sums after the first iteration
   int64_t iteration_ = 0;
   double loss_ = 0;
 };
@@ -239,23 +240,21 @@ StatusOr<int> Stage::WarmupFor(const IterationPlan& plan) {
 // engine's compute per micro-batch and, per link, the time to send one message.
 api::PipelineReading Stage::Reading() {
   const PipelineComputeTimes c = engine_->TakeComputeTimes();
-  api::PipelineReading r;
-  r.stage = stage_;
-  r.forward_seconds = c.forwards > 0 ? c.forward_seconds / c.forwards : 0;
-  r.backward_seconds = c.backwards > 0 ? c.backward_seconds / c.backwards : 0;
-  std::vector<PipelineLink> links = engine_->TakeLinks();
+  const std::vector<PipelineLink> links = engine_->TakeLinks();
   links_.resize(links.size());
-  for (size_t i = 0; i < links.size(); ++i) {
-    const PipelineLink& l = links[i];
-    r.links.push_back({l.peer, l.messages_sent > 0 ? l.send_seconds / l.messages_sent : 0,
-                       l.messages_sent > 0 ? std::max<int64_t>(1, l.bytes_sent / l.messages_sent) : 1,
-                       l.wait_seconds});
-    if (iteration_ == 0) continue;  // the first iteration connects
-    links_[i].peer = l.peer;
-    links_[i].send_seconds += l.send_seconds;
-    links_[i].wait_seconds += l.wait_seconds;
+  if (iteration_ > 0) {  // the first iteration connects: left out of the totals
+    compute_.forward_seconds += c.forward_seconds;
+    compute_.forwards += c.forwards;
+    compute_.backward_seconds += c.backward_seconds;
+    compute_.backwards += c.backwards;
+    for (size_t i = 0; i < links.size(); ++i) {
+      links_[i].peer = links[i].peer;
+      links_[i].send_seconds += links[i].send_seconds;
+      links_[i].messages_sent += links[i].messages_sent;
+      links_[i].wait_seconds += links[i].wait_seconds;
+    }
   }
-  return r;
+  return ReadingOf(stage_, c, links);
 }
 
 Status Stage::AverageOverReplicas() {
@@ -283,8 +282,12 @@ nlohmann::json Stage::MedianMs(bool adapted) const {
 void Stage::Finish() const {
   nlohmann::json links = nlohmann::json::array();
   for (const PipelineLink& l : links_) {
-    links.push_back({{"peer", l.peer}, {"send_ms", 1e3 * l.send_seconds}, {"wait_ms", 1e3 * l.wait_seconds}});
+    links.push_back({{"peer", l.peer},
+                     {"send_ms", 1e3 * l.send_seconds},
+                     {"messages", l.messages_sent},
+                     {"wait_ms", 1e3 * l.wait_seconds}});
   }
+  const auto mean_ms = [](double seconds, int n) { return n > 0 ? 1e3 * seconds / n : 0.0; };
   const nlohmann::json adapted_ms = MedianMs(true), static_ms = MedianMs(false);
   nlohmann::json out = {{"stage", stage_},
                         {"replica", replica_},
@@ -294,6 +297,8 @@ void Stage::Finish() const {
                         {"adapted_warmup", adapted_},
                         {"median_iteration_ms", static_ms.is_null() ? adapted_ms : static_ms},
                         {"adapted_median_iteration_ms", adapted_ms},
+                        {"forward_ms", mean_ms(compute_.forward_seconds, compute_.forwards)},
+                        {"backward_ms", mean_ms(compute_.backward_seconds, compute_.backwards)},
                         {"last_loss", loss_},
                         {"links", links}};
   std::printf("%s\n", out.dump().c_str());

@@ -43,6 +43,7 @@ void AddPipeline(api::PipelineReading& sum, const api::PipelineReading& x) {
     l.seconds += x.links[i].seconds;
     l.bytes += x.links[i].bytes;
     l.wait_seconds += x.links[i].wait_seconds;
+    l.latency_seconds += x.links[i].latency_seconds;
   }
 }
 
@@ -53,6 +54,7 @@ api::PipelineReading MeanPipeline(api::PipelineReading sum, int n) {
     l.seconds /= n;
     l.bytes = std::max<int64_t>(1, l.bytes / n);
     l.wait_seconds /= n;
+    l.latency_seconds /= n;
   }
   return sum;
 }

@@ -68,7 +68,8 @@ void Outbox::Run() {
     if (s.ok()) {
       ++counters_.messages;
       counters_.bytes += static_cast<int64_t>(m.data.size() * sizeof(float));
-      counters_.seconds += seconds + delay_seconds_;
+      counters_.seconds += seconds;
+      counters_.latency_seconds += delay_seconds_;
     } else {
       error_ = std::move(s);
       queue_.clear();

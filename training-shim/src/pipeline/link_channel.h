@@ -28,6 +28,7 @@ struct ChannelCounters {
   int64_t bytes = 0;
   double seconds = 0;  // Outbox: sending (Send to the transport holding the data);
                        // Inbox: the compute thread waiting in Take
+  double latency_seconds = 0;  // Outbox: the added delay its messages were held for
 };
 
 // What both directions share: the pair communicator, the lock and wake-up, the
@@ -58,7 +59,7 @@ class Outbox : public Channel {
  public:
   // `peer`: the neighbour's rank in `pair`. `delay_seconds` > 0 holds each message that
   // long after its Post before sending it (later messages wait behind it, so the link
-  // gains latency, not a lower rate), counted in the message's seconds: a link with
+  // gains latency, not a lower rate), counted as the message's latency: a link with
   // added delay where the kernel cannot add one (no netem).
   Outbox(std::unique_ptr<Collective> pair, int peer, double delay_seconds = 0);
   ~Outbox();  // sends what is queued, then stops

@@ -141,13 +141,26 @@ Status PipelineEngine::Step(const pipeline::StageOp& op, uint64_t tag) {
   return to->out->Post(std::move(out), tag);
 }
 
+api::PipelineReading ReadingOf(int stage, const PipelineComputeTimes& c, const std::vector<PipelineLink>& links) {
+  api::PipelineReading r;
+  r.stage = stage;
+  r.forward_seconds = c.forwards > 0 ? c.forward_seconds / c.forwards : 0;
+  r.backward_seconds = c.backwards > 0 ? c.backward_seconds / c.backwards : 0;
+  for (const PipelineLink& l : links) {
+    const int sent = std::max(l.messages_sent, 1);
+    r.links.push_back({l.peer, l.send_seconds / sent, std::max<int64_t>(1, l.bytes_sent / sent), l.wait_seconds,
+                       l.latency_seconds / sent});
+  }
+  return r;
+}
+
 std::vector<PipelineLink> PipelineEngine::TakeLinks() {
   std::vector<PipelineLink> links;
   for (Neighbour* n : {prev_.get(), next_.get()}) {
     if (!n) continue;
     const ChannelCounters sent = n->out->TakeCounters(), received = n->in->TakeCounters();
     links.push_back({n->peer, sent.bytes, sent.messages, sent.seconds, received.bytes, received.messages,
-                     received.seconds});
+                     received.seconds, sent.latency_seconds});
   }
   return links;
 }

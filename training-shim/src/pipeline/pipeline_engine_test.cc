@@ -186,7 +186,7 @@ TEST(PipelineEngine, LinksCountEveryMessageEachWayAndComputeEveryStep) {
   }
 }
 
-TEST(PipelineEngine, ADelayedLinkGivesTheSameGradientsAndCountsItsDelayPerMessage) {
+TEST(PipelineEngine, ADelayedLinkGivesTheSameGradientsAndCountsItsDelayAsLatency) {
   constexpr int kStages = 3, kMicro = 4;
   constexpr double kDelay = 0.002;
   std::vector<ScalarStage> out(kStages);
@@ -209,8 +209,11 @@ TEST(PipelineEngine, ADelayedLinkGivesTheSameGradientsAndCountsItsDelayPerMessag
   for (int r = 0; r < kStages; ++r) {
     for (const PipelineLink& l : links[static_cast<size_t>(r)]) {
       const bool delayed = (r == 1 && l.peer == 2) || (r == 2 && l.peer == 1);
-      if (delayed) {
-        EXPECT_GE(l.send_seconds, kMicro * kDelay) << "stage " << r << " to " << l.peer;
+      // The delay is the link's latency, apart from its sending time.
+      EXPECT_DOUBLE_EQ(l.latency_seconds, delayed ? kMicro * kDelay : 0) << "stage " << r << " to " << l.peer;
+      // Stage 2 has nothing to run before stage 1's first activation, held kDelay.
+      if (r == 2 && l.peer == 1) {
+        EXPECT_GE(l.wait_seconds, kDelay);
       }
     }
   }

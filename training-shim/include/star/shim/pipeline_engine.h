@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "star/core/api/worker_report.h"
 #include "star/core/pipeline/schedule.h"
 #include "star/core/status.h"
 #include "star/shim/collective.h"
@@ -60,6 +61,7 @@ struct PipelineLink {
   int64_t bytes_received = 0;
   int messages_received = 0;
   double wait_seconds = 0;     // this stage's compute waiting for its messages, summed
+  double latency_seconds = 0;  // the added delay its messages to it were held for, summed
 };
 
 // This stage's own compute since the last TakeComputeTimes: its forwards and backwards
@@ -70,6 +72,12 @@ struct PipelineComputeTimes {
   double backward_seconds = 0;
   int backwards = 0;
 };
+
+// What a stage's report carries (api::PipelineReading): its forward and backward per
+// micro-batch and, per link, one message's sending time, size and latency, and the
+// stage's waits for it, over what `c` and `links` (from TakeComputeTimes and TakeLinks)
+// cover.
+api::PipelineReading ReadingOf(int stage, const PipelineComputeTimes& c, const std::vector<PipelineLink>& links);
 
 class PipelineEngine {
  public:

@@ -36,6 +36,9 @@ struct PipelineLinkReading {
   double seconds = 0;        // >= 0: sending one message to it (until the transport held it)
   int64_t bytes = 0;         // >= 1: one message (an activation downstream, a gradient up)
   double wait_seconds = 0;   // >= 0, per iteration: this stage's compute waiting for its messages
+  // >= 0: how long one message waits before it may be sent, on top of `seconds` (a
+  // link's added latency, which delays a message without occupying the link).
+  double latency_seconds = 0;
   friend bool operator==(const PipelineLinkReading&, const PipelineLinkReading&) = default;
 };
 struct PipelineReading {

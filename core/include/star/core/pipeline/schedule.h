@@ -9,7 +9,9 @@
 // stage i > 0 needs stage i-1's activation of j, a backward on stage i < S-1 stage i+1's
 // gradient of j, and the last stage's backward its own forward. Transfers run on
 // communication threads (compute never waits on a send), one at a time per link and
-// direction, in the order the sender produced them.
+// direction, in the order the sender produced them. A link's latency holds a message
+// before it may go without occupying the link (messages overlap in it), so a message
+// ready at r arrives at max(r + latency, when the link is free) + its transfer time.
 //
 // A slow link between stages i and i+1 delays every gradient stage i waits for; more
 // forwards in flight ahead of it (a deeper warm-up upstream) keep stage i busy meanwhile.
@@ -35,11 +37,17 @@ struct StageCost {
   double forward_seconds = 0;
   double backward_seconds = 0;
 };
-// Link i joins stage i and stage i+1: activations go down it, gradients up.
+// Link i joins stage i and stage i+1: activations go down it, gradients up. The
+// seconds occupy the link per message; the latency delays each message without.
 struct LinkCost {
   double activation_seconds = 0;
   double gradient_seconds = 0;
+  double activation_latency_seconds = 0;
+  double gradient_latency_seconds = 0;
 };
+
+// One micro-batch's round trip over the link: both transfers and both latencies.
+double RoundTripSeconds(const LinkCost& link);
 
 struct PipelineCosts {
   std::vector<StageCost> stages;  // S >= 1
