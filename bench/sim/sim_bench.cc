@@ -24,8 +24,8 @@ star::sim::Scenario Contract(int workers) {
   s.compute_seconds_per_sample = 0.002;
   s.communication_seconds = 0.05;
   s.jitter = 0.05;
-  s.episodes.push_back({.worker = 3, .start = 100, .end = 400, .cpu = 0.4, .bandwidth = {}});
-  s.episodes.push_back({.worker = 7, .start = 0, .end = {}, .cpu = {}, .bandwidth = 0.3});
+  s.episodes.push_back({.worker = 3, .start = 100, .end = 400, .cpu = 0.4, .bandwidth = {}, .delay = {}, .peer = {}});
+  s.episodes.push_back({.worker = 7, .start = 0, .end = {}, .cpu = {}, .bandwidth = 0.3, .delay = {}, .peer = {}});
   s.seed = 1;
   return s;
 }

@@ -65,6 +65,19 @@ nlohmann::json TimelineOf(const SimResult& r) {
   return {{"policy", r.policy}, {"timeline", local::TimelineJson({}, r.timeline)}};
 }
 
+// A pipeline runs under auto (the loop's depths) or ssgd (static 1F1B) only: "all" is
+// those two.
+StatusOr<std::vector<local::Policy>> ForPipeline(const std::string& text, std::vector<local::Policy> policies) {
+  using local::Policy;
+  if (text == "all") return std::vector<Policy>{Policy::kAuto, Policy::kSsgd};
+  for (Policy p : policies) {
+    if (p != Policy::kAuto && p != Policy::kSsgd) {
+      return Status::InvalidArgument("--policy: a pipeline scenario runs under auto or ssgd, got \"" + text + "\"");
+    }
+  }
+  return policies;
+}
+
 // The flags' checks that need no scenario.
 Status CheckArgs(const SimArgs& args, size_t policies) {
   if (args.seed && *args.seed < 0) {
@@ -107,6 +120,10 @@ int RunSimCommand(const SimArgs& args, std::ostream& out, std::ostream& err) {
   if (Status s = CheckArgs(args, policies->size()); !s.ok()) return Fail(err, s);
   auto scenario = ScenarioOf(args);
   if (!scenario.ok()) return Fail(err, scenario.status());
+  if (scenario->pipeline) {
+    policies = ForPipeline(args.policy, *std::move(policies));
+    if (!policies.ok()) return Fail(err, policies.status());
+  }
   auto options = OptionsOf(args, *selector);
   if (!options.ok()) return Fail(err, options.status());
   cli::StagedFile trace, timeline;  // written only when every policy ran

@@ -22,7 +22,7 @@ struct Job {
     s.staleness_penalty = 0;
     s.asgd_cpu_overhead = 0;
     s.asgd_bandwidth_overhead = 0;
-    if (slow_cpu < 1) s.episodes.push_back({.worker = 1, .start = 0, .end = {}, .cpu = slow_cpu, .bandwidth = {}});
+    if (slow_cpu < 1) s.episodes.push_back({.worker = 1, .start = 0, .end = {}, .cpu = slow_cpu, .bandwidth = {}, .delay = {}, .peer = {}});
     model = std::make_unique<WorkerModel>(s);
     state.scenario = &s;
     state.model = model.get();
@@ -67,7 +67,7 @@ Setting Mode(api::SyncMode mode, int k, std::vector<std::vector<int>> groups = {
 // does not single out its worker (only its group).
 TEST(GroupsEngine, RingMembersReportTheRingsDurationAsCommunication) {
   Job job(1);
-  job.s.episodes.push_back({.worker = 1, .start = 0, .end = {}, .cpu = {}, .bandwidth = 0.5});
+  job.s.episodes.push_back({.worker = 1, .start = 0, .end = {}, .cpu = {}, .bandwidth = 0.5, .delay = {}, .peer = {}});
   job.model = std::make_unique<WorkerModel>(job.s);
   job.state.model = job.model.get();
   auto done = job.RunTo(Mode(api::SyncMode::kGroups, 4, {{0, 1}, {2, 3}}), 5);

@@ -3,11 +3,91 @@
 #include <string>
 
 #include "star/core/api/json_reader.h"
+#include "star/core/pipeline/schedule.h"
 
 namespace star::sim {
 namespace {
 
 using nlohmann::json;
+
+constexpr double kMaxDelaySeconds = 10;  // as star local's --inject delay
+constexpr int kMaxStages = 64, kMaxMicroBatches = 1024;  // as spec.parallelism
+
+// "pipeline": the stages' costs (PipelineScenario in scenario.h).
+StatusOr<PipelineScenario> PipelineFromJson(const json& j) {
+  PipelineScenario p;
+  api::ObjectReader rd(j, "pipeline");
+  rd.Int("stages", &p.stages)
+      .AtLeast("stages", p.stages, 2)
+      .AtMost("stages", p.stages, kMaxStages)
+      .Int("micro_batches", &p.micro_batches)
+      .AtLeast("micro_batches", p.micro_batches, p.stages)
+      .AtMost("micro_batches", p.micro_batches, kMaxMicroBatches)
+      .NumberArray("forward_seconds", &p.forward_seconds)
+      .NumberArray("backward_seconds", &p.backward_seconds)
+      .Number("activation_seconds", &p.activation_seconds)
+      .AtLeast("activation_seconds", p.activation_seconds, 0)
+      .Number("gradient_seconds", &p.gradient_seconds)
+      .AtLeast("gradient_seconds", p.gradient_seconds, 0)
+      .Number("outside_seconds", &p.outside_seconds, api::Need::kOptional)
+      .AtLeast("outside_seconds", p.outside_seconds, 0);
+  if (rd.ok() && rd.Has("max_in_flight")) {
+    int k = 0;
+    rd.Int("max_in_flight", &k).AtLeast("max_in_flight", k, p.stages);
+    p.max_in_flight = k;
+  }
+  for (const auto& [key, costs] : {std::pair{"forward_seconds", &p.forward_seconds},
+                                   std::pair{"backward_seconds", &p.backward_seconds}}) {
+    if (!rd.ok()) break;
+    if (costs->size() != static_cast<size_t>(p.stages)) {
+      rd.Fail(key, "must have one entry per stage (" + std::to_string(p.stages) + "), got " +
+                       std::to_string(costs->size()));
+    }
+    for (size_t i = 0; rd.ok() && i < costs->size(); ++i) {
+      if (!((*costs)[i] >= 0)) rd.Fail(key, "entries must be >= 0, got " + api::FormatNumber((*costs)[i]));
+    }
+  }
+  rd.RejectUnknown({"stages", "micro_batches", "max_in_flight", "forward_seconds", "backward_seconds",
+                    "activation_seconds", "gradient_seconds", "outside_seconds"});
+  if (!rd.ok()) return rd.status();
+  return p;
+}
+
+// The checks across a pipeline and the rest: the workers make whole replicas, a
+// replica's batch splits into the micro-batches, and a delay is on a link of one.
+Status CheckPipeline(const Scenario& s) {
+  const auto bad = [](const std::string& field, const std::string& reason) {
+    return Status::InvalidArgument(field + ": " + reason);
+  };
+  if (!s.pipeline) {
+    for (size_t i = 0; i < s.episodes.size(); ++i) {
+      if (s.episodes[i].delay) return bad("episodes[" + std::to_string(i) + "].delay", "only for a pipeline");
+    }
+    return Status::Ok();
+  }
+  const PipelineScenario& p = *s.pipeline;
+  if (s.workers % p.stages != 0) {
+    return bad("workers", "must be a multiple of pipeline.stages (" + std::to_string(p.stages) + "), got " +
+                              std::to_string(s.workers));
+  }
+  if (s.batch_per_worker % p.micro_batches != 0) {
+    return bad("batch_per_worker", "must be a multiple of pipeline.micro_batches (" +
+                                       std::to_string(p.micro_batches) + "), got " +
+                                       std::to_string(s.batch_per_worker));
+  }
+  for (size_t i = 0; i < s.episodes.size(); ++i) {
+    const Episode& e = s.episodes[i];
+    if (!e.peer) continue;
+    const bool neighbour = *e.peer < s.workers && *e.peer / p.stages == e.worker / p.stages &&
+                           (*e.peer == e.worker + 1 || *e.peer == e.worker - 1);
+    if (!neighbour) {
+      return bad("episodes[" + std::to_string(i) + "].peer",
+                 "must be a neighbouring stage of worker " + std::to_string(e.worker) +
+                     " in its replica, got " + std::to_string(*e.peer));
+    }
+  }
+  return Status::Ok();
+}
 
 // Reads an optional fraction field in (0, 1].
 void Fraction(api::ObjectReader& rd, std::string_view key, std::optional<double>* out) {
@@ -19,6 +99,18 @@ void Fraction(api::ObjectReader& rd, std::string_view key, std::optional<double>
     return;
   }
   *out = v;
+}
+
+// An episode's "delay" (seconds in (0, 10]) and its "peer": both or neither.
+void ReadDelay(api::ObjectReader& rd, Episode& e) {
+  if (!rd.ok() || (!rd.Has("delay") && !rd.Has("peer"))) return;
+  double delay = 0;
+  int peer = 0;
+  rd.Number("delay", &delay).Greater("delay", delay, 0).AtMost("delay", delay, kMaxDelaySeconds);
+  if (rd.ok() && !rd.Has("peer")) rd.Fail("peer", "required with delay: the stage whose link is delayed");
+  rd.Int("peer", &peer).AtLeast("peer", peer, 0);
+  e.delay = delay;
+  e.peer = peer;
 }
 
 StatusOr<Episode> EpisodeFromJson(const json& j, const std::string& path, int workers) {
@@ -37,10 +129,11 @@ StatusOr<Episode> EpisodeFromJson(const json& j, const std::string& path, int wo
   }
   Fraction(rd, "cpu", &e.cpu);
   Fraction(rd, "bandwidth", &e.bandwidth);
-  if (rd.ok() && !e.cpu && !e.bandwidth) {
+  ReadDelay(rd, e);
+  if (rd.ok() && !e.cpu && !e.bandwidth && !e.delay) {
     rd.Fail("cpu", "an episode needs cpu or bandwidth (or both)");
   }
-  rd.RejectUnknown({"worker", "start", "end", "cpu", "bandwidth"});
+  rd.RejectUnknown({"worker", "start", "end", "cpu", "bandwidth", "delay", "peer"});
   if (!rd.ok()) return rd.status();
   return e;
 }
@@ -51,6 +144,8 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
   Scenario s;
   api::ObjectReader rd(j, "");
   std::string arch = "AllReduce";
+  const bool pipeline = j.is_object() && j.contains("pipeline");
+  if (pipeline) s.compute_seconds_per_sample = 1;  // unused: the stages' costs replace it
   rd.Enum("architecture", &arch, {"AllReduce", "ParameterServer"}, api::Need::kOptional)
       .Int("workers", &s.workers)
       .AtLeast("workers", s.workers, 1)
@@ -60,7 +155,8 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
       .AtLeast("noise_scale", s.noise_scale, 0)
       .Number("min_updates", &s.min_updates)
       .Greater("min_updates", s.min_updates, 0)
-      .Number("compute_seconds_per_sample", &s.compute_seconds_per_sample)
+      .Number("compute_seconds_per_sample", &s.compute_seconds_per_sample,
+              pipeline ? api::Need::kOptional : api::Need::kRequired)
       .Greater("compute_seconds_per_sample", s.compute_seconds_per_sample, 0)
       .Number("communication_seconds", &s.communication_seconds)
       .AtLeast("communication_seconds", s.communication_seconds, 0)
@@ -116,8 +212,15 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
       return EpisodeFromJson(e, p, workers);
     });
   }
+  if (rd.ok() && pipeline) {
+    auto p = PipelineFromJson(j["pipeline"]);
+    if (p.ok()) s.pipeline = *std::move(p);
+    rd.Merge(p.status());
+  }
+  if (rd.ok() && pipeline && arch != "AllReduce") rd.Fail("architecture", "a pipeline must be AllReduce");
+  if (rd.ok()) rd.Merge(CheckPipeline(s));
   rd.RejectUnknown({"architecture", "workers", "batch_per_worker", "noise_scale", "min_updates",
-                    "compute_seconds_per_sample", "communication_seconds", "jitter", "episodes",
+                    "compute_seconds_per_sample", "communication_seconds", "jitter", "episodes", "pipeline",
                     "seed", "report_every", "amp_speedup", "amp_available", "staleness_penalty", "momentum",
                     "group_replicas",
                     "asgd_cpu_overhead", "asgd_bandwidth_overhead", "parameter_servers",
@@ -127,6 +230,32 @@ StatusOr<Scenario> ScenarioFromJson(const json& j) {
   return s;
 }
 
+namespace {
+
+json ToJson(const PipelineScenario& p) {
+  json j = {{"stages", p.stages},
+            {"micro_batches", p.micro_batches},
+            {"forward_seconds", p.forward_seconds},
+            {"backward_seconds", p.backward_seconds},
+            {"activation_seconds", p.activation_seconds},
+            {"gradient_seconds", p.gradient_seconds},
+            {"outside_seconds", p.outside_seconds}};
+  if (p.max_in_flight) j["max_in_flight"] = *p.max_in_flight;
+  return j;
+}
+
+}  // namespace
+
+pipeline::PipelineCosts CleanCosts(const PipelineScenario& p) {
+  pipeline::PipelineCosts c;
+  c.micro_batches = p.micro_batches;
+  for (int i = 0; i < p.stages; ++i) {
+    c.stages.push_back({p.forward_seconds[static_cast<size_t>(i)], p.backward_seconds[static_cast<size_t>(i)]});
+  }
+  c.links.assign(static_cast<size_t>(p.stages - 1), {p.activation_seconds, p.gradient_seconds});
+  return c;
+}
+
 json ScenarioToJson(const Scenario& s) {
   json episodes = json::array();
   for (const Episode& e : s.episodes) {
@@ -134,6 +263,8 @@ json ScenarioToJson(const Scenario& s) {
     if (e.end) j["end"] = *e.end;
     if (e.cpu) j["cpu"] = *e.cpu;
     if (e.bandwidth) j["bandwidth"] = *e.bandwidth;
+    if (e.delay) j["delay"] = *e.delay;
+    if (e.peer) j["peer"] = *e.peer;
     episodes.push_back(std::move(j));
   }
   json j = {{"architecture", api::ToString(s.architecture)},
@@ -159,10 +290,21 @@ json ScenarioToJson(const Scenario& s) {
   if (s.detection_window) j["detection_window"] = *s.detection_window;
   if (s.min_k) j["min_k"] = *s.min_k;
   if (s.max_seconds) j["max_seconds"] = *s.max_seconds;
+  if (s.pipeline) j["pipeline"] = ToJson(*s.pipeline);
   return j;
 }
 
 double CleanSsgdSeconds(const Scenario& s) {
+  if (s.pipeline) {
+    const PipelineScenario& p = *s.pipeline;
+    const int replicas = s.workers / p.stages;
+    const double global = static_cast<double>(replicas) * static_cast<double>(s.batch_per_worker);
+    const StatusOr<double> schedule =
+        pipeline::IterationSeconds(CleanCosts(p), pipeline::OneFOneB(p.stages, p.micro_batches));
+    const double iteration = (schedule.ok() ? *schedule : 0) + p.outside_seconds +
+                             (replicas > 1 ? s.communication_seconds : 0);
+    return s.min_updates * (1 + s.noise_scale / global) * iteration;
+  }
   const double global = static_cast<double>(s.workers) * static_cast<double>(s.batch_per_worker);
   const double iteration = static_cast<double>(s.batch_per_worker) * s.compute_seconds_per_sample +
                            s.communication_seconds;

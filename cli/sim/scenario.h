@@ -11,11 +11,20 @@
 //    "compute_seconds_per_sample": C,                      required, > 0
 //    "communication_seconds": M,                           required, >= 0
 //    "jitter": J,                                          optional, in [0, 1], default 0
-//    "episodes": [{"worker": W, "start": T0, "end": T1, "cpu": F, "bandwidth": F}, ...],
+//    "episodes": [{"worker": W, "start": T0, "end": T1, "cpu": F, "bandwidth": F,
+//                  "delay": D, "peer": P}, ...],
 //    "seed": K,                                            optional, >= 0, default 1
+//    "pipeline": {...},                                    optional: PipelineScenario
 //    ... and the optional fields of Scenario below, under their names}
-// An episode needs cpu or bandwidth (or both); start defaults to 0; without end it lasts
-// to the end of the run. Unknown fields are rejected everywhere.
+// An episode needs cpu, bandwidth or (pipelines) delay; start defaults to 0; without end it lasts to
+// the end of the run. Unknown fields are rejected everywhere.
+//
+// A pipeline-parallel job (`pipeline` given) has workers = stages x data-parallel
+// replicas (rank = replica x stages + stage), batch_per_worker is one replica's batch per
+// iteration (a multiple of micro_batches), compute_seconds_per_sample is optional and
+// unused, and communication_seconds is the replicas' all-reduce per iteration (unused with
+// one replica). Its iterations take the pipeline model's time (core pipeline/schedule.h)
+// for the stage and link costs at the iteration's start, plus outside_seconds.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "star/core/api/types.h"
+#include "star/core/pipeline/schedule.h"
 #include "star/core/status.h"
 
 namespace star::sim {
@@ -50,6 +60,23 @@ struct Episode {
   std::optional<double> end;        // > start; nullopt = to the end of the run
   std::optional<double> cpu;        // in (0, 1]: fraction of its compute speed kept
   std::optional<double> bandwidth;  // in (0, 1]: fraction of its link kept
+  // Pipelines only: seconds in (0, 10] every message between the worker and `peer` (its
+  // neighbouring stage in the same replica) is held both ways, as `star local --inject
+  // worker=W,delay=D,peer=P` does. Both or neither.
+  std::optional<double> delay;
+  std::optional<int> peer;
+};
+
+// The stages' costs of a pipeline-parallel job, clean: per micro-batch and per message.
+struct PipelineScenario {
+  int stages = 2;                       // S in [2, 64]; workers a multiple of it
+  int micro_batches = 2;                // M in [S, 1024]; divides batch_per_worker
+  std::optional<int> max_in_flight;     // spec.parallelism.maxInFlightPerStage, >= S
+  std::vector<double> forward_seconds;  // S entries, each >= 0
+  std::vector<double> backward_seconds;  // S entries, each >= 0
+  double activation_seconds = 0;        // >= 0: one activation over any link
+  double gradient_seconds = 0;          // >= 0: one gradient over any link
+  double outside_seconds = 0;           // >= 0: per iteration, outside the schedule
 };
 
 struct Scenario {
@@ -65,6 +92,7 @@ struct Scenario {
   double jitter = 0;
   std::vector<Episode> episodes;
   uint64_t seed = 1;
+  std::optional<PipelineScenario> pipeline;
   // Optional fields (JSON name = field name):
   int report_every = 2;  // iterations per WorkerReport, >= 1 (local mode's default)
   double amp_speedup = kDefaultAmpSpeedup;  // compute speedup with AMP on, >= 1
@@ -101,15 +129,21 @@ struct Scenario {
 
 // Decodes and validates a scenario document. Errors name the field:
 // "workers: must be >= 1, got 0", "episodes[1].cpu: must be in (0, 1], got 2",
-// "episodes[0].worker: must be < workers (4), got 7", "foo: unknown field".
+// "episodes[0].worker: must be < workers (4), got 7", "foo: unknown field",
+// "episodes[0].peer: must be a neighbouring stage of worker 1 in its replica, got 3".
 [[nodiscard]] StatusOr<Scenario> ScenarioFromJson(const nlohmann::json& j);
 
 // The scenario as a document ScenarioFromJson reads back to the same scenario (every
 // field written, optional ones included; an unset end, cpu or bandwidth left out).
 [[nodiscard]] nlohmann::json ScenarioToJson(const Scenario& s);
 
+// The pipeline's costs with no episode: every link the same.
+[[nodiscard]] pipeline::PipelineCosts CleanCosts(const PipelineScenario& p);
+
 // The TTA of SSGD without any episode or jitter: min_updates x (1 + phi / (n B)) x
-// (B x compute_seconds_per_sample + communication_seconds).
+// (B x compute_seconds_per_sample + communication_seconds). For a pipeline: min_updates
+// x (1 + phi / (replicas B)) x (static 1F1B's iteration by the model + outside_seconds
+// + communication_seconds with more than one replica).
 [[nodiscard]] double CleanSsgdSeconds(const Scenario& s);
 // max_seconds, or its default.
 [[nodiscard]] double TimeLimitSeconds(const Scenario& s);

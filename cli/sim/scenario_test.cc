@@ -159,5 +159,72 @@ TEST(ScenarioFromJson, RefusesBadFieldsNamingThem) {
   EXPECT_EQ(ErrorOf(j), "min_updates: required field is missing");
 }
 
+// Four stages in two replicas, the link between workers 1 and 2 delayed 40 ms from 10 s.
+json Pipeline() {
+  return json::parse(R"({"workers": 8, "batch_per_worker": 256, "noise_scale": 100,
+    "min_updates": 50, "communication_seconds": 0.02,
+    "pipeline": {"stages": 4, "micro_batches": 8, "max_in_flight": 6,
+                 "forward_seconds": [0.006, 0.003, 0.003, 0.002],
+                 "backward_seconds": [0.012, 0.006, 0.006, 0.004],
+                 "activation_seconds": 0.0005, "gradient_seconds": 0.0004, "outside_seconds": 0.03},
+    "episodes": [{"worker": 1, "start": 10, "delay": 0.04, "peer": 2}]})");
+}
+
+TEST(ScenarioFromJson, DecodesAPipelineAndRoundTripsIt) {
+  auto s = ScenarioFromJson(Pipeline());
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->pipeline);
+  EXPECT_EQ(s->pipeline->stages, 4);
+  EXPECT_EQ(s->pipeline->micro_batches, 8);
+  EXPECT_EQ(s->pipeline->max_in_flight, 6);
+  EXPECT_EQ(s->pipeline->forward_seconds, (std::vector<double>{0.006, 0.003, 0.003, 0.002}));
+  EXPECT_EQ(s->pipeline->gradient_seconds, 0.0004);
+  EXPECT_EQ(s->pipeline->outside_seconds, 0.03);
+  EXPECT_EQ(s->episodes[0].delay, 0.04);
+  EXPECT_EQ(s->episodes[0].peer, 2);
+  auto back = ScenarioFromJson(ScenarioToJson(*s));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ScenarioToJson(*back), ScenarioToJson(*s));
+  // The clean TTA bound: min_updates x (1 + phi / (2 x 256)) x (the model's 1F1B + 0.03
+  // outside + 0.02 all-reduce across the two replicas).
+  const auto model = pipeline::IterationSeconds(CleanCosts(*s->pipeline), {4, 3, 2, 1});
+  ASSERT_TRUE(model.ok());
+  EXPECT_DOUBLE_EQ(CleanSsgdSeconds(*s), 50 * (1 + 100.0 / 512) * (*model + 0.05));
+}
+
+TEST(ScenarioFromJson, RefusesBadPipelinesNamingTheField) {
+  auto with = [](const char* pointer, json v) {
+    json j = Pipeline();
+    j[json::json_pointer(pointer)] = std::move(v);
+    return ErrorOf(j);
+  };
+  EXPECT_EQ(with("/workers", 6), "workers: must be a multiple of pipeline.stages (4), got 6");
+  EXPECT_EQ(with("/batch_per_worker", 100), "batch_per_worker: must be a multiple of pipeline.micro_batches (8), got 100");
+  EXPECT_EQ(with("/pipeline/micro_batches", 3), "pipeline.micro_batches: must be >= 4, got 3");
+  EXPECT_EQ(with("/pipeline/stages", 1), "pipeline.stages: must be >= 2, got 1");
+  EXPECT_EQ(with("/pipeline/max_in_flight", 2), "pipeline.max_in_flight: must be >= 4, got 2");
+  EXPECT_EQ(with("/pipeline/forward_seconds", json::array({0.1, 0.1})),
+            "pipeline.forward_seconds: must have one entry per stage (4), got 2");
+  EXPECT_EQ(with("/pipeline/backward_seconds/2", -1), "pipeline.backward_seconds: entries must be >= 0, got -1");
+  EXPECT_EQ(with("/pipeline/links", 1), "pipeline.links: unknown field");
+  EXPECT_EQ(with("/architecture", "ParameterServer"), "architecture: a pipeline must be AllReduce");
+  EXPECT_EQ(with("/episodes/0/peer", 3), "episodes[0].peer: must be a neighbouring stage of worker 1 in its replica, got 3");
+  EXPECT_EQ(with("/episodes/0/delay", 11), "episodes[0].delay: must be <= 10, got 11");
+  json lone = Pipeline();
+  lone["episodes"][0].erase("peer");
+  EXPECT_EQ(ErrorOf(lone), "episodes[0].peer: required with delay: the stage whose link is delayed");
+  // Across replicas: worker 3 is the last stage of replica 0, worker 4 the first of replica 1.
+  json across = Pipeline();
+  across["episodes"][0] = {{"worker", 3}, {"delay", 0.01}, {"peer", 4}};
+  EXPECT_EQ(ErrorOf(across), "episodes[0].peer: must be a neighbouring stage of worker 3 in its replica, got 4");
+  json data_parallel = Contract();
+  data_parallel["episodes"][0]["delay"] = 0.01;
+  data_parallel["episodes"][0]["peer"] = 4;
+  EXPECT_EQ(ErrorOf(data_parallel), "episodes[0].delay: only for a pipeline");
+  json no_compute = Contract();
+  no_compute.erase("compute_seconds_per_sample");
+  EXPECT_EQ(ErrorOf(no_compute), "compute_seconds_per_sample: required field is missing");
+}
+
 }  // namespace
 }  // namespace star::sim

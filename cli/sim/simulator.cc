@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/mode_engine.h"
+#include "sim/pipeline_run.h"
 #include "sim/progress.h"
 #include "sim/worker_model.h"
 #include "star/operator/control_loop.h"
@@ -200,6 +201,10 @@ api::TrainingJobSpec JobSpecOf(const Scenario& s) {
     spec.parameter_servers = servers;
   }
   spec.training.global_batch_size = static_cast<int64_t>(s.workers) * s.batch_per_worker;
+  if (s.pipeline) {
+    spec.parallelism = {s.pipeline->stages, s.pipeline->micro_batches, s.pipeline->max_in_flight};
+    spec.training.global_batch_size = static_cast<int64_t>(s.workers / s.pipeline->stages) * s.batch_per_worker;
+  }
   spec.synchronization.min_k = s.min_k;
   if (s.detection_window) spec.mitigation.detection.window = *s.detection_window;
   return spec;
@@ -216,8 +221,8 @@ StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy, const SimO
   if (options.model) learned.selector = options.model;
   auto loop = op::JobControlLoop::Create(spec, lo, std::move(learned));
   if (!loop.ok()) return loop.status();
-  Run run(s, spec, std::move(*loop), options);
-  auto result = run.Go();
+  StatusOr<SimResult> result = s.pipeline ? SimulatePipeline(s, std::move(*loop), options)
+                                           : Run(s, spec, std::move(*loop), options).Go();
   if (!result.ok()) return result.status();
   result->policy = std::string(local::ToString(policy));
   return result;
@@ -230,6 +235,11 @@ nlohmann::json ToJson(const SimResult& r) {
                       {"iterations", r.iterations},
                       {"decisions", r.decisions}};
   if (r.tta_seconds) j["tta_seconds"] = *r.tta_seconds;
+  if (r.pipeline) {
+    j["static_iteration_seconds"] = r.static_iteration_seconds ? nlohmann::json(*r.static_iteration_seconds) : nullptr;
+    j["adapted_iteration_seconds"] =
+        r.adapted_iteration_seconds ? nlohmann::json(*r.adapted_iteration_seconds) : nullptr;
+  }
   return j;
 }
 

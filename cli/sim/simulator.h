@@ -63,20 +63,26 @@ struct SimResult {
   // The control loop's timeline (stragglers flagged and recovered, modes, batches, AMP,
   // the target), as the operator and `star local` record it. Not part of ToJson.
   std::vector<op::TimelineEvent> timeline;
+  // A pipeline's median iteration under static 1F1B and under the loop's depths
+  // (nullopt when none ran that way); in ToJson for pipelines only.
+  bool pipeline = false;
+  std::optional<double> static_iteration_seconds, adapted_iteration_seconds;
 };
 
 // The TrainingJob spec the scenario describes (before any --policy): its architecture
 // (with `parameter_servers` servers for ParameterServer), workers, global batch
-// workers x batch_per_worker, min_k; everything else the defaults.
+// workers x batch_per_worker (a pipeline: replicas x batch_per_worker, and its
+// parallelism), min_k; everything else the defaults.
 [[nodiscard]] api::TrainingJobSpec JobSpecOf(const Scenario& s);
 
 // Simulates the job under `policy` (mapped onto the spec by local::ApplyPolicy, as
-// `star local --policy` does). Errors: the control loop's Create errors, and Internal if
+// `star local --policy` does); a pipeline by SimulatePipeline (pipeline_run.h). Errors: the control loop's Create errors, and Internal if
 // the loop rejects a simulated report (a simulator bug).
 [[nodiscard]] StatusOr<SimResult> Simulate(const Scenario& s, local::Policy policy,
                                            const SimOptions& options = {});
 
-// {"policy","tta_seconds" (null when not reached),"updates","iterations","decisions"}.
+// {"policy","tta_seconds" (null when not reached),"updates","iterations","decisions"}, and
+// for a pipeline "static_iteration_seconds" and "adapted_iteration_seconds" (null when none).
 nlohmann::json ToJson(const SimResult& r);
 
 }  // namespace star::sim

@@ -33,7 +33,7 @@ SimResult Sim(const Scenario& s, Policy p, std::ostream* trace = nullptr) {
 
 TEST(Simulate, IsDeterministicForASeed) {
   Scenario s = Small();
-  s.episodes.push_back({.worker = 3, .start = 5, .end = 30, .cpu = 0.3, .bandwidth = {}});
+  s.episodes.push_back({.worker = 3, .start = 5, .end = 30, .cpu = 0.3, .bandwidth = {}, .delay = {}, .peer = {}});
   for (Policy p : {Policy::kAuto, Policy::kAsgd, Policy::kFixedK}) {
     std::ostringstream t1, t2;
     const SimResult a = Sim(s, p, &t1), b = Sim(s, p, &t2);
@@ -48,7 +48,7 @@ TEST(Simulate, IsDeterministicForASeed) {
 
 TEST(Simulate, ASlowLinkIsNamedAsItsWorkersCommunicationAndAutoBeatsSsgd) {
   Scenario s = Small();
-  s.episodes.push_back({.worker = 6, .start = 5, .end = {}, .cpu = {}, .bandwidth = 0.2});
+  s.episodes.push_back({.worker = 6, .start = 5, .end = {}, .cpu = {}, .bandwidth = 0.2, .delay = {}, .peer = {}});
   const SimResult ssgd = Sim(s, Policy::kSsgd), autop = Sim(s, Policy::kAuto);
   ASSERT_TRUE(ssgd.tta_seconds && autop.tta_seconds);
   std::vector<int> flagged;
@@ -88,7 +88,7 @@ TEST(Simulate, OneStaticStragglerScalesSsgdWithItsSlowdown) {
   EXPECT_NEAR(*base.tta_seconds, static_cast<double>(base.updates) * (compute + comm), 1e-6);
   for (double slowdown : {2.0, 4.0}) {
     Scenario s = clean;
-    s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 1 / slowdown, .bandwidth = {}});
+    s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 1 / slowdown, .bandwidth = {}, .delay = {}, .peer = {}});
     const SimResult r = Sim(s, Policy::kSsgd);
     ASSERT_TRUE(r.tta_seconds);
     EXPECT_EQ(r.updates, base.updates);
@@ -100,7 +100,7 @@ TEST(Simulate, OneStaticStragglerScalesSsgdWithItsSlowdown) {
 
 TEST(Simulate, FixedKLeavesAStaticStragglerBehind) {
   Scenario s = Small();
-  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}});
+  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}, .delay = {}, .peer = {}});
   const SimResult ssgd = Sim(s, Policy::kSsgd), fixed_k = Sim(s, Policy::kFixedK);
   ASSERT_TRUE(ssgd.tta_seconds && fixed_k.tta_seconds);
   EXPECT_GE(fixed_k.decisions, 1);
@@ -124,7 +124,7 @@ TEST(Simulate, MomentumCostsAboutMOverOneMinusMUpdatesFromTheStart) {
 // updates count for one model.
 TEST(Simulate, GroupReplicasJudgeTheTargetOnRankZerosCopy) {
   Scenario s = Small(/*jitter=*/0);
-  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}});
+  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}, .delay = {}, .peer = {}});
   const SimResult shared = Sim(s, Policy::kGroups);
   s.group_replicas = true;
   const SimResult replicas = Sim(s, Policy::kGroups);
@@ -137,7 +137,7 @@ TEST(Simulate, GroupReplicasJudgeTheTargetOnRankZerosCopy) {
 // amp cannot turn it on, so it runs as SSGD does.
 TEST(Simulate, WithoutAmpPolicyAmpRunsAsSsgd) {
   Scenario s = Small(/*jitter=*/0);
-  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}});
+  s.episodes.push_back({.worker = 5, .start = 0, .end = {}, .cpu = 0.25, .bandwidth = {}, .delay = {}, .peer = {}});
   const SimResult ssgd = Sim(s, Policy::kSsgd);
   ASSERT_TRUE(ssgd.tta_seconds);
   EXPECT_LT(*Sim(s, Policy::kAmp).tta_seconds, *ssgd.tta_seconds) << "AMP helps when it can";

@@ -44,8 +44,11 @@ class WorkerModel {
   [[nodiscard]] double CpuFraction(int worker, double t) const;
   [[nodiscard]] double BandwidthFraction(int worker, double t) const;
 
- private:
+  // The jitter factor of `worker`'s `step` for one `component` of its time (0 compute,
+  // 1 communication; others free for callers): 1 without jitter.
   [[nodiscard]] double Jitter(int worker, int64_t step, uint64_t component) const;
+
+ private:
 
   double seconds_per_sample_;
   double communication_seconds_;

@@ -28,8 +28,8 @@ TEST(WorkerModel, ComputeIsLinearInTheBatchAndAmpDividesIt) {
 
 TEST(WorkerModel, EpisodesSlowTheirWorkerOnlyWhileActive) {
   Scenario s = Base();
-  s.episodes.push_back({.worker = 1, .start = 10, .end = 20, .cpu = 0.5, .bandwidth = {}});
-  s.episodes.push_back({.worker = 1, .start = 15, .end = {}, .cpu = {}, .bandwidth = 0.25});
+  s.episodes.push_back({.worker = 1, .start = 10, .end = 20, .cpu = 0.5, .bandwidth = {}, .delay = {}, .peer = {}});
+  s.episodes.push_back({.worker = 1, .start = 15, .end = {}, .cpu = {}, .bandwidth = 0.25, .delay = {}, .peer = {}});
   WorkerModel m(s);
   EXPECT_DOUBLE_EQ(m.Compute(1, 0, 9.99, 32, false), 0.064);
   EXPECT_DOUBLE_EQ(m.Compute(1, 0, 10, 32, false), 0.128);
@@ -43,8 +43,8 @@ TEST(WorkerModel, EpisodesSlowTheirWorkerOnlyWhileActive) {
 
 TEST(WorkerModel, OverlappingEpisodesMultiply) {
   Scenario s = Base();
-  s.episodes.push_back({.worker = 2, .start = 0, .end = {}, .cpu = 0.5, .bandwidth = {}});
-  s.episodes.push_back({.worker = 2, .start = 0, .end = {}, .cpu = 0.5, .bandwidth = {}});
+  s.episodes.push_back({.worker = 2, .start = 0, .end = {}, .cpu = 0.5, .bandwidth = {}, .delay = {}, .peer = {}});
+  s.episodes.push_back({.worker = 2, .start = 0, .end = {}, .cpu = 0.5, .bandwidth = {}, .delay = {}, .peer = {}});
   WorkerModel m(s);
   EXPECT_DOUBLE_EQ(m.CpuFraction(2, 1), 0.25);
 }
