@@ -30,5 +30,6 @@ auto WithoutGil(F&& f) {
 void BindDecision(pybind11::module_& m);  // Decision (opaque, read-only), WorkerConfig
 void BindSession(pybind11::module_& m);   // Session: WorkerSession
 void BindEngine(pybind11::module_& m);    // Engine: ConnectWorld + GradientEngine
+void BindPipeline(pybind11::module_& m);  // Pipeline: ConnectWorld + PipelineEngine
 
 }  // namespace star::python

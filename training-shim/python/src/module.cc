@@ -103,4 +103,5 @@ PYBIND11_MODULE(_star, m) {
   star::python::BindDecision(m);
   star::python::BindSession(m);
   star::python::BindEngine(m);
+  star::python::BindPipeline(m);
 }

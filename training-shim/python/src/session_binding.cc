@@ -42,7 +42,8 @@ void BindSession(py::module_& m) {
       .def_readonly("groups", &shim::IterationPlan::groups)
       .def_readonly("amp", &shim::IterationPlan::amp)
       .def_readonly("local_batch", &shim::IterationPlan::local_batch)
-      .def_readonly("received", &shim::IterationPlan::received);
+      .def_readonly("received", &shim::IterationPlan::received)
+      .def_readonly("warmup", &shim::IterationPlan::warmup);
 
   using S = shim::WorkerSession;
   py::class_<S>(m, "Session", "A worker's half of the report protocol (WorkerSession).")
@@ -61,7 +62,8 @@ void BindSession(py::module_& m) {
       .def(
           "end_iteration",
           [](S& s, int64_t iteration, int local_batch, bool amp, std::optional<double> local_norm,
-             std::optional<double> global_norm, std::optional<double> loss, std::optional<int> lookahead) {
+             std::optional<double> global_norm, std::optional<double> loss, std::optional<int> lookahead,
+             std::optional<api::PipelineReading> pipeline) {
             shim::IterationInfo info;
             info.iteration = iteration;
             info.local_batch = local_batch;
@@ -70,12 +72,13 @@ void BindSession(py::module_& m) {
             info.global_grad_sq_norm = global_norm;
             info.loss = loss;
             info.lookahead = lookahead;
+            info.pipeline = std::move(pipeline);
             // May wait for the report's answer.
             return SampleDict(ValueOrThrow(WithoutGil([&] { return s.EndIteration(info); })));
           },
           py::arg("iteration"), py::arg("local_batch"), py::arg("amp"),
           py::arg("local_grad_sq_norm") = std::nullopt, py::arg("global_grad_sq_norm") = std::nullopt,
-          py::arg("loss") = std::nullopt, py::arg("lookahead") = std::nullopt)
+          py::arg("loss") = std::nullopt, py::arg("lookahead") = std::nullopt, py::arg("pipeline") = std::nullopt)
       .def("report_accuracy", [](S& s, double v) { ThrowIfError(s.ReportAccuracy(v)); })
       .def("flush", [](S& s, int64_t timeout_ms) {
              ThrowIfError(WithoutGil([&] { return s.Flush(std::chrono::milliseconds(timeout_ms)); }));

@@ -233,6 +233,35 @@ def plain_ddp_buckets():
     return {"params": flat(model.module)}
 
 
+PIPE_MICRO, PIPE_STEPS = 6, 4  # rows per micro-batch; SGD steps
+
+
+def make_pipeline_model(seed=3):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.ReLU(), torch.nn.Linear(16, 12),
+                               torch.nn.Tanh(), torch.nn.Linear(12, 2)).to(DEVICE)
+
+
+def pipeline():
+    """PIPE_STEPS SGD steps of this process's stage (STAR_PIPELINE_STAGES,
+    STAR_MICRO_BATCHES), each replica on its own rows; its parameters and losses."""
+    x_all, y_all = data().tensors
+    pipe = st.Pipeline(make_pipeline_model(), example_input=x_all[:PIPE_MICRO],
+                       loss_fn=torch.nn.functional.cross_entropy)
+    replicas, replica = st.world_size() // pipe.stages, st.rank() // pipe.stages
+    opt = torch.optim.SGD(pipe.parameters(), lr=0.1)
+    batch = PIPE_MICRO * pipe.micro_batches
+    losses, warmups = [], []
+    for step in range(PIPE_STEPS):
+        lo = (step * replicas + replica) * batch
+        losses.append(pipe.step(x_all[lo:lo + batch], y_all[lo:lo + batch]))
+        warmups.append(pipe.warmup)
+        opt.step()
+        opt.zero_grad()
+    return {"stage": pipe.stage, "params": flat(pipe.module), "losses": losses, "warmups": warmups,
+            "iteration": st.iteration()}
+
+
 def main(functions=None, own_group=()):
     """Runs the worker program argv[1] (a function of `functions`: this module's by
     default) and writes its result to argv[2]/<rank>.json. STAR is initialised first,

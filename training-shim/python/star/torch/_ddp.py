@@ -33,7 +33,7 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
 
     def __init__(self, module, **ddp_kwargs):
         rt = _runtime.require("DistributedDataParallel")
-        if rt.model is not None:
+        if rt.model is not None or rt.pipeline is not None:
             raise StateError("star.torch.DistributedDataParallel: this process already wraps a model "
                              "(one per process)")
         if isinstance(module, torch.nn.parallel.DistributedDataParallel):

@@ -39,6 +39,7 @@ class Runtime:
         self.session = _star.Session(config, local_batch=1)
         self.model = None       # the star.torch.DistributedDataParallel
         self.engine = None      # _star.Engine, made by the model
+        self.pipeline = None    # the star.torch.Pipeline, when this process runs a stage
         self.decisions = []     # every decision received, in arrival order
         self.default_batch = None  # the sampler's batch_size: every worker's until a decision
         self.drawn = {}            # iteration -> this worker's batch the sampler drew for it
@@ -167,6 +168,8 @@ def iteration():
     """Iterations the job has run, as this worker's engine counts them (a fixed-k child
     skips ahead with its parent); 0 before a model is wrapped."""
     rt = require("iteration()")
+    if rt.pipeline is not None:
+        return rt.pipeline.iteration
     return rt.engine.iteration if rt.engine is not None else 0
 
 
@@ -214,6 +217,9 @@ def shutdown():
     if rt.model is not None:
         rt.model._star_detach()
     rt.engine = None
+    if rt.pipeline is not None:
+        rt.pipeline._star_close()  # stops its links' threads
+    rt.pipeline = None
     rt.session = None
     if rt.made_group and dist.is_initialized():
         dist.destroy_process_group()
