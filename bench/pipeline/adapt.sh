@@ -8,16 +8,20 @@
 # the static schedule and under the loop's depths (- when none), and the loop's schedule
 # event (its time, depths and the model's predictions). As root.
 #   bash bench/pipeline/adapt.sh [ROUNDS] [SLOW]   (default 3, delay=40ms; writes bench/pipeline/out/adapt/)
+#   JOB=bench/pipeline/job-hybrid.yaml LINK=worker=0,peer=1 OUT=bench/pipeline/out/hybrid \
+#     bash bench/pipeline/adapt.sh        another job, link and output directory
 . "$(dirname "$0")/../lib.sh"
 build star star-fmnist
-OUT=bench/pipeline/out/adapt
+JOB=${JOB:-bench/pipeline/job-adapt.yaml}
+LINK=${LINK:-worker=1,peer=2}
+OUT=${OUT:-bench/pipeline/out/adapt}
 rm -rf "$OUT"; mkdir -p "$OUT"
 slow=${2:-delay=40ms}
 label=${slow#*=}
 # One run in $OUT/$1 with --policy $2 (and --inject $3 if given).
 run() {
   local dir=$OUT/$1
-  "$BUILD/cli/star" local bench/pipeline/job-adapt.yaml --policy "$2" --log-dir "$dir" --quiet \
+  "$BUILD/cli/star" local "$JOB" --policy "$2" --log-dir "$dir" --quiet \
       ${3:+--inject "$3"} > "$dir.report.json" 2> "$dir.err"
   /usr/bin/python3 - "$dir" "$1" <<'PY'
 import glob, json, sys
@@ -34,6 +38,6 @@ PY
 for n in $(seq 1 "${1:-3}"); do
   for p in ssgd auto; do
     run "clean-$p-$n" $p ""
-    run "$label-$p-$n" $p "worker=1,$slow,peer=2"
+    run "$label-$p-$n" $p "${LINK%%,*},$slow,${LINK#*,}"
   done
 done | tee "$OUT/summary.txt"

@@ -3,11 +3,12 @@
 #   depths  fixed warm-up depths, clean and with stage 1's uplink slowed (depths.sh)
 #   adapt   the control loop adapting the depths around one slow link, ssgd against auto
 #           (adapt.sh)
-#   bench/run pipeline [depths|adapt] [ARGS...]   (both parts, default arguments, without a part)
+#   sim     `star sim` of the adapt runs, from their clean stages' costs (sim.sh)
+#   bench/run pipeline [depths|adapt|sim] [ARGS...]   (every part, default arguments, without a part)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 case "${1:-}" in
-  depths | adapt) part=$1; shift; exec bash "$HERE/$part.sh" "$@" ;;
-  "") bash "$HERE/depths.sh"; bash "$HERE/adapt.sh" ;;
-  *) echo "bench/run pipeline: no part '$1' (depths or adapt)" >&2; exit 2 ;;
+  depths | adapt | sim) part=$1; shift; exec bash "$HERE/$part.sh" "$@" ;;
+  "") bash "$HERE/depths.sh"; bash "$HERE/adapt.sh"; bash "$HERE/sim.sh" ;;
+  *) echo "bench/run pipeline: no part '$1' (depths, adapt or sim)" >&2; exit 2 ;;
 esac
