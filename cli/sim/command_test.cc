@@ -80,6 +80,29 @@ TEST_F(SimCommand, PolicyAllPrintsOneResultPerPolicy) {
   EXPECT_EQ(err_.str(), "");
 }
 
+TEST_F(SimCommand, APipelineRunsUnderAutoAndSsgdOnly) {
+  const json pipeline = json::parse(R"({"workers": 4, "batch_per_worker": 64, "noise_scale": 0,
+    "min_updates": 40, "communication_seconds": 0,
+    "pipeline": {"stages": 4, "micro_batches": 8, "forward_seconds": [0.002, 0.002, 0.002, 0.002],
+                 "backward_seconds": [0.004, 0.004, 0.004, 0.004],
+                 "activation_seconds": 0.0001, "gradient_seconds": 0.0001},
+    "episodes": [{"worker": 1, "peer": 2, "delay": 0.02}]})");
+  SimArgs a;
+  a.scenario = Write("p.json", pipeline);
+  a.policy = "all";
+  ASSERT_EQ(Run(a), 0) << err_.str();
+  const json j = json::parse(out_.str());
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["policy"], "auto");
+  EXPECT_EQ(j["results"][1]["policy"], "ssgd");
+  EXPECT_TRUE(j["results"][1]["static_iteration_seconds"].is_number());
+  EXPECT_TRUE(j["results"][1]["adapted_iteration_seconds"].is_null());
+  a.policy = "asgd";
+  EXPECT_EQ(Run(a), 1);
+  EXPECT_EQ(err_.str(), "star: --policy: a pipeline scenario runs under auto or ssgd, got \"asgd\"\n");
+  EXPECT_EQ(out_.str(), "");
+}
+
 TEST_F(SimCommand, ABimodalCohortIsDecidedOnceAndAutoMatchesTheBestPolicy) {
   // examples/sim/bimodal.json: 5 of 10 workers 3x slower from the start. The slow half
   // is flagged as static stragglers once, not on every sample, so the loop decides a few
