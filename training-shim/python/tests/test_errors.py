@@ -19,15 +19,6 @@ def test_a_dead_peer_raises_peer_error_on_every_other_worker(tmp_path):
         assert result["error"] == "PeerError", f"rank {rank}: {result}"
 
 
-@pytest.fixture
-def clean_env(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("STAR_") or name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-            monkeypatch.delenv(name)
-    yield monkeypatch
-    st.shutdown()
-
-
 def test_wrong_use_raises_named_errors(clean_env):
     with pytest.raises(st.StateError, match="init"):
         with st.step():

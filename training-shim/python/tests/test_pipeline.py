@@ -2,8 +2,6 @@
 gradients of the whole model, with or without the loop's warm-up depths, alone or as
 replicas; its reports carry the stage's pipeline costs."""
 
-import os
-
 import pytest
 import torch
 
@@ -89,15 +87,6 @@ def test_a_model_that_does_not_split_is_refused_naming_the_field():
     with pytest.raises(ConfigError, match="module: must be a torch.nn.Sequential"):
         split_layers(torch.nn.Linear(2, 2), 1)
     assert [len(s) for s in split_layers(scenarios.make_pipeline_model(), 2)] == [3, 2]
-
-
-@pytest.fixture
-def clean_env(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("STAR_") or name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-            monkeypatch.delenv(name)
-    yield monkeypatch
-    st.shutdown()
 
 
 def test_a_lone_stage_trains_and_refuses_bad_shapes_naming_them(clean_env):
