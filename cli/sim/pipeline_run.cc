@@ -122,21 +122,15 @@ class PipelineRun {
     sum.stage = stage;
     sum.forward_seconds += c.stages[static_cast<size_t>(stage)].forward_seconds;
     sum.backward_seconds += c.stages[static_cast<size_t>(stage)].backward_seconds;
-    std::vector<api::PipelineLinkReading> links;
-    if (stage > 0) {
-      const pipeline::LinkCost& up = c.links[static_cast<size_t>(stage - 1)];
-      links.push_back({w - 1, up.gradient_seconds, 1, 0, up.gradient_latency_seconds});
+    if (sum.links.empty()) {  // the previous stage's link first, as the trainer reports
+      if (stage > 0) sum.links.push_back({w - 1, 0, 1});
+      if (stage + 1 < p_.stages) sum.links.push_back({w + 1, 0, 1});
     }
-    if (stage + 1 < p_.stages) {
-      const pipeline::LinkCost& down = c.links[static_cast<size_t>(stage)];
-      links.push_back({w + 1, down.activation_seconds, 1, 0, down.activation_latency_seconds});
-    }
-    sum.links.resize(links.size());
-    for (size_t i = 0; i < links.size(); ++i) {
-      sum.links[i].peer = links[i].peer;
-      sum.links[i].bytes = 1;
-      sum.links[i].seconds += links[i].seconds;
-      sum.links[i].latency_seconds += links[i].latency_seconds;
+    for (api::PipelineLinkReading& l : sum.links) {
+      const bool up = l.peer < w;  // gradients go up to the previous stage
+      const pipeline::LinkCost& link = c.links[static_cast<size_t>(up ? stage - 1 : stage)];
+      l.seconds += up ? link.gradient_seconds : link.activation_seconds;
+      l.latency_seconds += up ? link.gradient_latency_seconds : link.activation_latency_seconds;
     }
   }
 

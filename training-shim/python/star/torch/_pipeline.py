@@ -77,9 +77,11 @@ class Pipeline:
         if rt.config.world_size % self.stages:
             raise ConfigError(f"stages: must divide the job's {rt.config.world_size} workers, got {self.stages}")
         self.stage = rt.config.worker % self.stages
-        self.module = split_layers(module, self.stages, balance)[self.stage]
+        self._replicas = rt.config.world_size // self.stages
+        slices = split_layers(module, self.stages, balance)
+        self.module = slices[self.stage]
         self.loss_fn = loss_fn
-        self._shapes = self._boundary_shapes(module, example_input, balance)
+        self._shapes = self._boundary_shapes(slices, example_input)
         self._micro = example_input.shape[0]
         numel = [torch.Size(s).numel() for s in self._shapes]
         # The engine calls back through a weak reference: it must not keep this object
@@ -95,12 +97,13 @@ class Pipeline:
         self._held, self._inputs, self._targets, self._loss = {}, None, None, 0.0
         rt.pipeline = self
 
-    def _boundary_shapes(self, module, example_input, balance):
+    @staticmethod
+    def _boundary_shapes(slices, example_input):
         """The shape of each stage's input (and the model's output last) for one micro-batch."""
         shapes = [tuple(example_input.shape)]
         with torch.no_grad():
             h = example_input
-            for part in split_layers(module, self.stages, balance):
+            for part in slices:
                 h = part(h)
                 shapes.append(tuple(h.shape))
         return shapes
@@ -174,7 +177,7 @@ class Pipeline:
 
     def _average_over_replicas(self):
         grads = [p.grad for p in self.module.parameters() if p.grad is not None]
-        if not grads or _runtime.require("Pipeline.step()").config.world_size == self.stages:
+        if not grads or self._replicas == 1:
             return
         flat = torch.cat([g.reshape(-1) for g in grads]).numpy()
         self._engine.all_reduce_mean(flat)
