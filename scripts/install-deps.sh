@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
+  ccache  # compiler cache (scripts/build.sh, scripts/fuzz.sh): a second build of the same sources is quick
   nlohmann-json3-dev libcli11-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libglpk-dev

@@ -18,6 +18,13 @@ export STAR_CUDA_ROOT=${STAR_CUDA_ROOT:-$(bash scripts/install-cuda.sh)}
 # PyTorch 2.x from PyPI beside Debian's 1.13: every star.torch test runs on both, and
 # `pip install` of the package is tested on it (cached by version).
 export STAR_TORCH2_PYTHON=${STAR_TORCH2_PYTHON:-$(bash scripts/torch-venv.sh)}
+# Every CMake build below (the suite's, the fuzz targets', the tests' `pip install`) compiles
+# through ccache: a later run on this machine recompiles only what changed. Paths below the
+# source tree are hashed relative to it, so another checkout shares the cache.
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
 bash scripts/build.sh
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
