@@ -68,5 +68,5 @@ if(_torch2 AND NOT STAR_SANITIZE)
   add_test(NAME python_pip_install
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/packaging/pip_install_test.sh
                    ${_torch2} ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/pip-install-test)
-  set_tests_properties(python_pip_install PROPERTIES LABELS "python;slow" TIMEOUT 1200)
+  set_tests_properties(python_pip_install PROPERTIES LABELS "python;slow" TIMEOUT 1200 COST 500)
 endif()
