@@ -347,7 +347,12 @@ json NodeAllocationExample() {
                       "lastTransitionTime": "2024-05-01T12:30:00+02:00",
                       "observedGeneration": 4}],
       "usage": {"cpuMillicores": 1200.5, "egressBitsPerSecond": 80000000.5,
-                "ingressBitsPerSecond": 10000000.25}
+                "ingressBitsPerSecond": 10000000.25},
+      "headroom": {"sampledAt": "2024-05-01T12:30:05Z", "intervalSeconds": 5.5,
+                   "cpu": {"capacityMillicores": 16000.5, "usedMillicores": 5200.5},
+                   "network": {"interface": "eth0", "capacityBitsPerSecond": 10000000000.5,
+                               "egressBitsPerSecond": 350000000.5,
+                               "ingressBitsPerSecond": 120000000.5}}
     }
   })");
 }

@@ -102,7 +102,7 @@ StatusOr<AppliedPod> AppliedFromJson(const json& j, const std::string& path) {
 
 bool StatusIsEmpty(const NodeAllocationStatus& s) {
   return s.observed_generation == 0 && s.applied.empty() && s.conditions.empty() &&
-         !s.usage.has_value();
+         !s.usage.has_value() && !s.headroom.has_value();
 }
 
 }  // namespace
@@ -169,6 +169,7 @@ json ToJson(const NodeAllocationStatus& s) {
                   {"egressBitsPerSecond", s.usage->egress_bits_per_second},
                   {"ingressBitsPerSecond", s.usage->ingress_bits_per_second}};
   }
+  if (s.headroom) j["headroom"] = ToJson(*s.headroom);
   return j;
 }
 
@@ -198,7 +199,12 @@ StatusOr<NodeAllocationStatus> NodeAllocationStatusFromJson(const json& j,
     rd.Merge(ur.status());
     if (ur.ok()) s.usage = usage;
   }
-  rd.RejectUnknown({"observedGeneration", "applied", "conditions", "usage"});
+  if (const json* h = rd.Get("headroom"); rd.ok() && h != nullptr) {
+    auto headroom = NodeHeadroomFromJson(*h, rd.FieldPath("headroom"));
+    if (headroom.ok()) s.headroom = std::move(headroom).value();
+    rd.Merge(headroom.status());
+  }
+  rd.RejectUnknown({"observedGeneration", "applied", "conditions", "usage", "headroom"});
   if (!rd.ok()) return rd.status();
   return s;
 }

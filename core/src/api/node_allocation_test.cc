@@ -44,7 +44,11 @@ json FullAllocation() {
       "conditions": [{"type": "Applied", "status": "False", "reason": "TcError",
                       "message": "qdisc add failed", "lastTransitionTime": "2024-05-01T12:00:00Z",
                       "observedGeneration": 4}],
-      "usage": {"cpuMillicores": 3500.5, "egressBitsPerSecond": 1.5e7, "ingressBitsPerSecond": 0}
+      "usage": {"cpuMillicores": 3500.5, "egressBitsPerSecond": 1.5e7, "ingressBitsPerSecond": 0},
+      "headroom": {"sampledAt": "2024-05-01T12:00:05Z", "intervalSeconds": 5,
+                   "cpu": {"capacityMillicores": 8000, "usedMillicores": 3600.5},
+                   "network": {"interface": "eth0", "capacityBitsPerSecond": 1e10,
+                               "egressBitsPerSecond": 2.5e8, "ingressBitsPerSecond": 1e6}}
     }
   })");
 }
@@ -66,6 +70,9 @@ TEST(NodeAllocation, FullDocumentRoundTripsExactly) {
   EXPECT_EQ(a->status.applied[0].cpu.weight, 150);
   ASSERT_TRUE(a->status.usage.has_value());
   EXPECT_DOUBLE_EQ(a->status.usage->cpu_millicores, 3500.5);
+  ASSERT_TRUE(a->status.headroom.has_value());
+  EXPECT_EQ(a->status.headroom->interface, "eth0");
+  EXPECT_DOUBLE_EQ(a->status.headroom->cpu_used_millicores, 3600.5);
   EXPECT_EQ(ToJson(*a), doc) << ToJson(*a).dump(2);
 }
 
@@ -80,6 +87,7 @@ TEST(NodeAllocation, StructWithEveryFieldSetRoundTrips) {
   a.status.applied = {{"ns", "p0", "uid-0", {1000, 50}, {10, 20, 2}}};
   a.status.conditions = {{"Applied", "True", "Synced", "ok", "2024-01-01T00:00:00+00:00", 2}};
   a.status.usage = NodeUsage{1.5, 2.5, 3.5};
+  a.status.headroom = NodeHeadroom{"2024-01-01T00:00:05Z", 5, 4000, 250.5, "ens3", 1e9, 2e6, 3e6};
   auto back = NodeAllocationFromJson(ToJson(a));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, a);
@@ -209,6 +217,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "status.usage.cpuMillicores: must be >= 0, got -1"},
         BadCase{"UnknownUsageField", [](json& d) { d["status"]["usage"]["memoryBytes"] = 1; },
                 "status.usage.memoryBytes: unknown field"},
+        BadCase{"HeadroomWithoutCpu", [](json& d) { d["status"]["headroom"].erase("cpu"); },
+                "status.headroom.cpu: required field is missing"},
+        BadCase{"HeadroomNegativeEgress",
+                [](json& d) { d["status"]["headroom"]["network"]["egressBitsPerSecond"] = -1; },
+                "status.headroom.network.egressBitsPerSecond: must be >= 0, got -1"},
         BadCase{"UnknownStatusField", [](json& d) { d["status"]["phase"] = "Ready"; },
                 "status.phase: unknown field"},
         // bounds: quota * CFS period must fit int64 in the agent

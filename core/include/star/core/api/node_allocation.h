@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "star/core/api/meta.h"  // Condition
+#include "star/core/api/node_headroom.h"
 #include "star/core/status.h"
 
 namespace star::api {
@@ -79,6 +80,7 @@ struct NodeAllocationStatus {
   std::vector<AppliedPod> applied;
   std::vector<Condition> conditions;
   std::optional<NodeUsage> usage;
+  std::optional<NodeHeadroom> headroom;  // the node's CPU and NIC, used and capacity
 
   friend bool operator==(const NodeAllocationStatus&, const NodeAllocationStatus&) = default;
 };
@@ -98,10 +100,11 @@ struct NodeAllocation {
 //   spec.pods[]: namespace, name, uid, cpu {quotaMillicores, weight},
 //                network {egressBitsPerSecond, ingressBitsPerSecond, priority}, guaranteed
 //   status: observedGeneration, applied[] (as pods, without guaranteed), conditions[],
-//           usage {cpuMillicores, egressBitsPerSecond, ingressBitsPerSecond}
+//           usage {cpuMillicores, egressBitsPerSecond, ingressBitsPerSecond},
+//           headroom (star/core/api/node_headroom.h)
 // ToJson writes every spec field (defaults included), metadata.generation and
 // resourceVersion only when set, and "status" only when it is not empty
-// (observedGeneration != 0, or applied/conditions non-empty, or usage set).
+// (observedGeneration != 0, or applied/conditions non-empty, or usage or headroom set).
 nlohmann::json ToJson(const NodeAllocation& a);
 // Decodes and validates a whole object. apiVersion and kind, when present, must match;
 // metadata.name is required (other metadata fields are ignored); spec is required,
