@@ -41,6 +41,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -55,6 +56,8 @@
 
 #include "star/agent/agent_metrics.h"
 #include "star/agent/allocation_source.h"
+#include "star/agent/headroom_reporter.h"
+#include "star/agent/host_counters.h"
 #include "star/agent/journal.h"
 #include "star/agent/journal_rebuild.h"
 #include "star/agent/k8s_source.h"
@@ -63,6 +66,7 @@
 #include "star/agent/real_node_os.h"
 #include "star/agent/reconciler.h"
 #include "star/agent/release_daemonset.h"
+#include "star/core/api/pod_bandwidth.h"
 #include "star/kube/client.h"
 #include "star/kube/probe_server.h"
 
@@ -114,6 +118,8 @@ struct Flags {
   std::string release_daemonset, daemonset_namespace = "default";
   int poll_ms = 500, release_timeout_s = 240;
   bool once = false, release = false, in_cluster = false;
+  std::string nic = "auto", nic_capacity;
+  int headroom_interval_ms = 5000;
 };
 
 // Parses the command line into `f`. Returns the exit status when the process stops here
@@ -151,6 +157,14 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags& f) {
   app.add_option("--release-timeout-s", f.release_timeout_s,
                  "How long --release-daemonset waits for every node")
       ->capture_default_str()->check(CLI::Range(1, 3600));
+  app.add_option("--nic", f.nic,
+                 "The NIC whose headroom is published: a name, auto (the default route's) or none")
+      ->capture_default_str();
+  app.add_option("--nic-capacity", f.nic_capacity,
+                 "The NIC's capacity each way, bits per second like 10G (default: its link speed)");
+  app.add_option("--headroom-interval-ms", f.headroom_interval_ms,
+                 "Least time between two writes of the node's headroom, ms (0 = none written)")
+      ->capture_default_str()->check(CLI::Range(0, 3'600'000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -263,11 +277,38 @@ StatusOr<std::unique_ptr<kube::ProbeServer>> StartProbeServer(const std::string&
       "--metrics-address");
 }
 
+// The node's headroom reporter, for the API server's source; nullptr with
+// --headroom-interval-ms 0. A NIC that cannot be read is refused here, naming the flag.
+StatusOr<std::unique_ptr<HeadroomReporter>> OpenHeadroom(const Flags& flags) {
+  if (flags.headroom_interval_ms == 0) return std::unique_ptr<HeadroomReporter>();
+  HeadroomConfig config;
+  if (flags.nic == "auto") {
+    config.interface = DefaultRouteInterface(config.paths).value_or("");
+  } else if (flags.nic != "none") {
+    config.interface = flags.nic;
+  }
+  if (!flags.nic_capacity.empty()) {
+    const auto bps = api::ParseBitsPerSecond(nlohmann::json(flags.nic_capacity));
+    if (!bps) {
+      return Status::InvalidArgument("--nic-capacity: \"" + flags.nic_capacity +
+                                     "\" is not a rate in bits per second like 10G");
+    }
+    config.nic_capacity_bits_per_second = static_cast<double>(*bps);
+  }
+  if (auto read = ReadHostCounters(config.paths, config.interface); !read.ok()) {
+    return read.status().WithPrefix("--nic " + flags.nic);
+  }
+  config.options.interval = std::chrono::milliseconds(flags.headroom_interval_ms);
+  config.options.refresh = std::max(config.options.refresh, 6 * config.options.interval);
+  return std::make_unique<HeadroomReporter>(std::move(config));
+}
+
 // Exactly one source: the file, or the API server.
 struct Source {
   std::unique_ptr<FileSource> file;
   std::unique_ptr<kube::Client> client;
   std::unique_ptr<K8sSource> k8s;
+  std::unique_ptr<HeadroomReporter> headroom;  // with the API server's
   std::string what;  // how the allocation is named in the log
   std::string node;
   std::optional<NodeEvent> event;  // to record on the Node (API server only), until it is
@@ -288,6 +329,9 @@ StatusOr<Source> OpenSource(const Flags& flags) {
     source.file = std::make_unique<FileSource>(flags.file, flags.node);
     return source;
   }
+  auto headroom = OpenHeadroom(flags);
+  if (!headroom.ok()) return headroom.status();
+  source.headroom = std::move(headroom).value();
   auto options = flags.in_cluster ? kube::InClusterOptions()
                                   : kube::OptionsFromKubeconfig(flags.kubeconfig);
   if (!options.ok()) return options.status();
@@ -329,6 +373,9 @@ std::string RunPass(Source& source, Reconciler& reconciler, AgentMetrics& metric
   if (source.k8s) {
     if (Status w = source.k8s->ReportStatus(r ? &*r : nullptr); !w.ok()) {
       problem += (problem.empty() ? "" : "; ") + w.ToString();
+    }
+    if (Status h = source.headroom ? source.headroom->Tick(*source.k8s) : Status(); !h.ok()) {
+      problem += (problem.empty() ? "" : "; ") + h.ToString();
     }
   }
   if (source.client && source.event) {

@@ -209,6 +209,16 @@ class RenderMatrixTest(unittest.TestCase):
         self.assertNotIn("hostPID", pod)
         self.assertEqual(ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], 2)
 
+    def test_agent_headroom(self):
+        args = container(one(render(), "DaemonSet"))["args"]
+        self.assertIn("--nic=auto", args)
+        self.assertIn("--headroom-interval-ms=5000", args)
+        self.assertFalse([a for a in args if a.startswith("--nic-capacity")], "its link speed by default")
+        args = container(one(render("--set", "agent.headroom.nic=ens5", "--set", "agent.headroom.nicCapacity=25G",
+                                    "--set", "agent.headroom.intervalMs=0"), "DaemonSet"))["args"]
+        self.assertEqual([a for a in args if "nic" in a or "headroom" in a],
+                         ["--nic=ens5", "--nic-capacity=25G", "--headroom-interval-ms=0"])
+
     def test_monitoring(self):
         docs = render(*MATRIX["monitoring"])
         sm = one(docs, "ServiceMonitor")

@@ -3,6 +3,7 @@
 // malformed allocation files change nothing; a corrupt journal is moved aside and the
 // originals are rebuilt from the containers' cgroups. Skipped when the binary
 // (built next to this test) or a writable cgroup v1 cpu hierarchy is missing.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -53,12 +55,17 @@ bool WaitFor(const std::function<bool()>& done, double seconds = 10) {
 // A star-agent child process, SIGKILLed and reaped at scope exit if still running.
 class Child {
  public:
-  explicit Child(const std::vector<std::string>& argv) {
+  // `stderr_path`, when given, gets what the agent writes to stderr.
+  explicit Child(const std::vector<std::string>& argv, const std::string& stderr_path = "") {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
+      const int fd = stderr_path.empty()
+                         ? -1
+                         : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd >= 0) ::dup2(fd, 2);
       execv(args[0], args.data());
       _exit(127);
     }
@@ -191,6 +198,25 @@ TEST_F(AgentBinaryTest, MalformedAllocationFileChangesNothing) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
   EXPECT_EQ(Quota(), 200000);
   EXPECT_FALSE(fs::exists(journal()));
+}
+
+TEST_F(AgentBinaryTest, BadHeadroomFlagsAreRefusedNamingThemAndChangeNothing) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--nic-capacity", "lots"}, {"--nic", "nosuch0"}};
+  for (const auto& [flag, value] : cases) {
+    // The headroom flags are checked before the kubeconfig (which does not exist here).
+    std::vector<std::string> a = {binary_,   "--node",    "node-1", "--kubeconfig",
+                                  dir_ + "/none", "--cgroup-root", root_, "--journal",
+                                  journal(), "--metrics-address", "", flag, value};
+    Child agent(a, dir_ + "/stderr");
+    const int status = agent.Wait();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << flag << ": " << status;
+    const std::string err = ReadFile(dir_ + "/stderr");
+    EXPECT_NE(err.find(flag + (flag == "--nic" ? " " + value : ": \"" + value + "\"")),
+              std::string::npos)
+        << err;
+  }
+  EXPECT_EQ(Quota(), 200000);
 }
 
 // Regression: a corrupt journal made the agent exit 2 on every start, freezing the node.

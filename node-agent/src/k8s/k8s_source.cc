@@ -97,6 +97,7 @@ api::NodeAllocationStatus BuildStatus(const StatusInputs& in,
   s.observed_generation = previous.observed_generation;
   s.applied = previous.applied;
   s.usage = previous.usage;
+  s.headroom = previous.headroom;
 
   const bool valid = in.decode_error.ok();
   api::Condition valid_c =
@@ -279,13 +280,29 @@ Status K8sSource::ReportStatus(const StatusOr<ReconcileResult>* result) {
   if (written_ && *written_ == status) return Status();
 
   nlohmann::json body = api::ToJson(status);
-  body.erase("usage");  // not sampled by the agent (yet): leave whatever is there
+  body.erase("usage");     // not sampled by the agent (yet): leave whatever is there
+  body.erase("headroom");  // ReportHeadroom's
   auto patched = client_.MergePatch(kube::NodeAllocations(), "", node_,
                                     nlohmann::json{{"status", std::move(body)}},
                                     /*status=*/true);
   if (!patched.ok()) return patched.status().WithPrefix("nodeallocation " + node_ + " status");
   written_ = std::move(status);
   ++status_writes_;
+  return Status();
+}
+
+Status K8sSource::ReportHeadroom(const api::NodeHeadroom& headroom) {
+  if (!current_) return Status();
+  auto patched = client_.MergePatch(kube::NodeAllocations(), "", node_,
+                                    nlohmann::json{{"status", {{"headroom", api::ToJson(headroom)}}}},
+                                    /*status=*/true);
+  // Deleted since the watch last said: nothing to write to.
+  if (!patched.ok() && patched.status().code() == StatusCode::kNotFound) return Status();
+  if (!patched.ok()) {
+    return patched.status().WithPrefix("nodeallocation " + node_ + " status.headroom");
+  }
+  if (written_) written_->headroom = headroom;
+  ++headroom_writes_;
   return Status();
 }
 

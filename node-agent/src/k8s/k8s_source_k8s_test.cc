@@ -238,6 +238,32 @@ TEST_F(K8sSourceTest, DeletionRestoresOriginals) {
   EXPECT_EQ(*cpu, kOriginal);
 }
 
+TEST_F(K8sSourceTest, HeadroomIsWrittenWholeAndKeptByStatusWrites) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(source_->WaitForSync(20s));
+  (void)Pass();
+  const api::NodeHeadroom h{"2026-01-01T00:00:05Z", 5.5, 8000, 1500.5, "eth0", 1e10, 2e8, 3e7};
+  EXPECT_TRUE(source_->ReportHeadroom(h).ok()) << "no object yet: nothing to write to";
+  EXPECT_EQ(source_->headroom_writes(), 0);
+
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
+  ASSERT_TRUE(RunUntil([&] { return ObservedGeneration() == 1; }));
+  ASSERT_TRUE(source_->ReportHeadroom(h).ok());
+  EXPECT_EQ(source_->headroom_writes(), 1);
+  // The CRD's schema keeps every field (the API server prunes what it does not know).
+  EXPECT_EQ(Get()["status"]["headroom"], api::ToJson(h)) << Get().dump();
+
+  // A new spec makes a status write, which leaves the headroom as it was.
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::NodeAllocations(), "", node_,
+                               {{"spec", Allocation(250)["spec"]}})
+                  .ok());
+  ASSERT_TRUE(RunUntil([&] { return ObservedGeneration() == 2; }));
+  auto decoded = api::NodeAllocationFromJson(Get());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->status.headroom, h);
+}
+
 TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {
   // The first watch is told its resourceVersion expired (410), the re-list that follows
   // fails once, and every later watch stream is cut after one event.

@@ -28,7 +28,8 @@
 //                               False/InterfaceNotFound naming each pod whose interface
 //                               was not found and why; such a pod is not failed, its
 //                               applied[] entry carries no network, and it is retried)
-//   usage               not written (no usage sampling yet).
+//   usage               not written (no usage sampling yet)
+//   headroom            only by ReportHeadroom (star/agent/headroom.h says how often).
 #pragma once
 
 #include <chrono>
@@ -114,8 +115,14 @@ class K8sSource {
   // client's error otherwise (retried on the next call).
   [[nodiscard]] Status ReportStatus(const StatusOr<ReconcileResult>* result);
 
+  // Writes the node's headroom into status.headroom, a merge patch of that field alone
+  // (ReportStatus never touches it). OK when written or when there is no object to write
+  // to (the operator creates it); the client's error otherwise.
+  [[nodiscard]] Status ReportHeadroom(const api::NodeHeadroom& headroom);
+
   // Status patches sent successfully (tests).
   int64_t status_writes() const { return status_writes_; }
+  int64_t headroom_writes() const { return headroom_writes_; }
 
  private:
   // The informer's reports: something changed (an event, or a list's outcome).
@@ -146,6 +153,7 @@ class K8sSource {
   std::string object_uid_;                 // metadata.uid of current_
   std::optional<api::NodeAllocationStatus> written_;  // last status written for object_uid_
   int64_t status_writes_ = 0;
+  int64_t headroom_writes_ = 0;
 
   kube::Informer informer_;  // last: it stops (and stops calling back) before the rest goes
 };
