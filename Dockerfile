@@ -33,7 +33,7 @@ WORKDIR /src
 COPY . .
 # A compiler cache is used when the build mounts one at /ccache (the image tests do:
 # `podman build -v DIR:/ccache`); it changes nothing in what is built.
-RUN launcher=$([ -d /ccache ] && echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache") \
+RUN launcher=$(if [ -d /ccache ]; then echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"; fi) \
     && export CCACHE_DIR=/ccache CCACHE_BASEDIR=/src \
     && cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF $launcher \
       -DSTAR_BUILD_BENCH=OFF -DSTAR_WITH_CUDA=OFF -DSTAR_WITH_TORCH=ON -DCMAKE_INSTALL_PREFIX=/usr \
