@@ -14,13 +14,16 @@ HeadroomReporter::HeadroomReporter(HeadroomConfig config) : config_(std::move(co
 }
 
 Status HeadroomReporter::Tick(K8sSource& source) {
+  // The loop passes far more often than a sample is due: nothing is read before then.
+  if (base_ && std::chrono::steady_clock::now() - base_->at < config_.options.interval) {
+    return Status();
+  }
   auto now = ReadHostCounters(config_.paths, config_.interface);
   if (!now.ok()) return now.status().WithPrefix("headroom");
   if (!base_) {
     base_ = *now;
     return Status();
   }
-  if (now->at - base_->at < config_.options.interval) return Status();
   sample_ = HeadroomBetween(*base_, *now, config_.interface, config_.nic_capacity_bits_per_second,
                             kube::NowRfc3339());
   base_ = *now;

@@ -5,6 +5,8 @@
 // within a bounded deadline; the source wakes the loop when the watch delivers.
 #include "star/agent/k8s_source.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -14,6 +16,7 @@
 
 #include "k8s_test_util.h"
 #include "star/test_support/kube_cluster.h"
+#include "star/agent/headroom_reporter.h"
 #include "star/agent/journal.h"
 #include "star/agent/memory_node_os.h"
 #include "star/agent/reconciler.h"
@@ -262,6 +265,31 @@ TEST_F(K8sSourceTest, HeadroomIsWrittenWholeAndKeptByStatusWrites) {
   auto decoded = api::NodeAllocationFromJson(Get());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->status.headroom, h);
+}
+
+TEST_F(K8sSourceTest, TheReporterSamplesThisMachineAndWritesItsHeadroom) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(client_->Create(kube::NodeAllocations(), "", Allocation(500)).ok());
+  ASSERT_TRUE(RunUntil([&] { return ObservedGeneration() == 1; }));
+  HeadroomConfig config;
+  config.interface = "lo";
+  config.nic_capacity_bits_per_second = 1e9;
+  config.options.interval = 1ms;
+  HeadroomReporter reporter(config);
+  // The first tick only reads; a later one, an interval on, samples and writes.
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (source_->headroom_writes() == 0 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(reporter.Tick(*source_).ok());
+  }
+  ASSERT_EQ(source_->headroom_writes(), 1);
+  ASSERT_TRUE(reporter.sample().has_value());
+  auto decoded = api::NodeAllocationFromJson(Get());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(decoded->status.headroom.has_value()) << Get().dump();
+  EXPECT_EQ(*decoded->status.headroom, *reporter.sample());
+  EXPECT_EQ(decoded->status.headroom->interface, "lo");
+  EXPECT_EQ(decoded->status.headroom->cpu_capacity_millicores,
+            1000.0 * sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 TEST_F(K8sSourceTest, ConvergesThroughExpiredDroppedWatchesAndFailedLists) {

@@ -27,8 +27,9 @@ class HeadroomReporter {
  public:
   explicit HeadroomReporter(HeadroomConfig config);
 
-  // Reads the counters; once `options.interval` has passed since the reading it compares
-  // with, makes a sample of the two and writes it when ShouldWriteHeadroom says so.
+  // Once `options.interval` has passed since the last reading (at once, the first time),
+  // reads the counters, makes a sample of the two readings and writes it when
+  // ShouldWriteHeadroom says so.
   // Returns the error of a failed read or write (the next call tries again).
   [[nodiscard]] Status Tick(K8sSource& source);
 
