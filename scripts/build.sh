@@ -7,7 +7,7 @@
 #   STAR_TORCH2_PYTHON a python with PyTorch 2.x (scripts/torch-venv.sh prints one): the
 #                     star.torch tests also run on it
 # RelWithDebInfo here means -O2 with line tables only (-g1): crash traces and perf still
-# get file:line, and the build takes a third less time than with full debug info (-g).
+# get file:line, and the compiler writes far less than with full debug info (-g).
 # Compiles go through ccache where it is installed (scripts/install-deps.sh installs it;
 # cache in ~/.cache/ccache, shared by every checkout on the machine since paths below the
 # source tree are hashed relative to it).
